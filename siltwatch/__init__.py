@@ -1,0 +1,1 @@
+"""siltwatch package."""

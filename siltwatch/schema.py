@@ -1,0 +1,280 @@
+"""The wire schema: what crosses MQTT between edge stations, ingest and consumers.
+
+Every payload is JSON, versioned (``v``), and validated with pydantic on both
+ends, so a station and the ingest service can never disagree silently about a
+field. The JSON Schemas exported by ``siltwatch schema --out DIR`` are the
+documentation integrators read (docs/wire-format.md).
+
+Times are event times in UTC: the moment a sensor measured, not the moment a
+message arrived. The per-sensor ``seq`` is the dedupe key: the edge agent keeps
+it on disk so it survives reboots, and ingest drops a (site, sensor, seq) it has
+already stored.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+TOPIC_ROOT = "siltwatch/v1"
+
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_ID_RE = re.compile(_ID_PATTERN)
+
+
+def _utc(value: datetime) -> datetime:
+    """Event times must carry a zone: a naive time from a Pi is a bug, not UTC."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("time must carry a UTC offset or 'Z' (naive times are ambiguous)")
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+Identifier = Annotated[str, Field(pattern=_ID_PATTERN)]
+
+
+class QualityFlag(StrEnum):
+    """Why a reading should not be trusted blindly; set by the edge or by ingest."""
+
+    CLOCK_UNSYNCED = "clock_unsynced"  # taken before NTP sync: the time may be wrong
+    OUT_OF_RANGE = "out_of_range"  # outside the sensor's physical or configured range
+    SENSOR_FAULT = "sensor_fault"  # the driver reported an error state
+    UNCALIBRATED = "uncalibrated"  # no calibration on file for this probe
+    SPIKE = "spike"  # isolated outlier against its neighbours
+    FLATLINE = "flatline"  # stuck value
+    BACKFILLED = "backfilled"  # sent from the outbox after an outage
+    SIMULATED = "simulated"  # produced by the simulated driver
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError("value must be a finite number (NaN and infinity are not readings)")
+    return value
+
+
+class ReadingItem(_Payload):
+    """One measurement inside a batch: the station and site come from the batch."""
+
+    sensor: Identifier
+    time: UtcDatetime
+    seq: int = Field(ge=0, description="per-sensor sequence number; survives reboots")
+    value: Annotated[float, AfterValidator(_finite)]
+    unit: str = Field(min_length=1, max_length=16)
+    raw: float | None = Field(default=None, description="the uncalibrated driver value")
+    quality: list[QualityFlag] = Field(default_factory=list)
+
+
+class Reading(ReadingItem):
+    """A single reading, published on ``siltwatch/v1/{site}/{station}/{sensor}/reading``."""
+
+    v: Literal[1] = SCHEMA_VERSION
+    type: Literal["reading"] = "reading"
+    site: Identifier
+    station: Identifier
+
+
+class ReadingBatch(_Payload):
+    """Many readings of one station: the outbox flush after an outage, oldest first.
+
+    Published on the topic of the first reading's sensor (a station may only
+    publish under its own topics), so ingest accepts a batch on any of the
+    station's reading topics.
+    """
+
+    v: Literal[1] = SCHEMA_VERSION
+    type: Literal["batch"] = "batch"
+    site: Identifier
+    station: Identifier
+    readings: list[ReadingItem] = Field(min_length=1, max_length=10_000)
+
+    def expand(self) -> list[Reading]:
+        """The batch as individual readings, in the order sent."""
+        return [
+            Reading(site=self.site, station=self.station, **item.model_dump())
+            for item in self.readings
+        ]
+
+
+class StationHealth(_Payload):
+    battery_v: float | None = None
+    cpu_temp_c: float | None = None
+    disk_free_mb: float | None = None
+    backlog: int | None = Field(default=None, ge=0, description="readings waiting in the outbox")
+    dropped: int | None = Field(
+        default=None, ge=0, description="readings evicted because the outbox cap was reached"
+    )
+    clock_synced: bool | None = None
+    clock_offset_s: float | None = None
+
+
+class StationStatus(_Payload):
+    """Retained on ``siltwatch/v1/{site}/{station}/status``; the last will says offline."""
+
+    v: Literal[1] = SCHEMA_VERSION
+    type: Literal["status"] = "status"
+    site: Identifier
+    station: Identifier
+    state: Literal["online", "offline"]
+    time: UtcDatetime | None = None
+    firmware: str | None = None
+    config_version: str | None = None
+    health: StationHealth | None = None
+
+
+class InspectionRecord(_Payload):
+    """An inspection recorded in the field, on ``siltwatch/v1/{site}/inspections``.
+
+    ``duty`` empty means a full site inspection: it completes every inspection
+    duty open at ``time`` (replay contract, shared/contract/README.md).
+    """
+
+    v: Literal[1] = SCHEMA_VERSION
+    type: Literal["inspection"] = "inspection"
+    site: Identifier
+    time: UtcDatetime
+    inspector: str = Field(min_length=1, max_length=200)
+    duty: str | None = None
+    notes: str | None = None
+
+    @field_validator("duty")
+    @classmethod
+    def _empty_duty_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
+Severity = Literal["info", "warning", "critical"]
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+class Escalation(_Payload):
+    at: UtcDatetime
+    severity: Severity
+
+
+class Alert(_Payload):
+    """One alert episode: the fields of the replay contract's ALERTS.jsonl.
+
+    Published (with ``site``) on ``siltwatch/v1/{site}/alerts`` for other consumers.
+    """
+
+    id: str
+    kind: str
+    subject: str
+    severity: Severity
+    escalations: list[Escalation]
+    opened_at: UtcDatetime
+    resolved_at: UtcDatetime | None
+    rule: str
+    message: str
+    evidence: dict[str, Any]
+
+
+class Duty(_Payload):
+    """One duty (an inspection to make by a deadline): a line of DUTIES.jsonl."""
+
+    id: str
+    kind: str
+    reason: str
+    subject: str
+    created_at: UtcDatetime
+    due_at: UtcDatetime
+    completed_at: UtcDatetime | None
+    rule: str
+
+
+class AlertMessage(Alert):
+    """An alert as published on MQTT: the contract fields plus the site and version."""
+
+    v: Literal[1] = SCHEMA_VERSION
+    type: Literal["alert"] = "alert"
+    site: Identifier
+
+
+# --- topics -----------------------------------------------------------------
+
+
+def _check_id(kind: str, value: str) -> str:
+    if not _ID_RE.match(value):
+        raise ValueError(f"{kind} id {value!r} is not a valid topic level (expected {_ID_PATTERN})")
+    return value
+
+
+def reading_topic(site: str, station: str, sensor: str) -> str:
+    return (
+        f"{TOPIC_ROOT}/{_check_id('site', site)}/{_check_id('station', station)}/"
+        f"{_check_id('sensor', sensor)}/reading"
+    )
+
+
+def status_topic(site: str, station: str) -> str:
+    return f"{TOPIC_ROOT}/{_check_id('site', site)}/{_check_id('station', station)}/status"
+
+
+def inspections_topic(site: str) -> str:
+    return f"{TOPIC_ROOT}/{_check_id('site', site)}/inspections"
+
+
+def alerts_topic(site: str) -> str:
+    return f"{TOPIC_ROOT}/{_check_id('site', site)}/alerts"
+
+
+def readings_subscription(site: str = "+") -> str:
+    """The filter ingest subscribes with: every reading of one site (or all sites)."""
+    return f"{TOPIC_ROOT}/{site}/+/+/reading"
+
+
+class TopicParts(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["reading", "status", "inspections", "alerts"]
+    site: str
+    station: str | None = None
+    sensor: str | None = None
+
+
+def parse_topic(topic: str) -> TopicParts:
+    """Split a siltwatch topic into its parts; ValueError names what is wrong."""
+    prefix = TOPIC_ROOT + "/"
+    if not topic.startswith(prefix):
+        raise ValueError(f"topic {topic!r} is not under {TOPIC_ROOT}/")
+    parts = topic[len(prefix) :].split("/")
+    for part in parts:
+        if not part:
+            raise ValueError(f"topic {topic!r} has an empty level")
+    if len(parts) == 4 and parts[3] == "reading":
+        return TopicParts(kind="reading", site=parts[0], station=parts[1], sensor=parts[2])
+    if len(parts) == 3 and parts[2] == "status":
+        return TopicParts(kind="status", site=parts[0], station=parts[1])
+    if len(parts) == 2 and parts[1] in ("inspections", "alerts"):
+        kind: Literal["inspections", "alerts"] = (
+            "inspections" if parts[1] == "inspections" else "alerts"
+        )
+        return TopicParts(kind=kind, site=parts[0])
+    raise ValueError(
+        f"topic {topic!r} matches none of .../{{site}}/{{station}}/{{sensor}}/reading, "
+        ".../{site}/{station}/status, .../{site}/inspections, .../{site}/alerts"
+    )
+
+
+WIRE_MODELS: dict[str, type[BaseModel]] = {
+    "reading": Reading,
+    "batch": ReadingBatch,
+    "status": StationStatus,
+    "inspection": InspectionRecord,
+    "alert": AlertMessage,
+}
+
+
+def iso_utc(value: datetime) -> str:
+    """ISO 8601 with ``Z``: the one time format siltwatch writes everywhere."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
