@@ -75,7 +75,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError([f"{path}: cannot be read ({exc.strerror})"]) from None
     except UnicodeDecodeError as exc:
-        raise ConfigError([f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
+        raise ConfigError(
+            [f"{path}: is not UTF-8 text ({exc.reason} at byte {exc.start})"]
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -77,7 +77,7 @@ class ReadingItem(_Payload):
 class Reading(ReadingItem):
     """A single reading, published on ``siltwatch/v1/{site}/{station}/{sensor}/reading``."""
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     type: Literal["reading"] = "reading"
     site: Identifier
     station: Identifier
@@ -91,7 +91,7 @@ class ReadingBatch(_Payload):
     station's reading topics.
     """
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     type: Literal["batch"] = "batch"
     site: Identifier
     station: Identifier
@@ -120,7 +120,7 @@ class StationHealth(_Payload):
 class StationStatus(_Payload):
     """Retained on ``siltwatch/v1/{site}/{station}/status``; the last will says offline."""
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     type: Literal["status"] = "status"
     site: Identifier
     station: Identifier
@@ -138,7 +138,7 @@ class InspectionRecord(_Payload):
     duty open at ``time`` (replay contract, shared/contract/README.md).
     """
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     type: Literal["inspection"] = "inspection"
     site: Identifier
     time: UtcDatetime
@@ -195,7 +195,7 @@ class Duty(_Payload):
 class AlertMessage(Alert):
     """An alert as published on MQTT: the contract fields plus the site and version."""
 
-    v: Literal[1] = SCHEMA_VERSION
+    v: Literal[1] = 1
     type: Literal["alert"] = "alert"
     site: Identifier
 

@@ -1,0 +1,277 @@
+"""Rule packs: the law as data, one TOML file per jurisdiction.
+
+Every number siltwatch enforces lives in a pack with its citation and how well
+it was verified (``seed``: read in the ordinance; ``primary``: read in the
+permit or regulation; ``secondary``: seen only in a summary; ``default``: a
+siltwatch engineering choice). Packs stack: a site lists its packs, each pack
+may extend others, a later pack overrides an earlier one key by key, and the
+site's own ``[rule_overrides]`` win over all of them and are recorded, so an
+alert can say "site override of Lake George §148-10".
+
+The pack files ship inside this package (``siltwatch/packs/``) because
+``siltwatch config check`` must validate them without the analytics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from siltwatch.configerrors import ConfigError, read_toml, validation_lines
+
+Verified = Literal["seed", "primary", "secondary", "default"]
+BASE_PACK = "siltwatch-defaults"
+
+LimitShape = dict[str, float | bool]
+RuleScalar = float | int | bool | str | list[str] | LimitShape
+
+# Every key a pack may set, with the type of its value. A key outside this
+# catalogue is a typo in a pack, and a pack with a typo must not load.
+_NUMBER = (int, float)
+RULE_KEYS: dict[str, tuple[type, ...]] = {
+    "rain.storm_gap_h": _NUMBER,
+    "rain.min_storm_in": _NUMBER,
+    "rain.daily_log": (bool,),
+    "turbidity.standard": (str,),
+    "turbidity.window_s": _NUMBER,
+    "turbidity.sustain_s": _NUMBER,
+    "turbidity.clear_fraction": _NUMBER,
+    "turbidity.limit.stream": (dict,),
+    "turbidity.limit.trout_stream": (dict,),
+    "turbidity.limit.lake": (dict,),
+    "turbidity.limit.trout_lake": (dict,),
+    "turbidity.limit.any": (dict,),
+    "turbidity.benchmark_ntu": _NUMBER,
+    "turbidity.notify_ntu": _NUMBER,
+    "turbidity.dewatering_benchmark_ntu": _NUMBER,
+    "sediment.warn_fraction": _NUMBER,
+    "sediment.cleanout_fraction": _NUMBER,
+    "drain.limit_h.infiltration_basin": _NUMBER,
+    "drain.limit_h.infiltration_trench": _NUMBER,
+    "drain.limit_h.dry_well": _NUMBER,
+    "drain.limit_h.porous_pavement": _NUMBER,
+    "drain.limit_h.vegetated_depression": _NUMBER,
+    "inspection.routine_days": _NUMBER,
+    "inspection.twice_weekly_over_acres": _NUMBER,
+    "inspection.twice_weekly_min_gap_days": _NUMBER,
+    "inspection.storm_threshold_in": _NUMBER,
+    "inspection.storm_window_h": _NUMBER,
+    "inspection.storm_due_h": _NUMBER,
+    "inspection.storm_due_next_business_day": (bool,),
+    "inspection.storm_resets_routine": (bool,),
+    "inspection.quarterly": (bool,),
+    "health.offline_after_intervals": _NUMBER,
+    "calendar.business_hours": (str,),
+    "calendar.weekend": (list,),
+    "notice.before_inspection_h": _NUMBER,
+    "cover.exposed_near_water_h": _NUMBER,
+    "cover.graded_slopes_days": _NUMBER,
+    "cover.permanent_working_days": _NUMBER,
+}
+
+LIMIT_KEYS = frozenset(
+    {
+        "max_ntu",
+        "over_background_ntu",
+        "over_background_pct",
+        "pct_above_background_ntu",
+        "no_increase_over_background",
+    }
+)
+
+
+class RuleEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: Any
+    citation: str = Field(min_length=1)
+    verified: Verified
+    text: str = ""
+
+
+class PackHeader(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    title: str
+    version: str
+    extends: list[str] = Field(default_factory=list)
+    to_check: list[str] = Field(default_factory=list)
+
+
+class PackFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pack: PackHeader
+    rules: dict[str, RuleEntry] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RuleValue:
+    """One resolved rule: its value and where it comes from."""
+
+    key: str
+    value: Any
+    citation: str
+    verified: Verified
+    pack: str
+    text: str = ""
+    site_override: bool = False
+
+    def cite(self) -> str:
+        """The citation as an alert text shows it.
+
+        A site override says so; a value only seen in a summary says "per"
+        (shared/rules.md: "A rule that is only secondary ... alert texts say per").
+        """
+        if self.site_override:
+            return f"site override of {self.citation}"
+        if self.verified == "secondary":
+            return f"per {self.citation}"
+        return self.citation
+
+
+def check_value(key: str, value: Any) -> str | None:
+    """Why ``value`` does not fit ``key``, or None when it does."""
+    types = RULE_KEYS.get(key)
+    if types is None:
+        return f"unknown rule key {key!r} (known: {', '.join(sorted(RULE_KEYS))})"
+    if isinstance(value, bool) and bool not in types:
+        return f"expected a number, got {value!r}"
+    if not isinstance(value, types):
+        expected = " or ".join(t.__name__ for t in types).replace("dict", "table")
+        return f"expected {expected}, got {value!r}"
+    if isinstance(value, dict):
+        return check_limit_shape(value)
+    return None
+
+
+def check_limit_shape(value: dict[str, Any]) -> str | None:
+    """Why a turbidity limit table is not one of the contract's shapes, or None."""
+    unknown = set(value) - LIMIT_KEYS
+    if unknown:
+        return f"unknown turbidity limit key(s) {sorted(unknown)}; expected some of {sorted(LIMIT_KEYS)}"
+    numeric = [k for k in value if k != "no_increase_over_background"]
+    if not numeric:
+        return "a turbidity limit needs max_ntu, over_background_ntu or over_background_pct"
+    for k in numeric:
+        v = value[k]
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            return f"{k} must be a number >= 0, got {v!r}"
+    if "pct_above_background_ntu" in value and not (
+        "over_background_ntu" in value and "over_background_pct" in value
+    ):
+        return (
+            "pct_above_background_ntu (the piecewise form) needs both over_background_ntu "
+            "and over_background_pct"
+        )
+    return None
+
+
+def _pack_dir() -> Path:
+    return Path(str(resources.files("siltwatch") / "packs"))
+
+
+def available_packs() -> list[str]:
+    return sorted(p.stem for p in _pack_dir().glob("*.toml"))
+
+
+@cache
+def load_pack(pack_id: str) -> PackFile:
+    """Load and validate one shipped pack; ConfigError lines name the pack file and key."""
+    path = _pack_dir() / f"{pack_id}.toml"
+    if not path.exists():
+        raise ConfigError(
+            [f"rule pack {pack_id!r} does not exist (known: {', '.join(available_packs())})"]
+        )
+    data = read_toml(path)
+    try:
+        pack = PackFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_lines(str(path), exc)) from None
+    errors = []
+    if pack.pack.id != pack_id:
+        errors.append(
+            f"{path}: pack.id: expected {pack_id!r} (the file name), got {pack.pack.id!r}"
+        )
+    for key, entry in pack.rules.items():
+        problem = check_value(key, entry.value)
+        if problem:
+            errors.append(f"{path}: rules.{key}.value: {problem}")
+    if errors:
+        raise ConfigError(errors)
+    return pack
+
+
+def pack_chain(pack_ids: list[str]) -> list[str]:
+    """The packs in stacking order: the defaults, then each pack after what it extends."""
+    order: list[str] = []
+
+    def visit(pack_id: str, trail: tuple[str, ...]) -> None:
+        if pack_id in trail:
+            raise ConfigError(
+                [f"rule pack {pack_id!r} extends itself through {' -> '.join(trail)}"]
+            )
+        if pack_id in order:
+            return
+        for parent in load_pack(pack_id).pack.extends:
+            visit(parent, (*trail, pack_id))
+        order.append(pack_id)
+
+    visit(BASE_PACK, ())
+    for pack_id in pack_ids:
+        visit(pack_id, ())
+    return order
+
+
+class Rules:
+    """The resolved rules of one site: packs stacked, then the site's overrides."""
+
+    def __init__(self, values: dict[str, RuleValue], packs: list[str]) -> None:
+        self._values = values
+        self.packs = packs
+
+    @classmethod
+    def resolve(cls, pack_ids: list[str], overrides: dict[str, Any] | None = None) -> Rules:
+        chain = pack_chain(pack_ids)
+        values: dict[str, RuleValue] = {}
+        for pack_id in chain:
+            for key, entry in load_pack(pack_id).rules.items():
+                values[key] = RuleValue(
+                    key, entry.value, entry.citation, entry.verified, pack_id, entry.text
+                )
+        for key, value in (overrides or {}).items():
+            base = values.get(key)
+            if base is None:
+                values[key] = RuleValue(
+                    key, value, "site configuration", "default", "site", "", True
+                )
+            else:
+                values[key] = replace(base, value=value, site_override=True)
+        return cls(values, chain)
+
+    def get(self, key: str) -> RuleValue | None:
+        return self._values.get(key)
+
+    def require(self, key: str) -> RuleValue:
+        value = self._values.get(key)
+        if value is None:
+            raise KeyError(
+                f"no rule pack of this site sets {key!r} (packs: {', '.join(self.packs)})"
+            )
+        return value
+
+    def number(self, key: str) -> float:
+        return float(self.require(key).value)
+
+    def overrides(self) -> list[RuleValue]:
+        """The values the site overrode: logged at start-up and shown in alert texts."""
+        return [v for v in self._values.values() if v.site_override]
+
+    def items(self) -> list[RuleValue]:
+        return [self._values[k] for k in sorted(self._values)]

@@ -1,0 +1,666 @@
+"""Real servers on loopback for tests: Mosquitto, an in-process amqtt broker, InfluxDB 1.x.
+
+Why real servers: the behaviour siltwatch depends on (ACL refusals, QoS 1 acks,
+persistence across restarts, InfluxQL results) is the server's, and a mock would
+only repeat our own assumptions back to us. Every server binds 127.0.0.1 on a free
+port so tests never collide with a system service or with each other.
+
+Only the standard library is used for process control and HTTP, so this module
+works before any siltwatch code exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago.
+
+    There is a small race (someone else may take it before the server binds), which is
+    acceptable for tests; binding port 0 in the server itself is not an option because
+    Mosquitto and InfluxDB do not report the port they picked.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    """True when a TCP connection to host:port is accepted right now."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    """Last lines of a log file, or a note that it does not exist (for error messages)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"<{path}: {exc.strerror}>"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _terminate(proc: subprocess.Popen[bytes], timeout: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM, wait, and SIGKILL only if the process ignores us (never leaves it running)."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
+def _mosquitto_account() -> pwd.struct_passwd | None:
+    """The account Mosquitto drops to when started as root, or None when it will not drop.
+
+    Mosquitto 2.x started as root switches to user ``mosquitto`` and only then opens the
+    password file, ACL file, log file and persistence folder, so those must belong to it.
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam("mosquitto")
+    except KeyError:
+        return None
+
+
+def _reachable_by(account: pwd.struct_passwd, path: Path) -> bool:
+    """True when ``account`` can traverse every parent folder of ``path``.
+
+    pytest's ``tmp_path`` lives under ``/tmp/pytest-of-root`` (mode 0700), which the
+    ``mosquitto`` user cannot enter even if ``path`` itself is chowned to it.
+    """
+    for parent in path.resolve().parents:
+        st = parent.stat()
+        if st.st_uid == account.pw_uid:
+            ok = bool(st.st_mode & 0o100)
+        elif st.st_gid == account.pw_gid:
+            ok = bool(st.st_mode & 0o010)
+        else:
+            ok = bool(st.st_mode & 0o001)
+        if not ok:
+            return False
+    return True
+
+
+def _chown_tree(path: Path, uid: int, gid: int) -> None:
+    """``chown -R uid:gid path`` without a subprocess."""
+    os.chown(path, uid, gid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    """Run openssl and raise with its stderr when it fails (its messages are the useful part)."""
+    result = subprocess.run(
+        ["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args)} failed: {result.stderr.strip()}")
+
+
+class MosquittoServer:
+    """A Mosquitto broker process on loopback, configured from Python.
+
+    The port is chosen once in ``__init__`` and reused by every ``start()``, so clients
+    can reconnect to the same address after ``restart()`` or ``kill()`` + ``start()``
+    (that is how persistence and reconnect behaviour are tested).
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        users: dict[str, str] | None = None,
+        acl: str | None = None,
+        port: int | None = None,
+        persistence: bool = True,
+        tls: bool = False,
+    ) -> None:
+        self.workdir = Path(workdir).resolve()
+        self.users = dict(users or {})
+        self.acl = acl
+        self.persistence = persistence
+        self.tls = tls
+        self._port = port if port is not None else free_port()
+        self._tls_port: int | None = free_port() if tls else None
+        self.conf_path = self.workdir / "mosquitto.conf"
+        self.log_path = self.workdir / "mosquitto.log"
+        self.stderr_path = self.workdir / "mosquitto.stderr"
+        self.data_dir = self.workdir / "data"
+        self.ca_path: Path | None = None
+        self.run_as = "root"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._configured = False
+
+    # -- discovery -------------------------------------------------------------------
+
+    @staticmethod
+    def binary() -> str | None:
+        """Path of the mosquitto executable (Debian puts it in /usr/sbin, often not on PATH)."""
+        found = shutil.which("mosquitto")
+        if found:
+            return found
+        return "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
+
+    @staticmethod
+    def available() -> bool:
+        """True when a mosquitto executable is installed."""
+        return MosquittoServer.binary() is not None
+
+    # -- address ---------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def tls_port(self) -> int:
+        """Port of the TLS listener; only exists when constructed with ``tls=True``."""
+        if self._tls_port is None:
+            raise RuntimeError("this MosquittoServer was created without tls=True")
+        return self._tls_port
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    # -- configuration ---------------------------------------------------------------
+
+    def _write_config(self) -> None:
+        """Write config, password file, ACL file and (optionally) TLS material into workdir."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(exist_ok=True)
+        lines = [
+            f"listener {self._port} {LOOPBACK}",
+            f"log_dest file {self.log_path}",
+            "log_type all",
+            "connection_messages true",
+        ]
+        if self.users:
+            passwd = self.workdir / "passwd"
+            passwd.unlink(missing_ok=True)
+            for i, (user, password) in enumerate(self.users.items()):
+                # -c creates the file for the first user; later users are appended.
+                flags = ["-c", "-b"] if i == 0 else ["-b"]
+                subprocess.run(
+                    ["mosquitto_passwd", *flags, str(passwd), user, password],
+                    check=True,
+                    capture_output=True,
+                )
+            lines += ["allow_anonymous false", f"password_file {passwd}"]
+        else:
+            # Mosquitto 2.x refuses anonymous clients unless told otherwise.
+            lines.append("allow_anonymous true")
+        if self.acl is not None:
+            acl_path = self.workdir / "acl"
+            acl_path.write_text(self.acl.strip() + "\n")
+            lines.append(f"acl_file {acl_path}")
+        if self.persistence:
+            lines += ["persistence true", f"persistence_location {self.data_dir}/"]
+        else:
+            lines.append("persistence false")
+        if self.tls:
+            self._make_certs()
+            tls_dir = self.workdir / "tls"
+            lines += [
+                f"listener {self.tls_port} {LOOPBACK}",
+                f"cafile {tls_dir / 'ca.crt'}",
+                f"certfile {tls_dir / 'server.crt'}",
+                f"keyfile {tls_dir / 'server.key'}",
+            ]
+
+        account = _mosquitto_account()
+        chown_to = None
+        if account is None:
+            self.run_as = pwd.getpwuid(os.geteuid()).pw_name
+        elif _reachable_by(account, self.workdir):
+            chown_to = account
+            self.run_as = account.pw_name
+        else:
+            # The mosquitto user could not even enter workdir (e.g. pytest's tmp_path);
+            # stay root rather than fail with "Unable to open pwfile". Loopback test only.
+            lines.append("user root")
+            self.run_as = "root"
+        self.conf_path.write_text("\n".join(lines) + "\n")
+        if chown_to is not None:
+            _chown_tree(self.workdir, chown_to.pw_uid, chown_to.pw_gid)
+        self._configured = True
+
+    def _make_certs(self) -> None:
+        """A throwaway CA and a server certificate valid for 127.0.0.1 and localhost.
+
+        EC keys keep generation fast. The SAN is what clients check (CN is ignored by
+        modern TLS stacks); key identifiers keep Python's strict X.509 mode happy.
+        """
+        tls_dir = self.workdir / "tls"
+        tls_dir.mkdir(exist_ok=True)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        _openssl(
+            "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+            "-subj", "/CN=siltwatch test CA", cwd=tls_dir,
+        )  # fmt: skip
+        _openssl(
+            "req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=localhost", cwd=tls_dir,
+        )  # fmt: skip
+        (tls_dir / "server.ext").write_text(
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+            "basicConstraints=critical,CA:FALSE\n"
+            "keyUsage=critical,digitalSignature,keyEncipherment\n"
+            "extendedKeyUsage=serverAuth\n"
+            "subjectKeyIdentifier=hash\n"
+            "authorityKeyIdentifier=keyid,issuer\n"
+        )
+        _openssl(
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.crt", "-days", "2",
+            "-extfile", "server.ext", cwd=tls_dir,
+        )  # fmt: skip
+        self.ca_path = tls_dir / "ca.crt"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Spawn mosquitto and return once every listener accepts TCP connections."""
+        if self.running:
+            return
+        binary = self.binary()
+        if binary is None:
+            raise RuntimeError("mosquitto is not installed")
+        if not self._configured:
+            self._write_config()
+        with self.stderr_path.open("ab") as err:
+            self._proc = subprocess.Popen(
+                [binary, "-c", str(self.conf_path)],
+                stdout=err,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in pytest must not reach it first
+            )
+        ports = [self._port] + ([self._tls_port] if self._tls_port is not None else [])
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._proc = None
+                raise RuntimeError(f"mosquitto exited with {code} at start:\n{self._logs()}")
+            if all(port_open(LOOPBACK, p) for p in ports):
+                return
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(
+                    f"mosquitto did not listen on {ports} within {START_TIMEOUT_S} s:\n"
+                    f"{self._logs()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """SIGTERM (mosquitto saves its persistence file) and wait for the exit."""
+        if self._proc is not None:
+            _terminate(self._proc)
+            self._proc = None
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, so nothing is saved since the last autosave."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait(timeout=STOP_TIMEOUT_S)
+            self._proc = None
+
+    def restart(self) -> None:
+        """Stop and start on the same port(s)."""
+        self.stop()
+        self.start()
+
+    # -- logs ------------------------------------------------------------------------
+
+    def log_text(self) -> str:
+        """The broker log so far (connections, refusals, ACL denials with log_type all)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _logs(self) -> str:
+        return f"--- {self.log_path}\n{_tail(self.log_path)}\n--- stderr\n{_tail(self.stderr_path)}"
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class AmqttServer:
+    """An in-process amqtt broker (MQTT 3.1.1 only, anonymous) in a background thread.
+
+    Why: the fallback broker on a developer machine without mosquitto. amqtt needs an
+    asyncio loop; tests are synchronous (paho has its own network thread), so the broker
+    gets a private loop in a daemon thread. It does not enforce ACLs the way Mosquitto
+    does, and refuses MQTT v5 clients, so tests that need those must require Mosquitto.
+    """
+
+    def __init__(self, port: int | None = None) -> None:
+        self._port = port if port is not None else free_port()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._broker: Any = None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def running(self) -> bool:
+        return self._broker is not None
+
+    def start(self) -> None:
+        """Start the loop thread and the broker; return once the port accepts connections."""
+        if self.running:
+            return
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="amqtt-broker", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._start_broker(), loop)
+            self._broker = future.result(timeout=START_TIMEOUT_S)
+        except BaseException:
+            self._stop_loop()
+            raise
+        # No TCP probe needed: Broker.start() returns after its listening socket is bound
+        # (and a probe makes amqtt log "No data to decode MQTT packet" errors).
+
+    async def _start_broker(self) -> Any:
+        """Build the broker inside its loop (amqtt binds asyncio objects to the running loop)."""
+        from amqtt.broker import Broker  # imported late: only needed for the fallback
+
+        config: dict[str, Any] = {
+            "listeners": {"default": {"type": "tcp", "bind": f"{LOOPBACK}:{self._port}"}},
+            # Only anonymous auth: no $SYS publisher, no packet logger (noise in test logs).
+            "plugins": {
+                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
+            },
+        }
+        broker = Broker(config)
+        await broker.start()
+        return broker
+
+    def stop(self) -> None:
+        """Shut the broker down cleanly, then stop and close its loop."""
+        if self._broker is not None and self._loop is not None:
+            future = asyncio.run_coroutine_threadsafe(self._broker.shutdown(), self._loop)
+            with contextlib.suppress(Exception):
+                future.result(timeout=STOP_TIMEOUT_S)
+        self._broker = None
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        self._loop = self._thread = None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=STOP_TIMEOUT_S)
+        if not loop.is_running():
+            loop.close()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class InfluxDBServer:
+    """An InfluxDB 1.x ``influxd`` process on loopback with all its files in one folder.
+
+    HTTP and the RPC (backup/restore) port both bind 127.0.0.1 on free ports, usage
+    reporting and the ``_internal`` monitor database are off (no phoning home, no
+    background writes). The 1.x HTTP API only: ``/ping``, ``/write``, ``/query``.
+    """
+
+    def __init__(self, workdir: Path | None = None, *, port: int | None = None) -> None:
+        self._own_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix="siltwatch-influxdb-"))
+            if workdir is None
+            else Path(workdir).resolve()
+        )
+        self._port = port if port is not None else free_port()
+        self._rpc_port = free_port()
+        self.conf_path = self.workdir / "influxdb.conf"
+        self.log_path = self.workdir / "influxd.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def binary() -> str | None:
+        """Path of the influxd executable."""
+        found = shutil.which("influxd")
+        if found:
+            return found
+        return "/usr/bin/influxd" if Path("/usr/bin/influxd").exists() else None
+
+    @staticmethod
+    def available() -> bool:
+        """True when an influxd executable is installed."""
+        return InfluxDBServer.binary() is not None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self._port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _write_config(self) -> None:
+        for sub in ("meta", "data", "wal"):
+            (self.workdir / sub).mkdir(parents=True, exist_ok=True)
+        self.conf_path.write_text(
+            f"""\
+reporting-enabled = false
+bind-address = "{LOOPBACK}:{self._rpc_port}"
+
+[meta]
+  dir = "{self.workdir / "meta"}"
+  logging-enabled = false
+
+[data]
+  dir = "{self.workdir / "data"}"
+  wal-dir = "{self.workdir / "wal"}"
+  wal-fsync-delay = "0s"
+  query-log-enabled = false
+
+[monitor]
+  store-enabled = false
+
+[http]
+  enabled = true
+  bind-address = "{LOOPBACK}:{self._port}"
+  auth-enabled = false
+  log-enabled = false
+"""
+        )
+
+    def start(self) -> None:
+        """Spawn influxd and return once ``GET /ping`` answers 204."""
+        if self.running:
+            return
+        binary = self.binary()
+        if binary is None:
+            raise RuntimeError("influxd is not installed")
+        self._write_config()
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [binary, "run", "-config", str(self.conf_path)],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._proc = None
+                raise RuntimeError(f"influxd exited with {code} at start:\n{_tail(self.log_path)}")
+            if self._ping():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"influxd did not answer /ping within {START_TIMEOUT_S} s:\n"
+                    f"{_tail(self.log_path)}"
+                )
+            time.sleep(0.1)
+
+    def _ping(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/ping", timeout=0.5) as resp:
+                return int(resp.status) == 204
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM and wait; data stays in workdir so ``start()`` again sees it."""
+        if self._proc is not None:
+            _terminate(self._proc)
+            self._proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        """Stop, and remove workdir when this object created it."""
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    # -- HTTP API (1.x) --------------------------------------------------------------
+
+    def query(self, db: str, q: str) -> dict[str, Any]:
+        """Run InfluxQL via ``GET /query`` and return the decoded JSON.
+
+        Statement-level errors come back as ``{"results": [{"error": ...}]}`` with
+        HTTP 200, so callers that care must look; HTTP errors raise RuntimeError.
+        """
+        params = urllib.parse.urlencode({"db": db, "q": q, "epoch": "ms"})
+        return self._request("GET", f"/query?{params}")
+
+    def command(self, q: str) -> dict[str, Any]:
+        """Run a statement that changes state (CREATE/DROP) via ``POST /query``."""
+        return self._request(
+            "POST",
+            "/query",
+            urllib.parse.urlencode({"q": q}).encode(),
+            content_type="application/x-www-form-urlencoded",
+        )
+
+    def create_database(self, name: str) -> None:
+        """CREATE DATABASE (idempotent in InfluxDB 1.x)."""
+        result = self.command(f'CREATE DATABASE "{name}"')
+        error = result.get("results", [{}])[0].get("error")
+        if error:
+            raise RuntimeError(f"CREATE DATABASE {name}: {error}")
+
+    def write(self, db: str, lines: str, precision: str = "ms") -> None:
+        """Write line protocol via ``POST /write``; raises on anything but 204."""
+        params = urllib.parse.urlencode({"db": db, "precision": precision})
+        self._request("POST", f"/write?{params}", lines.encode(), content_type="text/plain")
+
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, *, content_type: str = ""
+    ) -> dict[str, Any]:
+        req = urllib.request.Request(f"{self.url}{path}", data=body, method=method)
+        if content_type:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")
+            raise RuntimeError(f"InfluxDB {method} {path} -> HTTP {exc.code}: {detail}") from exc
+        if not raw:
+            return {}
+        decoded: dict[str, Any] = json.loads(raw)
+        return decoded
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
