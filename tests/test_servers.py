@@ -10,14 +10,16 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from tests.conftest import BrokerInfo, in_ci, require_mosquitto, require_server
+from tests.conftest import BrokerInfo, require_mosquitto, require_server
 from tests.servers import AmqttServer, InfluxDBServer, MosquittoServer, free_port
 
 pytestmark = pytest.mark.integration
@@ -32,9 +34,9 @@ RC_NOT_AUTHORIZED = 135
 class Probe:
     """A paho-mqtt 2.x client with queues in place of callbacks, so tests read linearly."""
 
-    def __init__(self, protocol: mqtt.MQTTProtocolVersion = mqtt.MQTTv5) -> None:
+    def __init__(self, protocol: MQTTProtocolVersion = MQTTProtocolVersion.MQTTv5) -> None:
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
+            CallbackAPIVersion.VERSION2,
             client_id=f"harness-{uuid.uuid4().hex[:8]}",
             protocol=protocol,
             # A probe never reconnects: tests see the failure, and loop_stop() does not
@@ -103,30 +105,37 @@ class Probe:
         self.client.loop_stop()
 
 
-@pytest.fixture
-def probes() -> Any:
-    """Factory of probes that are all disconnected at teardown."""
-    made: list[Probe] = []
+class Probes:
+    """Makes probes and disconnects them all at teardown (even when a test fails)."""
 
-    def make(protocol: mqtt.MQTTProtocolVersion = mqtt.MQTTv5) -> Probe:
+    def __init__(self) -> None:
+        self.made: list[Probe] = []
+
+    def __call__(self, protocol: MQTTProtocolVersion = MQTTProtocolVersion.MQTTv5) -> Probe:
         probe = Probe(protocol)
-        made.append(probe)
+        self.made.append(probe)
         return probe
 
-    yield make
-    for probe in made:
+
+@pytest.fixture
+def probes() -> Iterator[Probes]:
+    factory = Probes()
+    yield factory
+    for probe in factory.made:
         probe.close()
 
 
-def _protocol(broker: BrokerInfo) -> mqtt.MQTTProtocolVersion:
+def _protocol(broker: BrokerInfo) -> MQTTProtocolVersion:
     """MQTT v5 on Mosquitto; amqtt only speaks 3.1.1."""
-    return mqtt.MQTTv5 if broker.kind == "mosquitto" else mqtt.MQTTv311
+    return (
+        MQTTProtocolVersion.MQTTv5 if broker.kind == "mosquitto" else MQTTProtocolVersion.MQTTv311
+    )
 
 
-def test_qos1_round_trip_authenticated(mosquitto: BrokerInfo, probes: Any) -> None:
+def test_qos1_round_trip_authenticated(mosquitto: BrokerInfo, probes: Probes) -> None:
     proto = _protocol(mosquitto)
-    sub: Probe = probes(proto)
-    pub: Probe = probes(proto)
+    sub = probes(proto)
+    pub = probes(proto)
     assert sub.connect(mosquitto.host, mosquitto.port, "ingest", mosquitto.users["ingest"]) == 0
     assert pub.connect(mosquitto.host, mosquitto.port, "admin", mosquitto.users["admin"]) == 0
     topic = "siltwatch/v1/harness/roundtrip"
@@ -139,9 +148,9 @@ def test_qos1_round_trip_authenticated(mosquitto: BrokerInfo, probes: Any) -> No
     assert (msg.topic, msg.payload, msg.qos) == (topic, b"hello", 1)
 
 
-def test_wrong_password_is_refused(mosquitto: BrokerInfo, probes: Any) -> None:
+def test_wrong_password_is_refused(mosquitto: BrokerInfo, probes: Probes) -> None:
     require_mosquitto(mosquitto)
-    probe: Probe = probes()
+    probe = probes()
 
     rc = probe.connect(mosquitto.host, mosquitto.port, "admin", "not-the-password")
 
@@ -149,11 +158,11 @@ def test_wrong_password_is_refused(mosquitto: BrokerInfo, probes: Any) -> None:
     assert rc.value == RC_NOT_AUTHORIZED_CONNACK
 
 
-def test_station_cannot_publish_to_another_station(mosquitto: BrokerInfo, probes: Any) -> None:
+def test_station_cannot_publish_to_another_station(mosquitto: BrokerInfo, probes: Probes) -> None:
     """MQTT v5 makes an ACL refusal visible: PUBACK 135 instead of a silent drop."""
     require_mosquitto(mosquitto)
-    watcher: Probe = probes()
-    station: Probe = probes()
+    watcher = probes()
+    station = probes()
     assert watcher.connect(mosquitto.host, mosquitto.port, "admin", mosquitto.users["admin"]) == 0
     assert (
         station.connect(
@@ -177,8 +186,7 @@ def test_station_cannot_publish_to_another_station(mosquitto: BrokerInfo, probes
     assert watcher.messages.empty()
 
 
-@pytest.mark.skipif(not MosquittoServer.available() and not in_ci(), reason="no mosquitto")
-def test_restart_keeps_port_and_retained_message(tmp_path: Path, probes: Any) -> None:
+def test_restart_keeps_port_and_retained_message(tmp_path: Path, probes: Probes) -> None:
     """Persistence on: a retained QoS 1 message survives a restart on the same port.
 
     Uses tmp_path (unreachable for the ``mosquitto`` user), so this also covers the
@@ -187,7 +195,7 @@ def test_restart_keeps_port_and_retained_message(tmp_path: Path, probes: Any) ->
     require_server("mosquitto", MosquittoServer.available())
     with MosquittoServer(tmp_path / "broker") as server:
         port = server.port
-        before: Probe = probes()
+        before = probes()
         assert before.connect(server.host, server.port) == 0
         assert not before.publish("siltwatch/v1/harness/retained", b"kept", retain=True).is_failure
         before.close()
@@ -196,7 +204,7 @@ def test_restart_keeps_port_and_retained_message(tmp_path: Path, probes: Any) ->
 
         assert server.port == port
         assert server.running
-        after: Probe = probes()
+        after = probes()
         assert after.connect(server.host, port) == 0
         after.subscribe("siltwatch/v1/harness/retained")
         msg = after.messages.get(timeout=WAIT_S)
@@ -204,14 +212,13 @@ def test_restart_keeps_port_and_retained_message(tmp_path: Path, probes: Any) ->
     assert "mosquitto version" in server.log_text()
 
 
-@pytest.mark.skipif(not MosquittoServer.available() and not in_ci(), reason="no mosquitto")
-def test_tls_listener_verifies_against_generated_ca(tmp_path: Path, probes: Any) -> None:
+def test_tls_listener_verifies_against_generated_ca(tmp_path: Path, probes: Probes) -> None:
     require_server("mosquitto", MosquittoServer.available())
     with MosquittoServer(
         tmp_path / "tls-broker", users={"admin": "pw"}, persistence=False, tls=True
     ) as server:
         assert server.ca_path is not None
-        probe: Probe = probes()
+        probe = probes()
         assert probe.connect(server.host, server.tls_port, "admin", "pw", server.ca_path) == 0
         probe.subscribe("t/#")
         assert not probe.publish("t/1", b"over tls").is_failure
@@ -241,10 +248,10 @@ def test_influxdb_write_error_raises(influxdb: InfluxDBServer) -> None:
         influxdb.write("no_such_db_here", "m v=1 1700000000000")
 
 
-def test_amqtt_fallback_qos1_round_trip(probes: Any) -> None:
+def test_amqtt_fallback_qos1_round_trip(probes: Probes) -> None:
     with AmqttServer(free_port()) as server:
-        sub: Probe = probes(mqtt.MQTTv311)
-        pub: Probe = probes(mqtt.MQTTv311)
+        sub = probes(MQTTProtocolVersion.MQTTv311)
+        pub = probes(MQTTProtocolVersion.MQTTv311)
         assert sub.connect(server.host, server.port) == 0
         assert pub.connect(server.host, server.port) == 0
         sub.subscribe("siltwatch/v1/harness/amqtt")

@@ -1,0 +1,25 @@
+"""Which detectors a site gets: one line per detection, built from its config.
+
+Each detection module exposes ``build(site, ctx) -> list[Detector]``. Adding a
+detection is adding a line here.
+"""
+
+from __future__ import annotations
+
+from analytics.detector import Context, Detector
+from analytics.engine import Screen
+from siltwatch.config import SiteConfig
+
+
+def build_detectors(site: SiteConfig, ctx: Context) -> list[Detector]:
+    detectors: list[Detector] = []
+    return detectors
+
+
+def build_screen(site: SiteConfig, ctx: Context, detectors: list[Detector]) -> Screen | None:
+    """The quality screen every reading passes before the detectors see it.
+
+    None means pass-through. A screen must be a picklable object (a class
+    instance, not a closure): it is part of the engine's snapshot.
+    """
+    return None
