@@ -1,0 +1,39 @@
+# siltwatch — the two commands of the README's quick start, and their helpers.
+#   make demo   run siltwatch on its embedded defaults
+#   make test   ruff, mypy, pytest
+# Both create .venv at the repo root and install siltwatch with its extras first.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[edge,dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/siltwatch demo
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.replay
+	$(BIN)/python -m benchmarks.edge
+
+clean:
+	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache .hypothesis
