@@ -42,8 +42,16 @@ PGA_FSR: dict[float, int] = {
 }
 
 # DR[7:5]: samples per second.
-DATA_RATE: dict[int, int] = {8: 0b000, 16: 0b001, 32: 0b010, 64: 0b011,
-                             128: 0b100, 250: 0b101, 475: 0b110, 860: 0b111}  # fmt: skip
+DATA_RATE: dict[int, int] = {
+    8: 0b000,
+    16: 0b001,
+    32: 0b010,
+    64: 0b011,
+    128: 0b100,
+    250: 0b101,
+    475: 0b110,
+    860: 0b111,
+}
 
 Input = int | Literal["diff01"]
 
@@ -116,9 +124,7 @@ class ADS1115:
                     break
                 self._sleep(1.0 / data_rate / 4)
             else:
-                raise SensorReadError(
-                    f"ADS1115 at 0x{self.address:02x}: conversion did not finish"
-                )
+                raise SensorReadError(f"ADS1115 at 0x{self.address:02x}: conversion did not finish")
             msb, lsb = self.bus.read_i2c_block_data(self.address, REG_CONVERSION, 2)
         except OSError as exc:  # smbus2 raises OSError (e.g. errno 121 Remote I/O) on NACK
             raise SensorReadError(f"ADS1115 at 0x{self.address:02x}: I2C error {exc}") from exc

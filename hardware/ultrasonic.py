@@ -29,6 +29,7 @@ from hardware.base import Sample, SensorReadError
 from siltwatch.schema import QualityFlag
 
 _FRAME = re.compile(rb"R(\d{3,4})\r")
+_BAUD = {9600: termios.B9600, 19200: termios.B19200, 57600: termios.B57600}
 _MM_PER_UNIT = {"mm": 1.0, "cm": 10.0, "in": 25.4}
 
 
@@ -77,8 +78,6 @@ class ByteSource(Protocol):
 class SerialPort:
     """A raw, non-blocking tty at 8N1 using only termios (no pyserial on the Pi needed)."""
 
-    _BAUD = {9600: termios.B9600, 19200: termios.B19200, 57600: termios.B57600}
-
     def __init__(self, path: str, baudrate: int = 9600) -> None:
         self.fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
         attrs = termios.tcgetattr(self.fd)
@@ -86,7 +85,7 @@ class SerialPort:
         attrs[1] = 0  # oflag
         attrs[2] = termios.CS8 | termios.CREAD | termios.CLOCAL  # 8N1
         attrs[3] = 0  # lflag: raw (no canonical line editing, no echo)
-        attrs[4] = attrs[5] = self._BAUD[baudrate]
+        attrs[4] = attrs[5] = _BAUD[baudrate]
         termios.tcsetattr(self.fd, termios.TCSANOW, attrs)
 
     def read_available(self) -> bytes:

@@ -1,0 +1,233 @@
+"""The durable outbox: every reading is on the SD card before anyone tries to send it.
+
+Why SQLite (WAL, ``synchronous=FULL``): a reading is committed before
+``append`` returns, survives a power cut or SIGKILL, and the sampler threads
+and the publisher can share the file. The per-sensor sequence number is
+allocated *in the same transaction* that inserts the reading, so a crash can
+never leave a gap or reuse a number: ingest dedupes on (site, sensor, seq).
+
+A reading leaves the outbox only when the broker acknowledged it (PUBACK with
+a success reason code) — :meth:`ack` — or when the broker refused it for good
+(e.g. 135 Not authorized) — :meth:`quarantine`, which keeps it in a side
+table and counts it. The outbox is bounded: at ``max_readings`` the oldest
+readings are evicted and counted in ``dropped`` (reported in station health),
+so a week-long outage cannot fill the SD card.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from hardware.base import Sample
+from hardware.sqlite_state import open_state_db
+from siltwatch.schema import QualityFlag, iso_utc
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sensor TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    raw REAL,
+    quality TEXT NOT NULL,
+    UNIQUE (sensor, seq)
+);
+CREATE TABLE IF NOT EXISTS sequences (sensor TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS quarantine (
+    id INTEGER PRIMARY KEY,
+    sensor TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time TEXT NOT NULL,
+    value REAL NOT NULL,
+    unit TEXT NOT NULL,
+    raw REAL,
+    quality TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+INSERT OR IGNORE INTO counters(name, value) VALUES ('backlog', 0), ('dropped', 0),
+    ('quarantined', 0);
+"""
+
+_COLUMNS = "id, sensor, seq, time, value, unit, raw, quality"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stored reading, as the publisher sends it."""
+
+    id: int
+    sensor: str
+    seq: int
+    time: str  # ISO 8601 UTC with Z, exactly as stored
+    value: float
+    unit: str
+    raw: float | None
+    quality: list[str]
+
+
+class Outbox:
+    """One connection to the outbox file. Use one instance per thread."""
+
+    def __init__(self, path: Path | str, max_readings: int = 2_000_000) -> None:
+        self.path = Path(path)
+        self.max_readings = max_readings
+        self.conn = open_state_db(path)
+        self.conn.executescript(_SCHEMA)
+
+    # -- writing (sampler threads) ---------------------------------------------------
+
+    def append(
+        self, sensor: str, time: datetime, sample: Sample, extra_quality: Sequence[QualityFlag] = ()
+    ) -> int:
+        """Store one reading; return its sequence number. One transaction, all or nothing."""
+        quality = sorted({*sample.quality, *extra_quality})
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT next_seq FROM sequences WHERE sensor = ?", (sensor,)
+            ).fetchone()
+            seq = int(row[0]) if row else 0
+            conn.execute(
+                "INSERT INTO outbox(sensor, seq, time, value, unit, raw, quality) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sensor,
+                    seq,
+                    iso_utc(time),
+                    sample.value,
+                    sample.unit,
+                    sample.raw,
+                    json.dumps([str(q) for q in quality]),
+                ),
+            )
+            conn.execute(
+                "INSERT INTO sequences(sensor, next_seq) VALUES (?, ?) "
+                "ON CONFLICT(sensor) DO UPDATE SET next_seq = excluded.next_seq",
+                (sensor, seq + 1),
+            )
+            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'backlog'")
+            if sample.commit is not None:
+                sample.commit(conn)
+            self._evict_over_cap()
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return seq
+
+    def _evict_over_cap(self) -> None:
+        backlog = self._counter("backlog")
+        excess = backlog - self.max_readings
+        if excess <= 0:
+            return
+        cur = self.conn.execute(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT ?)",
+            (excess,),
+        )
+        evicted = cur.rowcount
+        self.conn.execute(
+            "UPDATE counters SET value = value - ? WHERE name = 'backlog'", (evicted,)
+        )
+        self.conn.execute(
+            "UPDATE counters SET value = value + ? WHERE name = 'dropped'", (evicted,)
+        )
+        dropped = self._counter("dropped")
+        if dropped == evicted or dropped % 1000 < evicted:
+            log.warning(
+                "outbox full (%d readings): evicted the oldest; %d readings lost so far",
+                self.max_readings,
+                dropped,
+            )
+
+    # -- reading and settling (publisher thread) -------------------------------------
+
+    def pending(self, after_id: int = 0, limit: int = 500) -> list[Row]:
+        """The oldest stored readings with ``id > after_id``, oldest first."""
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM outbox WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        ).fetchall()
+        return [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7])) for r in rows]
+
+    def ack(self, ids: Sequence[int]) -> int:
+        """The broker has them: delete. Returns how many were still there."""
+        if not ids:
+            return 0
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            removed = self._delete(ids)
+            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'backlog'", (removed,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return removed
+
+    def quarantine(self, ids: Sequence[int], topic: str, reason: str, at: datetime) -> int:
+        """The broker refused them for good: move to the quarantine table and count."""
+        if not ids:
+            return 0
+        conn = self.conn
+        marks = ",".join("?" * len(ids))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                f"INSERT OR REPLACE INTO quarantine({_COLUMNS}, topic, reason, at) "
+                f"SELECT {_COLUMNS}, ?, ?, ? FROM outbox WHERE id IN ({marks})",
+                (topic, reason, iso_utc(at), *ids),
+            )
+            moved = self._delete(ids)
+            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'backlog'", (moved,))
+            conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'quarantined'", (moved,)
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return moved
+
+    def _delete(self, ids: Sequence[int]) -> int:
+        removed = 0
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            cur = self.conn.execute(
+                f"DELETE FROM outbox WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)
+            )
+            removed += cur.rowcount
+        return removed
+
+    # -- counters --------------------------------------------------------------------
+
+    def _counter(self, name: str) -> int:
+        row = self.conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def backlog(self) -> int:
+        return self._counter("backlog")
+
+    def dropped(self) -> int:
+        return self._counter("dropped")
+
+    def quarantined(self) -> int:
+        return self._counter("quarantined")
+
+    def next_seqs(self) -> dict[str, int]:
+        """Per sensor, the next sequence number (= how many readings were ever stored)."""
+        return {s: int(n) for s, n in self.conn.execute("SELECT sensor, next_seq FROM sequences")}
+
+    def close(self) -> None:
+        self.conn.close()
