@@ -1,0 +1,309 @@
+"""Recordings: sensor data captured to a file, read back for replay.
+
+Two formats (shared/contract/README.md, "Recording (input)"):
+
+* CSV with a header ``time,sensor,value``, one reading a row, any order;
+  ``time`` ISO 8601 with ``Z`` or an offset, ``value`` in the sensor's unit.
+* JSONL capture of MQTT messages written by ``siltwatch record``: one object a
+  line, ``{"topic": ..., "payload": {...}}``, payloads in the wire schema
+  (reading, batch, inspection).
+
+Inspections come in a second CSV ``time,inspector,duty`` (an empty ``duty`` is
+a full site inspection).
+
+A bad row is reported with its line number, column and value — all of them at
+once (up to a cap), because a person fixing a 30-day file should not have to
+run the replay thirty times.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from analytics.events import Inspection, SensorReading
+from analytics.timeutil import to_ms
+from siltwatch.schema import InspectionRecord, Reading, ReadingBatch, parse_topic
+
+MAX_REPORTED = 20
+
+
+class RecordingError(Exception):
+    """A recording that cannot be replayed; ``lines`` holds one line per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass
+class _Problems:
+    source: str
+    lines: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line_no: int, message: str) -> None:
+        self.count += 1
+        if len(self.lines) < MAX_REPORTED:
+            self.lines.append(f"{self.source}:{line_no}: {message}")
+
+    def raise_if_any(self) -> None:
+        if self.count:
+            extra = self.count - len(self.lines)
+            lines = self.lines + (
+                [f"{self.source}: ... and {extra} more bad rows"] if extra > 0 else []
+            )
+            raise RecordingError(lines)
+
+
+def parse_time(text: str) -> int:
+    """ISO 8601 with ``Z`` or an offset -> epoch ms; ValueError says what was expected."""
+    value = text.strip()
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO 8601 time (expected e.g. 2026-05-04T13:00:00Z)"
+        ) from None
+    if dt.tzinfo is None:
+        raise ValueError(
+            f"{text!r} has no UTC offset (add 'Z' or e.g. '-04:00'; local times are ambiguous)"
+        )
+    return to_ms(dt)
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return path.open(encoding="utf-8", newline="")
+
+
+def _check_header(
+    source: str, header: list[str] | None, expected: tuple[str, ...]
+) -> dict[str, int]:
+    if header is None:
+        raise RecordingError(
+            [f"{source}:1: the file is empty (expected a header {','.join(expected)})"]
+        )
+    names = [h.strip().lstrip("\ufeff") for h in header]
+    missing = [c for c in expected if c not in names]
+    if missing:
+        raise RecordingError(
+            [
+                f"{source}:1: header {','.join(names)!r} lacks column(s) {', '.join(missing)} "
+                f"(expected {','.join(expected)})"
+            ]
+        )
+    return {c: names.index(c) for c in expected}
+
+
+def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]:
+    """Read a ``time,sensor,value`` CSV; every bad row is named by line and column."""
+    known = set(sensors)
+    source = str(path)
+    problems = _Problems(source)
+    out: list[SensorReading] = []
+    try:
+        with _open_text(path) as fh:
+            reader = csv.reader(fh)
+            cols = _check_header(source, next(reader, None), ("time", "sensor", "value"))
+            it, ss, vs = cols["time"], cols["sensor"], cols["value"]
+            width = max(cols.values()) + 1
+            for row in reader:
+                line = reader.line_num
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if len(row) < width:
+                    problems.add(
+                        line, f"expected {width} columns, got {len(row)}: {','.join(row)!r}"
+                    )
+                    continue
+                sensor = row[ss].strip()
+                if sensor not in known:
+                    problems.add(
+                        line,
+                        f"column 'sensor': {sensor!r} is not a sensor of the site (known: {', '.join(sorted(known))})",
+                    )
+                    continue
+                try:
+                    t = parse_time(row[it])
+                except ValueError as exc:
+                    problems.add(line, f"column 'time': {exc}")
+                    continue
+                text = row[vs].strip()
+                try:
+                    value = float(text)
+                except ValueError:
+                    problems.add(line, f"column 'value': {text!r} is not a number")
+                    continue
+                if not math.isfinite(value):
+                    problems.add(line, f"column 'value': {text!r} is not a finite number")
+                    continue
+                out.append(SensorReading(sensor, t, value))
+    except FileNotFoundError:
+        raise RecordingError([f"{source}: file not found"]) from None
+    except UnicodeDecodeError as exc:
+        raise RecordingError([f"{source}: is not UTF-8 text ({exc.reason})"]) from None
+    except csv.Error as exc:
+        raise RecordingError([f"{source}: is not valid CSV ({exc})"]) from None
+    problems.raise_if_any()
+    return out
+
+
+def read_inspections(path: Path) -> list[Inspection]:
+    """Read a ``time,inspector,duty`` CSV (empty or absent duty: a full site inspection)."""
+    source = str(path)
+    problems = _Problems(source)
+    out: list[Inspection] = []
+    try:
+        with _open_text(path) as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            cols = _check_header(source, header, ("time", "inspector"))
+            names = [h.strip().lstrip("\ufeff") for h in header or []]
+            duty_col = names.index("duty") if "duty" in names else None
+            for row in reader:
+                line = reader.line_num
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if len(row) <= max(cols.values()):
+                    problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
+                    continue
+                try:
+                    t = parse_time(row[cols["time"]])
+                except ValueError as exc:
+                    problems.add(line, f"column 'time': {exc}")
+                    continue
+                inspector = row[cols["inspector"]].strip()
+                if not inspector:
+                    problems.add(line, "column 'inspector': empty (who inspected must be recorded)")
+                    continue
+                duty = row[duty_col].strip() if duty_col is not None and len(row) > duty_col else ""
+                out.append(Inspection(t, inspector, duty or None))
+    except FileNotFoundError:
+        raise RecordingError([f"{source}: file not found"]) from None
+    except UnicodeDecodeError as exc:
+        raise RecordingError([f"{source}: is not UTF-8 text ({exc.reason})"]) from None
+    except csv.Error as exc:
+        raise RecordingError([f"{source}: is not valid CSV ({exc})"]) from None
+    problems.raise_if_any()
+    return out
+
+
+@dataclass
+class Capture:
+    """What a JSONL capture holds, as engine inputs."""
+
+    readings: list[SensorReading]
+    inspections: list[Inspection]
+
+
+def _reading(r: Reading) -> SensorReading:
+    return SensorReading(
+        r.sensor, to_ms(r.time), r.value, r.seq, frozenset(str(q) for q in r.quality)
+    )
+
+
+def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[Inspection]]:
+    """One MQTT message -> engine inputs; ValueError/ValidationError says why it is refused."""
+    parts = parse_topic(topic)
+    if parts.kind == "reading":
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if kind == "batch":
+            batch = ReadingBatch.model_validate(payload)
+            if batch.site != parts.site or batch.station != parts.station:
+                raise ValueError(f"batch for {batch.site}/{batch.station} published on {topic}")
+            return [_reading(r) for r in batch.expand()], []
+        reading = Reading.model_validate(payload)
+        if (reading.site, reading.station, reading.sensor) != (
+            parts.site,
+            parts.station,
+            parts.sensor,
+        ):
+            raise ValueError(
+                f"reading of {reading.site}/{reading.station}/{reading.sensor} published on {topic}"
+            )
+        return [_reading(reading)], []
+    if parts.kind == "inspections":
+        rec = InspectionRecord.model_validate(payload)
+        return [], [Inspection(to_ms(rec.time), rec.inspector, rec.duty)]
+    return [], []
+
+
+def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
+    """Read a JSONL capture of MQTT messages (``siltwatch record``)."""
+    known = set(sensors)
+    source = str(path)
+    problems = _Problems(source)
+    readings: list[SensorReading] = []
+    inspections: list[Inspection] = []
+    try:
+        with _open_text(path) as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    topic, payload = obj["topic"], obj["payload"]
+                    rs, ins = parse_payload(topic, payload)
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    problems.add(
+                        line_no, f'not a capture line {{"topic": ..., "payload": ...}} ({exc})'
+                    )
+                    continue
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first["loc"])
+                    problems.add(line_no, f"payload field {where!r}: {first['msg']}")
+                    continue
+                except ValueError as exc:
+                    problems.add(line_no, str(exc))
+                    continue
+                for r in rs:
+                    if r.sensor not in known:
+                        problems.add(line_no, f"sensor {r.sensor!r} is not a sensor of the site")
+                        break
+                else:
+                    readings.extend(rs)
+                inspections.extend(ins)
+    except FileNotFoundError:
+        raise RecordingError([f"{source}: file not found"]) from None
+    problems.raise_if_any()
+    return Capture(readings, inspections)
+
+
+def read_recording(path: Path, sensors: Iterable[str]) -> Capture:
+    """A CSV or JSONL recording (by extension: .jsonl / .jsonl.gz is a capture)."""
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".jsonl"):
+        return read_capture(path, sensors)
+    return Capture(read_csv_readings(path, sensors), [])
+
+
+def readings_from_frame(frame: Any) -> Iterator[SensorReading]:
+    """Readings from a pandas DataFrame with columns ``time``, ``sensor``, ``value``.
+
+    ``time`` may be strings or tz-aware timestamps; naive times are refused.
+    """
+    import pandas as pd
+
+    times = pd.to_datetime(frame["time"], utc=False)
+    if getattr(times.dt, "tz", None) is None:
+        raise ValueError(
+            "DataFrame column 'time' has naive times: localize them (e.g. .dt.tz_localize('UTC'))"
+        )
+    ms = (times.dt.tz_convert("UTC").astype("int64") // 1_000_000).tolist()
+    for t, sensor, value in zip(
+        ms, frame["sensor"].astype(str).tolist(), frame["value"].astype(float).tolist(), strict=True
+    ):
+        yield SensorReading(sensor, int(t), float(value))
