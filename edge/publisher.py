@@ -372,8 +372,7 @@ class Publisher:
             while not info.is_published() and time.monotonic() < deadline:
                 if client.loop(timeout=0.05) != MQTTErrorCode.MQTT_ERR_SUCCESS:
                     break
-            client.disconnect()
-            client.loop(timeout=0.1)
+            client.disconnect()  # sends DISCONNECT at once: the broker drops the will
         self.client = None
         self.connected = False
         backlog = self.outbox.backlog()

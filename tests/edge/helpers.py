@@ -1,0 +1,161 @@
+"""Shared helpers for the edge tests: agent configs as TOML, and an MQTT v5 subscriber."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from siltwatch.schema import Reading, ReadingBatch
+
+SITE = "site1"
+
+
+def agent_toml(
+    *,
+    outbox: Path,
+    port: int,
+    station: str = "st1",
+    username: str | None = None,
+    password: str | None = None,
+    sensors: int = 4,
+    interval_s: float = 0.05,
+    extra_broker: str = "",
+    drain_timeout_s: float = 20.0,
+    max_readings: int = 1_000_000,
+) -> str:
+    """An agent config with ``sensors`` simulated storm sensors at ``interval_s``."""
+    creds = ""
+    if username is not None:
+        creds = f'username = "{username}"\npassword = "{password}"\n'
+    text = f"""
+site = "{SITE}"
+station = "{station}"
+config_version = "test-1"
+drain_timeout_s = {drain_timeout_s}
+
+[broker]
+host = "127.0.0.1"
+port = {port}
+{creds}backoff_min_s = 0.1
+backoff_max_s = 1.0
+connect_timeout_s = 3.0
+{extra_broker}
+
+[outbox]
+path = "{outbox}"
+max_readings = {max_readings}
+batch_max = 200
+
+[health]
+interval_s = 1.0
+clock_check = "year"
+"""
+    for i in range(sensors):
+        text += f"""
+[[sensors]]
+id = "s{i}"
+unit = "NTU"
+interval_s = {interval_s}
+[sensors.driver]
+kind = "simulated"
+quantity = "turbidity_ntu"
+noise = 1.0
+seed = {i}
+"""
+    return text
+
+
+class Collector:
+    """A persistent-session MQTT v5 subscriber that records every (sensor, seq) it gets.
+
+    ``clean_start=False`` with a session expiry: while the broker restarts or the
+    subscriber is briefly away, QoS 1 messages wait in its session.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        topic: str,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        client_id: str = "collector",
+    ) -> None:
+        self.topic = topic
+        self.lock = threading.Lock()
+        self.raw: list[tuple[str, int]] = []
+        self.contents: dict[tuple[str, int], set[tuple[str, float]]] = {}
+        self.messages = 0
+        self.statuses: list[dict[str, Any]] = []
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=client_id, protocol=MQTTProtocolVersion.MQTTv5
+        )
+        if username is not None:
+            self.client.username_pw_set(username, password)
+        self.client.reconnect_delay_set(1, 2)
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+        self.subscribed = threading.Event()
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = 3600
+        self.client.connect(host, port, keepalive=10, clean_start=False, properties=props)
+        self.client.loop_start()
+
+    def _on_connect(
+        self, client: mqtt.Client, userdata: Any, flags: Any, rc: Any, props: Any
+    ) -> None:
+        client.subscribe(self.topic, qos=1)
+        self.subscribed.set()
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        data = json.loads(msg.payload)
+        with self.lock:
+            self.messages += 1
+            if data.get("type") == "status":
+                self.statuses.append(data)
+                return
+            if data["type"] == "batch":
+                readings = ReadingBatch.model_validate(data).expand()
+            else:
+                readings = [Reading.model_validate(data)]
+            for r in readings:
+                self.raw.append((r.sensor, r.seq))
+                self.contents.setdefault((r.sensor, r.seq), set()).add(
+                    (r.time.isoformat(), r.value)
+                )
+
+    def counts(self) -> Counter[tuple[str, int]]:
+        with self.lock:
+            return Counter(self.raw)
+
+    def conflicting(self) -> list[tuple[str, int]]:
+        """(sensor, seq) keys seen with different time or value: a reused sequence number."""
+        with self.lock:
+            return [key for key, seen in self.contents.items() if len(seen) > 1]
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def need_mosquitto() -> None:
+    """Skip without mosquitto, but fail under CI=true (CI installs it)."""
+    import os
+
+    import pytest
+
+    from tests.servers import MosquittoServer
+
+    if not MosquittoServer.available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("mosquitto is required under CI=true but is not installed")
+        pytest.skip("mosquitto is not installed")
