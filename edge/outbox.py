@@ -80,10 +80,12 @@ class Row:
 class Outbox:
     """One connection to the outbox file. Use one instance per thread."""
 
-    def __init__(self, path: Path | str, max_readings: int = 2_000_000) -> None:
+    def __init__(
+        self, path: Path | str, max_readings: int = 2_000_000, *, check_same_thread: bool = True
+    ) -> None:
         self.path = Path(path)
         self.max_readings = max_readings
-        self.conn = open_state_db(path)
+        self.conn = open_state_db(path, check_same_thread=check_same_thread)
         self.conn.executescript(_SCHEMA)
 
     # -- writing (sampler threads) ---------------------------------------------------

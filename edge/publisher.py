@@ -89,7 +89,10 @@ class Publisher:
     ) -> None:
         self.config = config
         self.clock = clock
-        self.outbox = Outbox(config.outbox.path, config.outbox.max_readings)
+        # built in one thread, used only by the thread that runs the publisher
+        self.outbox = Outbox(
+            config.outbox.path, config.outbox.max_readings, check_same_thread=False
+        )
         self.health = health
         self.rng = rng or random.Random()
         self.stats = PublisherStats()
