@@ -7,6 +7,7 @@ path and what was expected, all mistakes at once.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from edge.clock import SyncMethod
 from hardware.calibration import Calibration
 from hardware.registry import DriverParams
-from siltwatch.configerrors import load_toml_model
+from siltwatch.configerrors import ConfigError, load_toml_model
 from siltwatch.schema import Identifier
 
 
@@ -106,6 +107,20 @@ class AgentConfig(_Strict):
         return self
 
 
+# pydantic puts the tag of a discriminated union into an error's location
+# ("sensors[0].driver.modbus.port"); the tag is the value of ``kind``/``type``,
+# not a key of the file, so it is dropped from the key path people read.
+_UNION_TAG = re.compile(
+    r"\.(driver)\.(?:tipping_bucket|ads1115|modbus|maxbotix_serial|simulated)\b"
+    r"|\.(calibration)\.(?:linear|polynomial)\b"
+)
+
+
 def load_config(path: Path) -> AgentConfig:
     """Read and validate the agent TOML; raises ConfigError (one line per mistake)."""
-    return load_toml_model(path, AgentConfig)
+    try:
+        return load_toml_model(path, AgentConfig)
+    except ConfigError as exc:
+        raise ConfigError(
+            [_UNION_TAG.sub(lambda m: "." + (m.group(1) or m.group(2)), line) for line in exc.lines]
+        ) from None
