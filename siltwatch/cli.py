@@ -1,0 +1,213 @@
+"""The ``siltwatch`` command: the one place that wires the packages together.
+
+Exit codes: 0 done (whatever was found), 1 bad input or failure, 2 usage.
+Errors are printed for people, one line per problem, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from siltwatch.configerrors import ConfigError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("siltwatch")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+def _err(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+
+
+# --- commands -------------------------------------------------------------------
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    print(f"siltwatch {_version()} (wire schema v1, Python {sys.version.split()[0]})")
+    return EXIT_OK
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    from siltwatch.config import load_site
+
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            site = load_site(Path(path))
+        except ConfigError as exc:
+            _err(exc.lines)
+            status = EXIT_FAIL
+            continue
+        rules = site.rules()
+        print(
+            f"{path}: ok — site {site.site.id!r}, {len(site.sensors())} sensors, "
+            f"{len(site.turbidity_pairs)} turbidity pairs, {len(site.infiltration_practices)} "
+            f"infiltration practices, {len(site.sediment_traps)} sediment traps, "
+            f"{len(site.rain_gauges)} rain gauges; rule packs {' > '.join(rules.packs)}"
+        )
+        for value in rules.overrides():
+            print(f"  site override: {value.key} = {value.value!r} ({value.cite()})")
+    return status
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from siltwatch.schemas import json_schemas
+
+    schemas = json_schemas()
+    if args.out is None:
+        print(json.dumps(schemas, indent=2, sort_keys=True))
+        return EXIT_OK
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas.items():
+        (out / f"{name}.schema.json").write_text(
+            json.dumps(schema, indent=2, sort_keys=True) + "\n"
+        )
+    print(f"wrote {len(schemas)} JSON Schemas to {out}/: {', '.join(sorted(schemas))}")
+    return EXIT_OK
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < 50_000:
+            return
+        width = 30
+        filled = int(width * done / total)
+        print(
+            f"\rreplaying [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,}",
+            end="",
+            file=sys.stderr,
+        )
+        if done >= total:
+            print(file=sys.stderr)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ingest.recording import RecordingError
+    from ingest.replay import replay_file
+    from siltwatch.config import load_site
+
+    try:
+        site = load_site(Path(args.site))
+        result = replay_file(site, Path(args.recording), args.inspections, progress=_Progress())
+    except (ConfigError, RecordingError) as exc:
+        _err(exc.lines)
+        return EXIT_FAIL
+    result.write(Path(args.alerts_out), Path(args.duties_out))
+    stats = result.stats
+    print(
+        f"replayed {stats.readings_processed:,} readings ({stats.duplicates} duplicates dropped) "
+        f"and {stats.inspections} inspections of site {site.site.id!r}: "
+        f"{len(result.alerts)} alert episodes -> {args.alerts_out}, {len(result.duties)} duties -> {args.duties_out}"
+    )
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from siltwatch.demo import run_demo
+
+    return run_demo(Path(args.out), examples=Path(args.examples))
+
+
+def cmd_edge(args: argparse.Namespace) -> int:
+    from edge.agent import main as edge_main
+
+    return edge_main(["--config", args.config])
+
+
+# --- parser ---------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="siltwatch",
+        description="Watch construction-site stormwater controls and alert when a site breaks the "
+        "erosion and sediment control law.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("version", help="print the version")
+    p.set_defaults(func=cmd_version)
+
+    p = sub.add_parser("config", help="site configuration commands")
+    csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
+    pc = csub.add_parser(
+        "check", help="check site configuration files; every mistake on its own line"
+    )
+    pc.add_argument("files", nargs="+", metavar="FILE", help="site configuration TOML file(s)")
+    pc.set_defaults(func=cmd_config_check)
+
+    p = sub.add_parser("schema", help="export the wire format's JSON Schemas")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write one FILE.schema.json per payload into DIR (default: print)",
+    )
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser(
+        "replay",
+        help="replay a recording through the detections",
+        description="Replay a recording (CSV time,sensor,value or a JSONL capture) through the same "
+        "engine the live service runs; the run ends at the last reading's time.",
+    )
+    p.add_argument(
+        "recording", metavar="RECORDING", help="CSV (time,sensor,value) or JSONL capture"
+    )
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument("--inspections", metavar="INSPECTIONS.csv", help="CSV time,inspector,duty")
+    p.add_argument(
+        "--alerts-out", required=True, metavar="ALERTS.jsonl", help="alert episodes, one a line"
+    )
+    p.add_argument("--duties-out", required=True, metavar="DUTIES.jsonl", help="duties, one a line")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
+    p.add_argument(
+        "--out", default="out/demo", metavar="DIR", help="where the alert log and outputs go"
+    )
+    p.add_argument(
+        "--examples", default=str(REPO_EXAMPLES), metavar="DIR", help="the examples folder"
+    )
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("edge", help="run the Raspberry Pi edge agent")
+    p.add_argument(
+        "--config", required=True, metavar="EDGE.toml", help="the station's agent configuration"
+    )
+    p.set_defaults(func=cmd_edge)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        _err([f"{exc.filename or ''}: {exc.strerror or exc}"])
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

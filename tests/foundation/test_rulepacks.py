@@ -1,0 +1,95 @@
+"""Rule packs: every shipped pack loads, packs stack, site overrides win and say so."""
+
+from __future__ import annotations
+
+import pytest
+
+from siltwatch.rulepacks import (
+    RULE_KEYS,
+    Rules,
+    available_packs,
+    check_value,
+    load_pack,
+    pack_chain,
+)
+
+
+def test_every_shipped_pack_loads_with_citations() -> None:
+    packs = available_packs()
+    for required in (
+        "ny-lake-george",
+        "ny-big-flats",
+        "nc-ncg01",
+        "nc-lake-lure",
+        "epa-cgp-2022",
+        "wa-cswgp",
+    ):
+        assert required in packs
+    for pack_id in packs:
+        pack = load_pack(pack_id)
+        for key, entry in pack.rules.items():
+            assert key in RULE_KEYS
+            assert entry.citation.strip()
+            assert entry.verified in ("seed", "primary", "secondary", "default")
+
+
+def test_seed_values_match_the_ordinances() -> None:
+    lg = Rules.resolve(["ny-lake-george"])
+    assert lg.require("sediment.cleanout_fraction").value == 0.5
+    assert lg.require("sediment.cleanout_fraction").cite() == "Lake George §148-10 A"
+    limits = {
+        t: lg.number(f"drain.limit_h.{t}") / 24
+        for t in (
+            "infiltration_basin",
+            "infiltration_trench",
+            "dry_well",
+            "porous_pavement",
+            "vegetated_depression",
+        )
+    }
+    assert limits == {
+        "infiltration_basin": 5,
+        "infiltration_trench": 15,
+        "dry_well": 15,
+        "porous_pavement": 2,
+        "vegetated_depression": 1,
+    }
+    # Lake George extends the NY general permit: the routine cadence comes from there.
+    assert lg.require("inspection.routine_days").pack == "ny-gp"
+    assert lg.require("inspection.routine_days").cite() == "per NY GP-0-25-001 Part IV.C"
+
+
+def test_packs_stack_later_wins_and_extends_come_first() -> None:
+    assert pack_chain(["nc-lake-lure"]) == ["siltwatch-defaults", "nc-ncg01", "nc-lake-lure"]
+    ll = Rules.resolve(["nc-ncg01", "nc-lake-lure"])
+    assert ll.require("calendar.weekend").pack == "nc-lake-lure"  # overrides the default
+    assert ll.number("inspection.storm_threshold_in") == 1.0
+    epa = Rules.resolve(["epa-cgp-2022"])
+    assert epa.number("inspection.storm_threshold_in") == 0.25
+
+
+def test_site_override_wins_and_is_recorded() -> None:
+    rules = Rules.resolve(["ny-lake-george"], {"sediment.cleanout_fraction": 0.4})
+    value = rules.require("sediment.cleanout_fraction")
+    assert value.value == 0.4
+    assert value.cite() == "site override of Lake George §148-10 A"
+    assert [v.key for v in rules.overrides()] == ["sediment.cleanout_fraction"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("inspection.routine_dayz", 7, "unknown rule key"),
+        ("inspection.routine_days", "seven", "expected int or float"),
+        ("inspection.quarterly", 1, "expected bool"),
+        ("turbidity.limit.lake", {"max_ntu": -1}, "must be a number >= 0"),
+        (
+            "turbidity.limit.any",
+            {"pct_above_background_ntu": 50, "over_background_ntu": 5},
+            "piecewise",
+        ),
+    ],
+)
+def test_bad_values_are_refused(key: str, value: object, fragment: str) -> None:
+    problem = check_value(key, value)
+    assert problem is not None and fragment in problem
