@@ -302,7 +302,8 @@ def readings_from_frame(frame: Any) -> Iterator[SensorReading]:
         raise ValueError(
             "DataFrame column 'time' has naive times: localize them (e.g. .dt.tz_localize('UTC'))"
         )
-    ms = (times.dt.tz_convert("UTC").astype("int64") // 1_000_000).tolist()
+    # pandas 3 infers the resolution (s, ms, us, ns): ask for milliseconds explicitly.
+    ms = times.dt.tz_convert("UTC").dt.as_unit("ms").astype("int64").tolist()
     for t, sensor, value in zip(
         ms, frame["sensor"].astype(str).tolist(), frame["value"].astype(float).tolist(), strict=True
     ):
