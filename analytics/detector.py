@@ -45,11 +45,25 @@ class Context:
         """
         self._engine.schedule(detector.name, at, tag)
 
+    @property
+    def processed_to(self) -> int | None:
+        """Event time up to which every input in order has been processed (None at the start).
+
+        A reading with ``t`` at or below it is being processed late: a backfill
+        beyond the allowed lateness, which the engine uses at once instead of in
+        order. A detector that schedules a deadline from such a reading can tell
+        that the deadline may already lie behind the rest of the data.
+        """
+        return self._engine.processed_to()
+
 
 class TimerQueue:
     """Implemented by the engine; declared here to keep the import direction one-way."""
 
     def schedule(self, detector_name: str, at: int, tag: str) -> None:
+        raise NotImplementedError
+
+    def processed_to(self) -> int | None:
         raise NotImplementedError
 
 

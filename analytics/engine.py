@@ -126,6 +126,9 @@ class Engine(TimerQueue):
             self._timer_keys.add(key)
             heapq.heappush(self._timers, key)
 
+    def processed_to(self) -> int | None:
+        return self._released_to
+
     # --- input ------------------------------------------------------------------
 
     @property
