@@ -6,6 +6,7 @@ detection is adding a line here.
 
 from __future__ import annotations
 
+from analytics import inspections
 from analytics.detector import Context, Detector
 from analytics.engine import Screen
 from siltwatch.config import SiteConfig
@@ -13,6 +14,7 @@ from siltwatch.config import SiteConfig
 
 def build_detectors(site: SiteConfig, ctx: Context) -> list[Detector]:
     detectors: list[Detector] = []
+    detectors += inspections.build(site, ctx)  # rain, storms, inspection duties (NCG01 III §A)
     return detectors
 
 

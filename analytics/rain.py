@@ -1,0 +1,488 @@
+"""Rainfall: depths per interval → rolling totals, storm events and a daily log.
+
+A rain reading is the depth that fell during the interval ending at its time
+(shared/contract/README.md, "Recording"), in the sensor's unit (``in`` or
+``mm``); the interval is the sensor's ``interval_s``. Inside this module depths
+are whole nanometres (1 in = 25 400 000 nm, a 0.2 mm tip = 200 000 nm), so totals are
+exact and "24.0 mm" never becomes 23.999999 against a threshold.
+
+Storm segmentation (one implementation, :class:`StormSegmenter`, used both by
+the pure function :func:`segment_storms` and by :class:`RainDetector`): a storm
+is a run of wet intervals; a dry period of at least ``gap`` between the end of
+one wet interval and the start of the next separates two storms (rule
+``rain.storm_gap_h``, 6 h by default, EPA/Woodward-Clyde 1989; a gauge may
+override it with ``storm_gap_h``). This is pwdgsi ``marsDetectEvents``' rule:
+with 15-minute intervals it starts a new event when two wet stamps are at
+least ``iet + 15 min`` apart, which is a dry period of at least ``iet``
+(docs/storm-segmentation.md).
+
+The end of a storm (when the rain stopped: the end of its last wet interval)
+is only *known* once the dry gap has passed without rain: the detector sets a
+timer for that moment and then hands the finished storm to its sink (the
+inspection-duty detector).
+
+NCG01 Part III §A item 1 requires the rain gauge to be read and recorded
+daily: :meth:`RainDetector.daily_log` is that record, per local day of the site.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Protocol
+
+from analytics.calendar import SiteCalendar
+from analytics.detector import Context, Detector
+from analytics.events import SensorReading
+from analytics.timeutil import MS_PER_H, MS_PER_S, iso
+from siltwatch.config import SiteConfig
+from siltwatch.rulepacks import Rules
+from siltwatch.units import mm_to, to_mm
+
+NM_PER_MM = 1_000_000
+NM_PER_IN = 25_400_000
+DEFAULT_WINDOW_H = 24.0
+
+# Quality flags that make a rain reading unusable for storms and duties. A backfilled,
+# simulated or uncalibrated tipping bucket still counts tips of its nominal size.
+UNTRUSTED_FLAGS = frozenset({"clock_unsynced", "out_of_range", "sensor_fault", "spike", "flatline"})
+
+
+# --- storm segmentation (pure) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StormSpan:
+    """One storm: wet intervals with no dry period of ``gap`` or more inside.
+
+    ``start`` is when the rain began (start of the first wet interval), ``end``
+    when it stopped (end of the last wet interval); ``first_t``/``last_t`` are
+    the time stamps of the first and last wet readings.
+    """
+
+    start: int
+    end: int
+    first_t: int
+    last_t: int
+    depth: float
+    wet_intervals: int
+
+
+class StormSegmenter:
+    """Incremental storm segmentation over (t, depth) samples in time order.
+
+    ``add`` returns the storm a sample closes (a wet sample after a long enough
+    dry period); ``close_if_dry`` closes the open storm once event time shows the
+    dry gap has passed. Plain data: it lives in snapshotted detector state.
+    """
+
+    __slots__ = ("depth", "first_t", "gap_ms", "interval_ms", "last_seen", "last_t", "wet")
+
+    def __init__(self, gap_ms: int, interval_ms: int = 0) -> None:
+        if gap_ms <= 0:
+            raise ValueError("the storm gap must be positive")
+        if interval_ms < 0:
+            raise ValueError("the interval must be >= 0")
+        self.gap_ms = gap_ms
+        self.interval_ms = interval_ms
+        self.first_t: int | None = None
+        self.last_t = 0
+        self.depth = 0.0
+        self.wet = 0
+        self.last_seen: int | None = None
+
+    def __getstate__(self) -> tuple[int, int, int | None, int, float, int, int | None]:
+        return (
+            self.gap_ms,
+            self.interval_ms,
+            self.first_t,
+            self.last_t,
+            self.depth,
+            self.wet,
+            self.last_seen,
+        )
+
+    def __setstate__(self, state: tuple[int, int, int | None, int, float, int, int | None]) -> None:
+        (
+            self.gap_ms,
+            self.interval_ms,
+            self.first_t,
+            self.last_t,
+            self.depth,
+            self.wet,
+            self.last_seen,
+        ) = state
+
+    @property
+    def is_open(self) -> bool:
+        return self.first_t is not None
+
+    def closes_at(self) -> int | None:
+        """When the open storm is final if no more rain comes.
+
+        A wet sample at ``t`` began to fall at ``t - interval``; it belongs to the
+        open storm while ``t - interval - last_t < gap``. So once every sample
+        up to ``last_t + gap + interval`` is in, the storm cannot grow.
+        """
+        if self.first_t is None:
+            return None
+        return self.last_t + self.gap_ms + self.interval_ms
+
+    def peek(self) -> StormSpan | None:
+        """The open storm as it stands (not closed)."""
+        if self.first_t is None:
+            return None
+        return StormSpan(
+            start=self.first_t - self.interval_ms,
+            end=self.last_t,
+            first_t=self.first_t,
+            last_t=self.last_t,
+            depth=self.depth,
+            wet_intervals=self.wet,
+        )
+
+    def _close(self) -> StormSpan | None:
+        span = self.peek()
+        self.first_t = None
+        self.depth = 0.0
+        self.wet = 0
+        return span
+
+    def add(self, t: int, depth: float) -> StormSpan | None:
+        """Take one sample; return the storm it closed, if any.
+
+        Samples must come in increasing time order (the engine guarantees it;
+        :func:`segment_storms` sorts). Dry (zero) samples change nothing: a
+        storm ends by the passage of time, not by a zero reading.
+        """
+        if self.last_seen is not None and t <= self.last_seen:
+            raise ValueError(f"samples out of order: {t} after {self.last_seen}")
+        self.last_seen = t
+        if not depth > 0:
+            return None
+        closed: StormSpan | None = None
+        # Dry period = start of this wet interval - end of the last one; >= gap: a new storm.
+        if self.first_t is not None and (t - self.interval_ms) - self.last_t >= self.gap_ms:
+            closed = self._close()
+        if self.first_t is None:
+            self.first_t = t
+        self.last_t = t
+        self.depth += depth
+        self.wet += 1
+        return closed
+
+    def close_if_dry(self, now: int) -> StormSpan | None:
+        """Close the open storm if event time ``now`` shows its dry gap has passed."""
+        due = self.closes_at()
+        if due is None or now < due:
+            return None
+        return self._close()
+
+    def flush(self) -> StormSpan | None:
+        """Close the open storm whatever the time (end of a finite series)."""
+        return self._close()
+
+
+def segment_storms(
+    samples: Iterable[tuple[int, float]],
+    *,
+    gap_ms: int,
+    interval_ms: int = 0,
+    min_depth: float = 0.0,
+) -> list[StormSpan]:
+    """Storms in a series of (t epoch ms, depth that fell in the interval ending at t).
+
+    Order of the input does not matter; two depths for the same time are an
+    error. Storms shallower than ``min_depth`` (same unit as the depths) are
+    dropped, as pwdgsi drops events under 0.10 in. ``interval_ms = 0`` treats
+    samples as instants (tip times).
+    """
+    ordered = sorted(samples, key=lambda s: s[0])
+    seg = StormSegmenter(gap_ms, interval_ms)
+    spans: list[StormSpan] = []
+    previous: int | None = None
+    for t, depth in ordered:
+        if t == previous:
+            raise ValueError(f"two depths for the same time {iso(t)}")
+        previous = t
+        closed = seg.add(t, depth)
+        if closed is not None:
+            spans.append(closed)
+    last = seg.flush()
+    if last is not None:
+        spans.append(last)
+    # pwdgsi subtracts 1e-7 in for the same reason: a float sum just under the limit.
+    tolerance = 1e-9 * max(1.0, abs(min_depth))
+    return [s for s in spans if s.depth >= min_depth - tolerance]
+
+
+# --- the detector --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StormRecord:
+    """A storm seen by a gauge, with what the inspection rules need."""
+
+    gauge: str
+    id: str
+    start: int
+    end: int
+    depth_nm: int
+    wet_intervals: int
+    peak_window_nm: int
+    peak_window_at: int
+    qualified_at: int | None
+    closed: bool
+    unit: str
+
+    def depth(self, unit: str | None = None) -> float:
+        return mm_to(self.depth_nm / NM_PER_MM, unit or self.unit)
+
+    def peak_window(self, unit: str | None = None) -> float:
+        return mm_to(self.peak_window_nm / NM_PER_MM, unit or self.unit)
+
+
+class StormSink(Protocol):
+    """Who hears about finished storms (the inspection-duty detector)."""
+
+    def on_storm(self, storm: StormRecord, now: int, ctx: Context) -> None: ...
+
+
+@dataclass
+class DayTotal:
+    """One local day of a gauge: the depth recorded and how many readings made it."""
+
+    depth_nm: int = 0
+    readings: int = 0
+    excluded: int = 0
+
+
+@dataclass
+class GaugeState:
+    """Everything one gauge accumulates; plain data for the engine snapshot."""
+
+    gauge_id: str
+    sensor: str
+    unit: str
+    interval_ms: int
+    gap_ms: int
+    tip_nm: int | None
+    segmenter: StormSegmenter
+    window: deque[tuple[int, int]] = field(default_factory=deque)  # all rain, last 24 h
+    window_nm: int = 0
+    storm_window: deque[tuple[int, int]] = field(default_factory=deque)  # open storm, last 24 h
+    storm_window_nm: int = 0
+    peak_nm: int = 0
+    peak_at: int = 0
+    qualified_at: int | None = None
+    days: dict[date, DayTotal] = field(default_factory=dict)
+    storms: list[StormRecord] = field(default_factory=list)
+    excluded: int = 0
+
+
+def _evict(window: deque[tuple[int, int]], total: int, after: int) -> int:
+    """Drop samples with t <= ``after``; return the new total."""
+    while window and window[0][0] <= after:
+        total -= window.popleft()[1]
+    return total
+
+
+class RainDetector(Detector):
+    """Rain accounting for every gauge of a site.
+
+    Keeps, per gauge: the rolling total over the storm window (24 h), storm
+    events, and the daily log. Finished storms go to ``sink``.
+    """
+
+    name = "rain"
+
+    def __init__(
+        self,
+        gauges: list[GaugeState],
+        calendar: SiteCalendar,
+        *,
+        window_ms: int = round(DEFAULT_WINDOW_H * MS_PER_H),
+        qualify_nm: int | None = None,
+        min_storm_nm: int = 0,
+        sink: StormSink | None = None,
+    ) -> None:
+        self.gauges = {g.gauge_id: g for g in gauges}
+        self.by_sensor = {g.sensor: g for g in gauges}
+        self.calendar = calendar
+        self.window_ms = window_ms
+        self.qualify_nm = qualify_nm
+        self.min_storm_nm = min_storm_nm
+        self.sink = sink
+
+    @classmethod
+    def from_site(
+        cls,
+        site: SiteConfig,
+        rules: Rules,
+        calendar: SiteCalendar,
+        *,
+        qualify_nm: int | None = None,
+        window_h: float = DEFAULT_WINDOW_H,
+        sink: StormSink | None = None,
+    ) -> RainDetector | None:
+        if not site.rain_gauges:
+            return None
+        sensors = site.sensors()
+        default_gap_h = rules.number("rain.storm_gap_h")
+        min_storm = rules.get("rain.min_storm_in")
+        gauges = []
+        for g in site.rain_gauges:
+            sensor = sensors[g.sensor]
+            tip_mm = sensor.tip_depth_mm()
+            gap_h = g.storm_gap_h if g.storm_gap_h is not None else default_gap_h
+            gauges.append(
+                GaugeState(
+                    gauge_id=g.id,
+                    sensor=g.sensor,
+                    unit=sensor.unit,
+                    interval_ms=round(sensor.interval_s * MS_PER_S),
+                    gap_ms=round(gap_h * MS_PER_H),
+                    tip_nm=None if tip_mm is None else round(tip_mm * NM_PER_MM),
+                    segmenter=StormSegmenter(
+                        round(gap_h * MS_PER_H), round(sensor.interval_s * MS_PER_S)
+                    ),
+                )
+            )
+        return cls(
+            gauges,
+            calendar,
+            window_ms=round(window_h * MS_PER_H),
+            qualify_nm=qualify_nm,
+            min_storm_nm=0 if min_storm is None else round(float(min_storm.value) * NM_PER_IN),
+            sink=sink,
+        )
+
+    def sensors(self) -> Iterable[str]:
+        return list(self.by_sensor)
+
+    # --- engine callbacks -------------------------------------------------------------
+
+    def on_reading(self, reading: SensorReading, ctx: Context) -> None:
+        g = self.by_sensor[reading.sensor]
+        # Interval (t - interval, t]: a reading ending at midnight belongs to the day before.
+        day = self.calendar.local_date(reading.t - 1)
+        total = g.days.get(day)
+        if total is None:
+            total = g.days[day] = DayTotal()
+        value = reading.value
+        if (reading.flags & UNTRUSTED_FLAGS) or not math.isfinite(value) or value < 0:
+            # Counted, never silently used: a flagged tip must not create a duty.
+            total.excluded += 1
+            g.excluded += 1
+            return
+        nm = round(to_mm(value, g.unit) * NM_PER_MM)
+        total.readings += 1
+        total.depth_nm += nm
+        if nm <= 0:
+            return
+        t = reading.t
+        g.window.append((t, nm))
+        g.window_nm = _evict(g.window, g.window_nm + nm, t - self.window_ms)
+        closed = g.segmenter.add(t, nm)
+        if closed is not None:
+            self._finished(g, closed, t, ctx, closed_now=True)
+        g.storm_window.append((t, nm))
+        g.storm_window_nm = _evict(g.storm_window, g.storm_window_nm + nm, t - self.window_ms)
+        if g.storm_window_nm > g.peak_nm:
+            g.peak_nm, g.peak_at = g.storm_window_nm, t
+        if (
+            self.qualify_nm is not None
+            and g.qualified_at is None
+            and g.storm_window_nm >= self.qualify_nm
+        ):
+            g.qualified_at = t
+        closes = g.segmenter.closes_at()
+        if closes is not None:
+            ctx.schedule(self, closes, g.gauge_id)
+
+    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+        g = self.gauges.get(tag)
+        if g is None:
+            return
+        closed = g.segmenter.close_if_dry(at)
+        if closed is not None:
+            self._finished(g, closed, at, ctx, closed_now=True)
+
+    def on_finish(self, end: int, ctx: Context) -> None:
+        """A storm still open at the end of the record is reported as it stands.
+
+        It has not been seen to end; its ``end`` is the last wet reading. If it
+        qualified, the sink still creates its duty (the rain did qualify).
+        """
+        for g in self.gauges.values():
+            span = g.segmenter.peek()
+            if span is not None:
+                self._finished(g, span, end, ctx, closed_now=False)
+
+    # --- storms -------------------------------------------------------------------------
+
+    def _finished(
+        self, g: GaugeState, span: StormSpan, now: int, ctx: Context, *, closed_now: bool
+    ) -> None:
+        record = StormRecord(
+            gauge=g.gauge_id,
+            id=f"{g.gauge_id}@{iso(span.start)}",
+            start=span.start,
+            end=span.end,
+            depth_nm=round(span.depth),
+            wet_intervals=span.wet_intervals,
+            peak_window_nm=g.peak_nm,
+            peak_window_at=g.peak_at,
+            qualified_at=g.qualified_at,
+            closed=closed_now,
+            unit=g.unit,
+        )
+        if closed_now:
+            g.storm_window.clear()
+            g.storm_window_nm = 0
+            g.peak_nm, g.peak_at, g.qualified_at = 0, 0, None
+        if record.depth_nm < self.min_storm_nm:
+            return  # a trace, not a storm
+        g.storms.append(record)
+        if self.sink is not None:
+            self.sink.on_storm(record, now, ctx)
+
+    # --- what the CLI and dashboards read -------------------------------------------------
+
+    def _gauge(self, gauge: str | None) -> GaugeState:
+        if gauge is None:
+            return next(iter(self.gauges.values()))
+        return self.gauges[gauge]
+
+    def daily_log(
+        self, gauge: str | None = None, unit: str | None = None
+    ) -> list[tuple[date, float]]:
+        """NCG01 Part III §A item 1 daily rain record: (local date, depth) per day with readings.
+
+        Depth in ``unit`` (default: the gauge's unit), rounded to 1/10 000.
+        Days without any reading are absent (unknown, not dry); ``gauge`` defaults
+        to the site's first gauge.
+        """
+        g = self._gauge(gauge)
+        out_unit = unit or g.unit
+        return [
+            (day, round(mm_to(total.depth_nm / NM_PER_MM, out_unit), 4))
+            for day, total in sorted(g.days.items())
+        ]
+
+    def daily_totals(self, gauge: str | None = None) -> list[tuple[date, DayTotal]]:
+        """The daily log with reading counts (a day with excluded readings is not trustworthy)."""
+        g = self._gauge(gauge)
+        return sorted(g.days.items())
+
+    def storms(self, gauge: str | None = None) -> list[StormRecord]:
+        """Finished storms of a gauge, oldest first (after a run: also the one still open)."""
+        return list(self._gauge(gauge).storms)
+
+    def rolling_total(self, gauge: str | None = None, unit: str | None = None) -> float:
+        """Rain in the window (24 h) ending at the gauge's last wet reading."""
+        g = self._gauge(gauge)
+        return mm_to(g.window_nm / NM_PER_MM, unit or g.unit)
