@@ -6,7 +6,7 @@ detection is adding a line here.
 
 from __future__ import annotations
 
-from analytics import inspections
+from analytics import drain, inspections, sediment
 from analytics.detector import Context, Detector
 from analytics.engine import Screen
 from siltwatch.config import SiteConfig
@@ -14,6 +14,8 @@ from siltwatch.config import SiteConfig
 
 def build_detectors(site: SiteConfig, ctx: Context) -> list[Detector]:
     detectors: list[Detector] = []
+    detectors += drain.build(site, ctx)  # infiltration drain time (Lake George §148-11 I(3))
+    detectors += sediment.build(site, ctx)  # sediment-trap capacity (Lake George §148-10 A)
     detectors += inspections.build(site, ctx)  # rain, storms, inspection duties (NCG01 III §A)
     return detectors
 

@@ -160,6 +160,13 @@ class InfiltrationPractice(_Model):
     tolerance_in: float | None = Field(default=None, ge=0)
     tolerance_mm: float | None = Field(default=None, ge=0)
     drain_limit_h: float | None = Field(default=None, gt=0, description="site override of the pack")
+    baseline: Literal["design", "pre_event"] = Field(
+        default="design",
+        description=(
+            "what 'drained' is measured against: the design level (a sensor zeroed there), "
+            "or the dry level before each fill (a sensor whose datum drifts)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _lengths(self) -> InfiltrationPractice:
