@@ -39,6 +39,10 @@ class Clock(Protocol):
         """Wait ``seconds`` of this clock's time."""
         ...
 
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Wait ``seconds`` of this clock's time or until ``event`` is set; True if set."""
+        ...
+
 
 class SystemClock:
     def now(self) -> datetime:
@@ -50,6 +54,9 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(max(0.0, seconds))
 
 
 class ScaledClock:
@@ -72,6 +79,9 @@ class ScaledClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds / self.factor)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(max(0.0, seconds) / self.factor)
 
 
 class ManualClock:
@@ -102,6 +112,11 @@ class ManualClock:
 
     def sleep(self, seconds: float) -> None:
         self.advance(max(0.0, seconds))
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        if not event.is_set():
+            self.advance(max(0.0, seconds))
+        return event.is_set()
 
 
 @dataclass(frozen=True)

@@ -334,8 +334,14 @@ class Publisher:
         if info.rc == MQTTErrorCode.MQTT_ERR_SUCCESS:
             self._status_mids.add(info.mid)
 
-    def step(self, timeout: float = 0.02) -> None:
-        """One round: (re)connect when due, exchange packets, send more of the backlog."""
+    def step(self, timeout: float = 0.1) -> None:
+        """One round: (re)connect when due, exchange packets, send more of the backlog.
+
+        ``timeout`` bounds how long the network wait may block when idle: it is
+        also the latency of a fresh reading (samplers do not wake us up), and
+        its inverse is the idle polling rate of the outbox (cheap: one indexed
+        query).
+        """
         if self.client is None:
             if time.monotonic() >= self._next_attempt:
                 self._connect()
