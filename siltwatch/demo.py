@@ -1,69 +1,182 @@
-"""``siltwatch demo``: the system on its embedded defaults, on a scripted storm.
+"""``siltwatch demo``: the whole system on its embedded defaults, on a scripted storm.
 
-No set-up: it loads the two reference sites shipped in examples/, replays each
-site's scripted storm week through the detections, prints each alert as the
-officer and the operator would see it, and writes the alert log (JSONL) and
-the duties where the banner says. Like the CLI, this module wires packages
-together; nothing else in ``siltwatch`` may.
+No set-up: an in-process MQTT broker (amqtt), the ingest service for each of
+the two reference sites (examples/), a SQLite store, and simulated stations
+that publish each site's scripted storm week over MQTT in the wire format
+(as batches, the way a station flushes its outbox after an outage). The detections run on event time, so the
+week's alerts come out in seconds; each is printed as the people it is routed
+to would get it and appended to a JSONL alert log. One malformed payload is
+sent on purpose to show that a bad message is a counted, stored rejection that
+does not stop the pipeline.
+
+Like the CLI, this module wires packages together; nothing else in
+``siltwatch`` may.
 """
 
 from __future__ import annotations
 
-import json
 import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
-from analytics.events import AlertEvent, DutyEvent
-from analytics.timeutil import iso
-from ingest.recording import RecordingError
-from ingest.replay import replay_file
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from alerts.dispatch import Dispatcher
+from alerts.sinks import ConsoleSink, JsonlSink
+from analytics.timeutil import MS_PER_H, from_ms
+from ingest.broker import EmbeddedBroker
+from ingest.recording import RecordingError, read_csv_readings, read_inspections
+from ingest.service import IngestService, MqttIngest
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig, load_site
 from siltwatch.configerrors import ConfigError
+from siltwatch.schema import (
+    InspectionRecord,
+    ReadingBatch,
+    ReadingItem,
+    inspections_topic,
+    reading_topic,
+)
 
 SITES = ("lake-george", "lake-lure")
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _publish_site(client: mqtt.Client, site: SiteConfig, examples: Path, name: str) -> int:
+    """Publish the site's scripted week as its stations would after an LTE outage.
+
+    Each station sends its readings oldest first in batches of an hour of data
+    (the outbox flush form of the wire schema), with per-sensor sequence
+    numbers; inspections go on the site's inspections topic. Returns the
+    number of messages sent.
+    """
+    sensors = site.sensors()
+    station_of = site.station_of()
+    readings = sorted(
+        read_csv_readings(examples / f"{name}-storm.csv", sensors), key=lambda r: (r.t, r.sensor)
+    )
+    sid = site.site.id
+    seq: dict[str, int] = defaultdict(int)
+    batches: dict[tuple[str, int], list[ReadingItem]] = defaultdict(list)
+    for r in readings:
+        seq[r.sensor] += 1
+        item = ReadingItem(
+            sensor=r.sensor,
+            time=from_ms(r.t),
+            seq=seq[r.sensor],
+            value=r.value,
+            unit=sensors[r.sensor].unit,
+        )
+        batches[(station_of[r.sensor], r.t // MS_PER_H)].append(item)
+    messages: list[tuple[int, str, bytes]] = []
+    for (station, hour), items in batches.items():
+        batch = ReadingBatch(site=sid, station=station, readings=items)
+        messages.append(
+            (
+                hour * MS_PER_H,
+                reading_topic(sid, station, items[0].sensor),
+                batch.model_dump_json().encode(),
+            )
+        )
+    for ins in read_inspections(examples / f"{name}-inspections.csv"):
+        rec = InspectionRecord(
+            site=sid, time=from_ms(ins.t), inspector=ins.inspector, duty=ins.duty
+        )
+        messages.append((ins.t, inspections_topic(sid), rec.model_dump_json().encode()))
+    messages.sort(key=lambda m: m[0])
+    for _, topic, payload in messages:
+        client.publish(topic, payload, qos=1).wait_for_publish(timeout=30)
+    # One bad payload, on purpose: a counted, stored rejection that stops nothing.
+    first = site.stations[0]
+    client.publish(reading_topic(sid, first.id, first.sensors[0].id), b'{"value": "muddy"}', qos=1)
+    return len(messages) + 1
+
+
 def run_demo(out: Path, *, examples: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "alert-log.jsonl"
-    print("=" * 72)
-    print("siltwatch demo — embedded defaults, scripted storms on the two reference sites")
-    print(f"  alert log (JSONL): {log.resolve()}")
-    print(f"  outputs:           {out.resolve()}/<site>-alerts.jsonl, <site>-duties.jsonl")
-    print("=" * 72)
-    lines: list[str] = []
-    for name in SITES:
-        site_file = examples / f"{name}-site.toml"
-        try:
-            result = replay_file(
-                site_file, examples / f"{name}-storm.csv", examples / f"{name}-inspections.csv"
+    log_path = out / "alert-log.jsonl"
+    db_path = out / "siltwatch.sqlite3"
+    for stale in (log_path, db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+        stale.unlink(missing_ok=True)
+    try:
+        sites = {name: load_site(examples / f"{name}-site.toml") for name in SITES}
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    broker = EmbeddedBroker()
+    broker.start()
+    print("=" * 78)
+    print("siltwatch demo — embedded defaults")
+    print(f"  MQTT broker (amqtt, in-process): mqtt://{broker.host}:{broker.port}")
+    print(f"  store (SQLite):                  {db_path.resolve()}")
+    print(f"  alert log (JSONL):               {log_path.resolve()}")
+    print("  stations: simulated, replaying a scripted storm week per reference site")
+    print("=" * 78)
+    store = SqliteStore(db_path)
+    status = 0
+    try:
+        for name, site in sites.items():
+            info = site.site
+            print(
+                f"\n## {info.name or info.id} ({info.id}) — rule packs: {', '.join(info.rule_packs)}"
             )
-        except (ConfigError, RecordingError) as exc:
-            for line in exc.lines:
-                print(f"error: {line}", file=sys.stderr)
-            return 1
-        site = result.site.site
-        print(f"\n## {site.name or site.id} ({site.id}) — rule packs: {', '.join(site.rule_packs)}")
-        for event in result.events:
-            if isinstance(event, AlertEvent):
-                a = event.alert
+            dispatcher = Dispatcher(site, [ConsoleSink(), JsonlSink(log_path)])
+            service = IngestService(site, store, dispatcher)
+            ingest = MqttIngest(service, broker.host, broker.port, clock_ms=_now_ms)
+            ingest.start()
+            if not ingest.subscribed.wait(10):
                 print(
-                    f"[{iso(event.at)}] ALERT {event.type.upper():9} {a.severity:8} {a.kind} {a.subject}"
+                    "error: the ingest service could not subscribe to the broker", file=sys.stderr
                 )
-                if event.type == "opened":
-                    print(f"    {a.message}")
-                    print(f"    rule: {a.rule}")
-                entry = {"site": site.id, "event": event.type, "alert": a.model_dump(mode="json")}
-                lines.append(json.dumps(entry))
-            elif isinstance(event, DutyEvent):
-                d = event.duty
+                return 1
+            station = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"demo-stations-{info.id}")
+            station.connect(broker.host, broker.port)
+            station.loop_start()
+            try:
+                sent = _publish_site(station, site, examples, name)
+            except RecordingError as exc:
+                for line in exc.lines:
+                    print(f"error: {line}", file=sys.stderr)
+                return 1
+            deadline = time.monotonic() + 120
+            while service.stats.messages < sent and time.monotonic() < deadline:
+                time.sleep(0.05)
+            station.loop_stop()
+            station.disconnect()
+            ingest.stop()
+            last = max(
+                (r.t for r in store.readings(info.id, next(iter(site.sensors())))), default=None
+            )
+            service.finish(last)
+            s = service.stats
+            if s.messages < sent:
                 print(
-                    f"[{iso(event.at)}] DUTY  {event.type.upper():9} {d.reason} inspection due {d.due_at:%Y-%m-%d %H:%M}Z ({d.rule})"
+                    f"error: only {s.messages} of {sent} messages arrived within 120 s",
+                    file=sys.stderr,
                 )
-        result.write(out / f"{name}-alerts.jsonl", out / f"{name}-duties.jsonl")
-        print(
-            f"-> {len(result.alerts)} alert episodes, {len(result.duties)} duties "
-            f"({result.stats.readings_processed:,} readings)"
-        )
-    log.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    print(f"\ndone. alert log: {log.resolve()}")
-    return 0
+                status = 1
+            print(
+                f"-> {s.readings_stored:,} readings stored, {s.duplicates} duplicates, {s.rejected} rejected "
+                f"({'; '.join(r for _, r in store.rejections()[-1:])}); "
+                f"{len(store.alerts(info.id))} alert episodes, {len(store.duties(info.id))} duties"
+            )
+            with (out / f"{name}-duties.jsonl").open("w", encoding="utf-8") as fh:
+                for duty in store.duties(info.id):
+                    fh.write(duty.model_dump_json() + "\n")
+            with (out / f"{name}-alerts.jsonl").open("w", encoding="utf-8") as fh:
+                for alert in store.alerts(info.id):
+                    fh.write(alert.model_dump_json() + "\n")
+    finally:
+        store.close()
+        broker.stop()
+    notes = sum(1 for _ in log_path.open(encoding="utf-8")) if log_path.exists() else 0
+    print(
+        f"\ndone: {notes} notifications in {log_path.resolve()}; episodes and duties in {out.resolve()}/"
+    )
+    return status

@@ -1,0 +1,184 @@
+"""The ingest pipeline: validate → store (real SQLite) → engine → dispatch.
+
+Driven message by message (no broker needed) and end to end over the
+session's real Mosquitto.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from alerts.dispatch import Dispatcher
+from alerts.routing import Notification
+from ingest.service import IngestService, MqttIngest
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig, load_site
+from siltwatch.schema import reading_topic
+from tests.conftest import BrokerInfo
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SITE = load_site(EXAMPLES / "lake-george-site.toml")
+T0 = 1777899600000  # 2026-05-04T13:00:00Z
+
+
+def reading(sensor: str, station: str, minute: int, value: float, seq: int | None = None) -> bytes:
+    return json.dumps(
+        {
+            "type": "reading",
+            "site": "lg-route9n",
+            "station": station,
+            "sensor": sensor,
+            "time": f"2026-05-04T13:{minute:02d}:00Z",
+            "seq": minute if seq is None else seq,
+            "value": value,
+            "unit": "NTU",
+        }
+    ).encode()
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.notes: list[Notification] = []
+
+    def send(self, note: Notification) -> None:
+        self.notes.append(note)
+
+
+def test_bad_payloads_are_counted_stored_and_stop_nothing(sqlite_path: Path) -> None:
+    store = SqliteStore(sqlite_path)
+    service = IngestService(SITE, store)
+    topic = reading_topic("lg-route9n", "up-1", "turb-up")
+    service.handle_message(topic, reading("turb-up", "up-1", 0, 8.0), T0)
+    service.handle_message(topic, b"{not json", T0)
+    service.handle_message(
+        topic, reading("turb-up", "up-1", 1, float("nan")).replace(b"NaN", b'"x"'), T0
+    )
+    service.handle_message(
+        topic, reading("turb-down", "down-1", 2, 8.0), T0
+    )  # wrong station's topic
+    service.handle_message(
+        "siltwatch/v1/other-site/up-1/turb-up/reading", reading("turb-up", "up-1", 3, 8.0), T0
+    )
+    service.handle_message(topic, reading("turb-up", "up-1", 4, 8.5), T0)
+    service.handle_message(topic, reading("turb-up", "up-1", 4, 8.5), T0)  # QoS 1 redelivery
+    assert service.stats.rejected == 5
+    assert service.stats.readings_stored == 2
+    assert service.stats.duplicates == 1
+    reasons = [reason for _, reason in store.rejections()]
+    assert reasons[0].startswith("not JSON")
+    assert reasons[1].startswith("invalid payload: field 'value'")
+    assert "reading of lg-route9n/down-1/turb-down published on siltwatch/v1/lg-route9n/up-1/" in reasons[2]
+    assert "'turb-x' is not a sensor of station 'up-1'" in reasons[3]
+    assert "topic is for site 'other-site'" in reasons[4]
+    assert [r.value for r in store.readings("lg-route9n", "turb-up")] == [8.0, 8.5]
+
+
+def test_same_seq_at_another_time_is_a_duplicate(sqlite_path: Path) -> None:
+    """The station's seq is the dedupe key: a resend with a re-stamped time is still a duplicate."""
+    store = SqliteStore(sqlite_path)
+    service = IngestService(SITE, store)
+    topic = reading_topic("lg-route9n", "up-1", "turb-up")
+    service.handle_message(topic, reading("turb-up", "up-1", 0, 8.0, seq=7), T0)
+    service.handle_message(topic, reading("turb-up", "up-1", 1, 8.0, seq=7), T0)
+    assert (service.stats.readings_stored, service.stats.duplicates) == (1, 1)
+
+
+def _plume(service: IngestService) -> None:
+    """Two hours of a 100 NTU plume downstream of an 8 NTU background (limit 25 over background)."""
+    up, down = (
+        reading_topic("lg-route9n", "up-1", "turb-up"),
+        reading_topic("lg-route9n", "down-1", "turb-down"),
+    )
+    for m in range(0, 180):
+        when = f"2026-05-04T{13 + m // 60:02d}:{m % 60:02d}:00Z"
+        for topic, sensor, station, value in (
+            (up, "turb-up", "up-1", 8.0),
+            (down, "turb-down", "down-1", 100.0 if 20 <= m < 140 else 9.0),
+        ):
+            payload = {
+                "type": "reading",
+                "site": "lg-route9n",
+                "station": station,
+                "sensor": sensor,
+                "time": when,
+                "seq": m,
+                "value": value,
+                "unit": "NTU",
+            }
+            service.handle_message(topic, json.dumps(payload).encode(), T0)
+
+
+def test_restart_restores_the_engine_from_the_store(sqlite_path: Path) -> None:
+    """A service restarted on the same store continues; the episode is not opened twice."""
+    store = SqliteStore(sqlite_path)
+    sink = Collect()
+    first = IngestService(SITE, store, Dispatcher(SITE, [sink]))
+    first.SNAPSHOT_EVERY = 50
+    _plume(first)
+    first.snapshot(T0)
+    opened = [n for n in sink.notes if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
+    assert len(opened) == 1
+    second = IngestService(SITE, store, Dispatcher(SITE, [sink]))
+    assert second.engine.stats.readings_processed == first.engine.stats.readings_processed
+    second.finish()
+    opened = [n for n in sink.notes if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
+    assert len(opened) == 1
+    assert [a.kind for a in store.alerts("lg-route9n")].count("turbidity_contrast") == 1
+
+
+def test_officer_hears_once_when_critical_and_once_when_resolved(sqlite_path: Path) -> None:
+    site = SITE
+    sink = Collect()
+    service = IngestService(site, SqliteStore(sqlite_path), Dispatcher(site, [sink]))
+    _plume(service)
+    service.finish()
+    officer_notes = [n for n in sink.notes if any(c.role == "officer" for c in n.recipients)]
+    operator_notes = [n for n in sink.notes if any(c.role == "operator" for c in n.recipients)]
+    assert operator_notes, "the operator hears of every episode"
+    crit = [n for n in officer_notes if n.event != "resolved"]
+    assert len(crit) <= 1 * len({n.alert.id for n in crit})
+    for note in officer_notes:
+        assert note.alert.severity == "critical" or note.alert.kind == "inspection_overdue"
+
+
+def test_end_to_end_over_mosquitto(mosquitto: BrokerInfo, sqlite_path: Path) -> None:
+    site: SiteConfig = SITE
+    store = SqliteStore(sqlite_path)
+    service = IngestService(site, store)
+    ingest = MqttIngest(
+        service,
+        mosquitto.host,
+        mosquitto.port,
+        username="ingest",
+        password=mosquitto.users["ingest"],
+        clock_ms=lambda: T0,
+    )
+    ingest.start()
+    try:
+        assert ingest.subscribed.wait(10)
+        pub = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id="e2e-pub", protocol=MQTTProtocolVersion.MQTTv311
+        )
+        pub.username_pw_set("admin", mosquitto.users["admin"])
+        pub.connect(mosquitto.host, mosquitto.port)
+        pub.loop_start()
+        topic = reading_topic("lg-route9n", "up-1", "turb-up")
+        for m in range(10):
+            pub.publish(topic, reading("turb-up", "up-1", m, 8.0 + m), qos=1).wait_for_publish(5)
+        pub.publish(topic, b"garbage", qos=1).wait_for_publish(5)
+        pub.publish(topic, reading("turb-up", "up-1", 10, 18.0), qos=1).wait_for_publish(5)
+        deadline = time.monotonic() + 10
+        while service.stats.messages < 12 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pub.loop_stop()
+        pub.disconnect()
+    finally:
+        ingest.stop()
+    assert service.stats.messages == 12
+    assert store.reading_count("lg-route9n", "turb-up") == 11
+    assert service.stats.rejected == 1
