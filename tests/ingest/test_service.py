@@ -61,6 +61,8 @@ def test_bad_payloads_are_counted_stored_and_stop_nothing(sqlite_path: Path) -> 
     service.handle_message(
         topic, reading("turb-down", "down-1", 2, 8.0), T0
     )  # wrong station's topic
+    stray = reading_topic("lg-route9n", "up-1", "turb-x")
+    service.handle_message(stray, reading("turb-x", "up-1", 2, 8.0), T0)  # not in the site config
     service.handle_message(
         "siltwatch/v1/other-site/up-1/turb-up/reading", reading("turb-up", "up-1", 3, 8.0), T0
     )
@@ -72,7 +74,10 @@ def test_bad_payloads_are_counted_stored_and_stop_nothing(sqlite_path: Path) -> 
     reasons = [reason for _, reason in store.rejections()]
     assert reasons[0].startswith("not JSON")
     assert reasons[1].startswith("invalid payload: field 'value'")
-    assert "reading of lg-route9n/down-1/turb-down published on siltwatch/v1/lg-route9n/up-1/" in reasons[2]
+    assert (
+        "reading of lg-route9n/down-1/turb-down published on siltwatch/v1/lg-route9n/up-1/"
+        in reasons[2]
+    )
     assert "'turb-x' is not a sensor of station 'up-1'" in reasons[3]
     assert "topic is for site 'other-site'" in reasons[4]
     assert [r.value for r in store.readings("lg-route9n", "turb-up")] == [8.0, 8.5]
