@@ -1,0 +1,169 @@
+"""Station status and TLS against a real Mosquitto.
+
+- The agent announces itself with a *retained* ``online`` status carrying
+  firmware, config version and health; when it dies (SIGKILL) the broker
+  publishes its last will, a retained ``offline``; a restarted agent is
+  ``online`` again.
+- Username/password over TLS with the broker's CA: readings arrive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+
+from edge.agent import Agent
+from edge.config import load_config
+from tests.edge.helpers import SITE, Collector, agent_toml, need_mosquitto
+from tests.servers import MosquittoServer
+
+REPO = Path(__file__).resolve().parents[2]
+USERS = {"st1": "st1-secret", "ingest": "ingest-secret"}
+ACL = """
+user st1
+topic write siltwatch/v1/site1/st1/#
+
+user ingest
+topic read siltwatch/v1/#
+"""
+STATUS = f"siltwatch/v1/{SITE}/st1/status"
+
+
+def retained_status(server: MosquittoServer) -> dict[str, Any] | None:
+    """The retained status as a fresh subscriber sees it (None if there is none)."""
+    got: list[dict[str, Any]] = []
+    event = threading.Event()
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=MQTTProtocolVersion.MQTTv5)
+    client.username_pw_set("ingest", USERS["ingest"])
+
+    def on_message(c: mqtt.Client, u: Any, msg: mqtt.MQTTMessage) -> None:
+        if msg.retain:
+            got.append(json.loads(msg.payload))
+            event.set()
+
+    client.on_message = on_message
+    client.on_connect = lambda c, u, f, rc, p: c.subscribe(STATUS, qos=1)
+    client.connect(server.host, server.port)
+    client.loop_start()
+    event.wait(2.0)
+    client.disconnect()
+    client.loop_stop()
+    return got[-1] if got else None
+
+
+def wait_for_state(server: MosquittoServer, state: str, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    status = None
+    while time.monotonic() < deadline:
+        status = retained_status(server)
+        if status is not None and status["state"] == state:
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"retained status never became {state!r}; last: {status}")
+
+
+@pytest.mark.integration
+def test_retained_online_status_with_health_then_last_will_offline(tmp_path: Path) -> None:
+    need_mosquitto()
+    server = MosquittoServer(tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=False)
+    server.start()
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        agent_toml(
+            outbox=tmp_path / "o.sqlite",
+            port=server.port,
+            username="st1",
+            password=USERS["st1"],
+            sensors=1,
+            interval_s=0.2,
+        )
+    )
+    cmd = [sys.executable, "-m", "edge", "--config", str(config)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    log = (tmp_path / "agent.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=log, env=env)
+    try:
+        online = wait_for_state(server, "online")
+        assert online["station"] == "st1" and online["config_version"] == "test-1"
+        assert online["firmware"].startswith("siltwatch-edge")
+        health = online["health"]
+        assert health["clock_synced"] is True and health["dropped"] == 0
+        assert health["backlog"] >= 0 and health["disk_free_mb"] > 0
+
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        offline = wait_for_state(server, "offline")
+        assert offline["station"] == "st1"
+
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=log, env=env)
+        wait_for_state(server, "online")
+        proc.send_signal(signal.SIGTERM)  # a clean stop says offline itself
+        assert proc.wait(timeout=30) == 0
+        wait_for_state(server, "offline")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+        server.stop()
+
+
+@pytest.mark.integration
+def test_username_password_over_tls(tmp_path: Path) -> None:
+    need_mosquitto()
+    server = MosquittoServer(
+        tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=False, tls=True
+    )
+    server.start()
+    try:
+        assert server.ca_path is not None
+        extra = f'tls_ca = "{server.ca_path}"'
+        config = tmp_path / "agent.toml"
+        config.write_text(
+            agent_toml(
+                outbox=tmp_path / "o.sqlite",
+                port=server.tls_port,
+                username="st1",
+                password=USERS["st1"],
+                sensors=2,
+                interval_s=0.1,
+                extra_broker=extra,
+                drain_timeout_s=5,
+            )
+        )
+        collector = Collector(
+            server.host,
+            server.port,
+            f"siltwatch/v1/{SITE}/st1/+/reading",
+            username="ingest",
+            password=USERS["ingest"],
+            client_id="tls-c",
+        )
+        try:
+            assert collector.subscribed.wait(5)
+            agent = Agent(load_config(config))
+            thread = threading.Thread(target=agent.run)
+            thread.start()
+            time.sleep(1.5)
+            agent.stop()
+            thread.join(30)
+            time.sleep(0.3)
+            got = collector.counts()
+        finally:
+            collector.close()
+        assert agent.publisher.stats.connects >= 1
+        assert agent.publisher.stats.acked_readings > 0
+        assert {sensor for sensor, _ in got} == {"s0", "s1"}
+    finally:
+        server.stop()
