@@ -126,6 +126,101 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.out), examples=Path(args.examples))
 
 
+def _broker(url: str) -> tuple[str, int]:
+    """``mqtt://host:port`` or ``host:port`` -> (host, port)."""
+    rest = url.removeprefix("mqtt://")
+    host, _, port = rest.partition(":")
+    return host or "127.0.0.1", int(port or 1883)
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if args.password_file is None:
+        return None
+    return Path(args.password_file).read_text(encoding="utf-8").strip()
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    import time
+
+    from ingest.capture import Recorder
+
+    host, port = _broker(args.broker)
+    rec = Recorder(
+        args.site_id,
+        Path(args.out),
+        host,
+        port,
+        username=args.username,
+        password=_password(args),
+        clock_ms=lambda: int(time.time() * 1000),
+    )
+    rec.start()
+    print(
+        f"recording siltwatch/v1/{args.site_id}/# from mqtt://{host}:{port} to {args.out}; Ctrl-C to stop"
+    )
+    try:
+        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        while deadline is None or time.monotonic() < deadline:
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        rec.stop()
+    print(f"recorded {rec.count} messages to {args.out}")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+    import time
+
+    from alerts.dispatch import Dispatcher
+    from alerts.sinks import ConsoleSink, JsonlSink
+    from ingest.service import IngestService, MqttIngest
+    from ingest.store import SqliteStore
+    from siltwatch.config import load_site
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        site = load_site(Path(args.site))
+    except ConfigError as exc:
+        _err(exc.lines)
+        return EXIT_FAIL
+    host, port = _broker(args.broker)
+    store = SqliteStore(Path(args.db))
+    service = IngestService(
+        site, store, Dispatcher(site, [ConsoleSink(), JsonlSink(Path(args.alert_log))])
+    )
+    ingest = MqttIngest(
+        service,
+        host,
+        port,
+        username=args.username,
+        password=_password(args),
+        clock_ms=lambda: int(time.time() * 1000),
+    )
+    ingest.start()
+    print(
+        f"siltwatch serving site {site.site.id!r} from mqtt://{host}:{port}; store {args.db}; "
+        f"alert log {args.alert_log}; Ctrl-C to stop"
+    )
+    try:
+        while True:
+            time.sleep(args.tick_s)
+            # The wall clock enters here, in the I/O shell, never in the analytics.
+            service.tick(int(time.time() * 1000))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ingest.stop()
+        service.snapshot(int(time.time() * 1000))
+        store.close()
+    print(f"stopped: {service.stats}")
+    return EXIT_OK
+
+
 def cmd_edge(args: argparse.Namespace) -> int:
     from edge.agent import main as edge_main
 
@@ -187,6 +282,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--examples", default=str(REPO_EXAMPLES), metavar="DIR", help="the examples folder"
     )
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "serve", help="run the live ingest service for one site against an MQTT broker"
+    )
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument(
+        "--broker", default="mqtt://127.0.0.1:1883", metavar="URL", help="mqtt://host:port"
+    )
+    p.add_argument("--username", help="MQTT user name")
+    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
+    p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
+    p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
+    p.add_argument("--tick-s", type=float, default=30.0, help="seconds between clock heartbeats")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("record", help="capture a site's MQTT traffic to JSONL for replay")
+    p.add_argument("site_id", metavar="SITE_ID", help="the site id (topic level)")
+    p.add_argument(
+        "--out", required=True, metavar="CAPTURE.jsonl", help="the capture file (appended)"
+    )
+    p.add_argument(
+        "--broker", default="mqtt://127.0.0.1:1883", metavar="URL", help="mqtt://host:port"
+    )
+    p.add_argument("--username", help="MQTT user name")
+    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
+    p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
+    p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("edge", help="run the Raspberry Pi edge agent")
     p.add_argument(
