@@ -148,14 +148,8 @@ class Collector:
 
 
 def need_mosquitto() -> None:
-    """Skip without mosquitto, but fail under CI=true (CI installs it)."""
-    import os
-
-    import pytest
-
+    """Skip without mosquitto, but fail under CI=true (the shared conftest rule)."""
+    from tests.conftest import require_server
     from tests.servers import MosquittoServer
 
-    if not MosquittoServer.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("mosquitto is required under CI=true but is not installed")
-        pytest.skip("mosquitto is not installed")
+    require_server("mosquitto", MosquittoServer.available())
