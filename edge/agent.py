@@ -19,17 +19,21 @@ nothing is lost: whatever was committed is sent after the restart.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import math
 import signal
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
 from edge.clock import Clock, ClockSync, ScaledClock, SystemClock
 from edge.config import AgentConfig, SensorConfig, load_config
 from edge.health import HealthProbe
+from edge.lazy_driver import LazyDriver
 from edge.outbox import Outbox
 from edge.publisher import Publisher
 from hardware.base import Driver, SensorReadError
@@ -75,9 +79,22 @@ class Agent:
         Outbox(config.outbox.path, config.outbox.max_readings).close()  # create the schema
         self.sensors: dict[str, SensorState] = {}
         for sensor in config.sensors:
-            driver = (drivers or {}).get(sensor.id) or build_driver(
-                sensor.id, sensor.driver, sensor.unit, sensor.calibration, context
-            )
+            driver = (drivers or {}).get(sensor.id)
+            if driver is None:
+                lazy = LazyDriver(
+                    sensor.id,
+                    partial(
+                        build_driver,
+                        sensor.id,
+                        sensor.driver,
+                        sensor.unit,
+                        sensor.calibration,
+                        context,
+                    ),
+                )
+                with contextlib.suppress(SensorReadError):
+                    lazy.open()  # open now when possible: GPIO edges count from the start
+                driver = lazy
             self.sensors[sensor.id] = SensorState(sensor, driver)
         self.health_probe = HealthProbe(
             outbox_path=config.outbox.path,
@@ -111,6 +128,10 @@ class Agent:
                     exc,
                     state.errors,
                 )
+            return None
+        if not math.isfinite(sample.value):
+            state.errors += 1
+            log.warning("sensor %s: driver returned %r; not a reading", sensor_id, sample.value)
             return None
         when = self.clock.now()
         extra = () if self.clock_sync.state().synced else (QualityFlag.CLOCK_UNSYNCED,)

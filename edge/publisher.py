@@ -39,6 +39,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, MQTTProtocolVersi
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
+from pydantic import ValidationError
 
 from edge.clock import Clock
 from edge.config import AgentConfig
@@ -315,7 +316,11 @@ class Publisher:
             rows = self.outbox.pending(self._cursor, cfg.batch_max)
             if not rows:
                 return
-            topic, payload = self._payload(rows)
+            try:
+                topic, payload = self._payload(rows)
+            except ValidationError:
+                self._quarantine_invalid(rows)
+                continue
             info = self.client.publish(topic, payload, qos=1)
             if info.rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                 self.connected = False
@@ -323,6 +328,24 @@ class Publisher:
             self._inflight[info.mid] = ([r.id for r in rows], topic)
             self._cursor = rows[-1].id
             self.stats.published_messages += 1
+
+    def _quarantine_invalid(self, rows: list[Row]) -> None:
+        """Rows the wire schema rejects (a corrupt file, a driver bug) must not block the
+        queue forever: each bad row is quarantined with the validation error; the rest
+        go out on the next round."""
+        for row in rows:
+            try:
+                self._payload([row])
+            except ValidationError as exc:
+                topic = reading_topic(self.config.site, self.config.station, row.sensor)
+                reason = f"invalid: {exc.errors()[0]['msg']}"
+                self.outbox.quarantine([row.id], topic, reason, self.clock.now())
+                log.error(
+                    "reading %s seq %d fails the wire schema (%s): quarantined",
+                    row.sensor,
+                    row.seq,
+                    reason,
+                )
 
     def publish_status(self, state: str = "online") -> None:
         if self.client is None or not self.connected:

@@ -188,3 +188,58 @@ pin = 17
     assert [(r.value, r.raw) for r in rows] == [(pytest.approx(0.6), 3.0), (0.0, 0.0)]
     for state in agent.sensors.values():
         state.driver.close()
+
+
+def test_a_driver_that_cannot_open_fails_only_its_sensor(tmp_path: Path) -> None:
+    from edge.lazy_driver import LazyDriver
+
+    attempts: list[int] = []
+
+    def build() -> FakeDriver:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise FileNotFoundError("/dev/i2c-1")
+        return FakeDriver([7.0])
+
+    clock = ManualClock(T0)
+    cfg = config(tmp_path, sensors=2)
+    agent = Agent(
+        cfg,
+        clock,
+        clock_sync=ClockSync(clock, "year"),
+        drivers={"s0": LazyDriver("s0", build), "s1": FakeDriver([1.0])},
+    )
+    box = Outbox(cfg.outbox.path)
+    assert agent.sample_once("s0", box) is None  # bus missing: a read error, not a crash
+    assert agent.sample_once("s1", box) == 0  # the other sensor is unaffected
+    assert agent.sample_once("s0", box) is None
+    assert agent.sample_once("s0", box) == 0  # the hardware appeared: reopened
+    assert len(attempts) == 3
+
+
+def test_non_finite_values_are_not_stored(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    cfg = config(tmp_path, sensors=1)
+    agent = Agent(
+        cfg,
+        clock,
+        clock_sync=ClockSync(clock, "year"),
+        drivers={"s0": FakeDriver([float("nan"), 3.0])},
+    )
+    box = Outbox(cfg.outbox.path)
+    assert agent.sample_once("s0", box) is None
+    assert agent.sample_once("s0", box) == 0
+
+
+def test_a_row_the_wire_schema_rejects_is_quarantined_not_blocking(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    cfg = config(tmp_path, sensors=1)
+    box = Outbox(cfg.outbox.path)
+    box.append("s0", T0, Sample(1.0, "NTU"))
+    box.conn.execute("UPDATE outbox SET unit = 'a-unit-name-far-too-long' WHERE seq = 0")
+    box.append("s0", T0, Sample(2.0, "NTU"))
+    pub = Publisher(cfg, clock)
+    pub._quarantine_invalid(box.pending())
+    assert [r.seq for r in box.pending()] == [1]
+    reason = box.conn.execute("SELECT reason FROM quarantine").fetchone()[0]
+    assert reason.startswith("invalid: ")
