@@ -129,6 +129,8 @@ class RuleValue:
         A site override says so; a value only seen in a summary says "per"
         (shared/rules.md: "A rule that is only secondary ... alert texts say per").
         """
+        if self.site_override and self.pack == "site":
+            return f"site configuration ({self.key})"
         if self.site_override:
             return f"site override of {self.citation}"
         if self.verified == "secondary":
