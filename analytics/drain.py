@@ -11,19 +11,23 @@ recession rate is kept, so a practice that clogs shows it from event to event.
 
 Models and thresholds are documented in docs/drain-time.md. In short:
 
-* Decisions use the median of the last three readings, so one spike can
-  neither start, end nor refill an event.
+* Decisions use the centred median of three readings (a reading and its two
+  neighbours, dated at the middle one), so one spike can neither start, end
+  nor refill an event, and a step in the level is dated where it happened.
+  The cost is one reading of delay before a decision is taken.
 * ``baseline = "design"`` (default): the rise is measured above the design
   level (a sensor zeroed there). ``baseline = "pre_event"``: above the dry
   level before the fill — the median of the last 24 h of readings — for a
   sensor whose datum drifts (the PWD record drifts between −0.65 and 0 ft).
-* A fill starts when the rise exceeds the tolerance; the practice is drained
-  when it falls back within the tolerance.
+* A fill starts when the rise exceeds twice the tolerance; the practice is
+  drained when it falls back within the tolerance (the hysteresis keeps a
+  level wobbling around the tolerance from making many small events).
 * The clock starts at the peak. A refill before drain-down (the rise climbs
   again by ``max(2·tolerance, 10 % of the peak rise)`` above its lowest point
   since the peak) restarts the clock from the new peak.
-* The event's recession rate is the mean fall of the level from the peak to
-  10 % of the rise (or to the drain point, whichever comes first).
+* The event's recession rate is the mean fall of the level between 90 % and
+  10 % of the rise (or the drain point, if that comes first): it leaves out
+  the flat top of the peak and the slow tail, so it compares across events.
 """
 
 from __future__ import annotations
@@ -51,17 +55,21 @@ UNTRUSTED_FLAGS = frozenset(
     {"out_of_range", "sensor_fault", "spike", "flatline", "clock_unsynced", "uncalibrated"}
 )
 
-SMOOTH_READINGS = 3  # median of the last three readings drives every decision
+SMOOTH_READINGS = 3  # the centred median of three readings drives every decision
+FILL_TOLERANCES = 2.0  # a fill is a rise of more than two tolerances (drained: within one)
 BASELINE_WINDOW_MS = 24 * MS_PER_H  # pre-event baseline: median level over the day before
 BASELINE_REFRESH_MS = 15 * MS_PER_MIN
 BASELINE_MIN_READINGS = 4
 REFILL_FRACTION = 0.10  # a refill climbs this fraction of the peak rise (or 2 tol) above the trough
-RECESSION_END_FRACTION = 0.10  # the recession rate is measured from the peak to 10 % of the rise
+RECESSION_START_FRACTION = 0.90  # the recession rate is measured from 90 % of the rise ...
+RECESSION_END_FRACTION = 0.10  # ... down to 10 % of it
 FORECAST_MARGIN = 0.10  # warn when even the fastest plausible recession misses the limit by 10 %
 STALLED_FRACTION = 0.25  # ... or when a quarter of the limit has passed with no measurable fall
 TREND_EVENTS = 3  # clogging trend: mean rate of the last three events vs the first three
 TREND_MIN_RISE_TOLS = 4.0  # events rising less than 4 tolerances are too small to rate
-STALE_MIN_MS = 6 * MS_PER_H  # no alert at the deadline on a reading older than this (or 6 intervals)
+STALE_MIN_MS = (
+    6 * MS_PER_H
+)  # no alert at the deadline on a reading older than this (or 6 intervals)
 MIN_TOLERANCE_M = 0.001
 
 TYPE_LABEL = {
@@ -95,6 +103,8 @@ class DrainEvent:
     peak_rise_m: float
     rises: list[Rise] = field(default_factory=list)
     refills: int = 0
+    t90_at: int | None = None  # the rise fell to 90 % of its peak: the recession rate starts here
+    t90_rise_m: float | None = None
     recession_end_at: int | None = None  # 10 % of the rise reached (or drained first)
     recession_end_rise_m: float | None = None
     t10_at: int | None = None
@@ -125,13 +135,15 @@ class DrainEvent:
 
     @property
     def rate_mm_h(self) -> float | None:
-        """Mean fall of the level (mm/h) from the peak to 10 % of the rise or drain-down."""
-        if self.recession_end_at is None or self.recession_end_rise_m is None:
+        """Mean fall of the level (mm/h) from 90 % to 10 % of the rise (or to drain-down)."""
+        start_at, start_rise = self.t90_at, self.t90_rise_m
+        end_at, end_rise = self.recession_end_at, self.recession_end_rise_m
+        if start_at is None or start_rise is None or end_at is None or end_rise is None:
             return None
-        hours = (self.recession_end_at - self.peak_at) / MS_PER_H
+        hours = (end_at - start_at) / MS_PER_H
         if hours <= 0:
             return None
-        return (self.peak_rise_m - self.recession_end_rise_m) * 1000.0 / hours
+        return (start_rise - end_rise) * 1000.0 / hours
 
     def summary(self, unit: str) -> dict[str, Any]:
         """JSON-ready numbers for alert evidence."""
@@ -253,27 +265,30 @@ class DrainTimeDetector(Detector):
         level = to_metres(reading.value, self.unit)
         if self._last_t is not None and t - self._last_t > self.stale_ms:
             self._after_gap(t, ctx)
+        self._last_t = t
+        self._remember(t, level)
         self._recent.append((t, level))
         if len(self._recent) > SMOOTH_READINGS:
             del self._recent[0]
+        if len(self._recent) < SMOOTH_READINGS:
+            return  # the first readings (or the first after a gap): no neighbours yet
+        # The centred median: dated at the middle reading, decided now.
+        mid = self._recent[1][0]
         smooth = median(v for _, v in self._recent)
-        self._last_t = t
         fill = self._fill
         if fill is None:
-            base = self._baseline(t, smooth)
-            self._remember(t, level)
-            if base is not None and smooth - base > self.tol_m:
-                self._start(t, base, smooth - base, ctx)
+            base = self._baseline(mid, smooth)
+            if base is not None and smooth - base > FILL_TOLERANCES * self.tol_m:
+                self._start(mid, base, smooth - base, ctx)
             return
-        self._remember(t, level)
         rise = smooth - fill.event.baseline_m
         fill.last_rise_m = rise
         if rise <= self.tol_m:
-            self._drained(t, rise, ctx)
+            self._drained(mid, rise, ctx)
             return
-        self._track(t, rise, fill)
-        self._check_deadline(t, ctx)
-        self._check_forecast(t, ctx)
+        self._track(mid, rise, fill)
+        self._check_deadline(mid, ctx)
+        self._check_forecast(mid, ctx)
 
     def on_timer(self, at: int, tag: str, ctx: Context) -> None:
         fill = self._fill
@@ -308,10 +323,10 @@ class DrainTimeDetector(Detector):
         if (
             cached is not None
             and t - cached[0] < BASELINE_REFRESH_MS
-            and smooth - cached[1] <= self.tol_m
+            and smooth - cached[1] <= FILL_TOLERANCES * self.tol_m
         ):
             return cached[1]
-        values = [v for ts, v in self._window if ts > t - BASELINE_WINDOW_MS]
+        values = [v for ts, v in self._window if t - BASELINE_WINDOW_MS < ts < t]
         if len(values) < BASELINE_MIN_READINGS:
             return None  # too little history (start of record, after a gap): wait
         base = median(values)
@@ -373,8 +388,8 @@ class DrainTimeDetector(Detector):
             if v_max > current.max_level_m:
                 current.max_level_m, current.max_level_at = v_max, t_max
             ev.peak_at, ev.peak_rise_m = t, rise
-            ev.t10_at = ev.recession_end_at = None
-            ev.recession_end_rise_m = None
+            ev.t10_at = ev.recession_end_at = ev.t90_at = None
+            ev.recession_end_rise_m = ev.t90_rise_m = None
             fill.trough_rise_m, fill.trough_at = rise, t
             fill.fit = RunningLine()
             return
@@ -382,6 +397,8 @@ class DrainTimeDetector(Detector):
             fill.trough_rise_m, fill.trough_at = rise, t
         if t > ev.peak_at:
             fill.fit.add((t - ev.peak_at) / MS_PER_H, math.log(rise))
+        if ev.t90_at is None and rise <= RECESSION_START_FRACTION * ev.peak_rise_m:
+            ev.t90_at, ev.t90_rise_m = t, rise
         if ev.t10_at is None and rise <= RECESSION_END_FRACTION * ev.peak_rise_m:
             ev.t10_at = ev.recession_end_at = t
             ev.recession_end_rise_m = rise
@@ -394,6 +411,8 @@ class DrainTimeDetector(Detector):
         assert fill is not None
         ev = fill.event
         ev.drained_at = t
+        if ev.t90_at is None:
+            ev.t90_at, ev.t90_rise_m = t, rise
         if ev.recession_end_at is None:
             ev.recession_end_at, ev.recession_end_rise_m = t, rise
         fit = fill.fit.fit()
@@ -476,11 +495,15 @@ class DrainTimeDetector(Detector):
         limit_h = self.limit_h
         hours = (t - ev.peak_at) / MS_PER_H
         # Not draining at all: a quarter of the limit gone and not one tolerance of fall.
-        stalled = hours >= STALLED_FRACTION * limit_h and ev.peak_rise_m - fill.last_rise_m < self.tol_m
+        stalled = (
+            hours >= STALLED_FRACTION * limit_h and ev.peak_rise_m - fill.last_rise_m < self.tol_m
+        )
         trusted = fc is not None and fc.trusted
         is_open = ctx.alerts.is_open(FORECAST_KIND, subject)
         if not is_open:
-            late = fc is not None and trusted and fc.drain_h_fast >= limit_h * (1.0 + FORECAST_MARGIN)
+            late = (
+                fc is not None and trusted and fc.drain_h_fast >= limit_h * (1.0 + FORECAST_MARGIN)
+            )
             if not (late or stalled):
                 return
         elif fc is not None and trusted and fc.drain_h <= limit_h and not stalled:

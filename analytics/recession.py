@@ -75,7 +75,8 @@ class RunningLine:
         intercept = (self.sy - slope * self.sx) / n
         sse = max(syy - slope * sxy, 0.0)
         se = math.sqrt(sse / (n - 2) / sxx)
-        r2 = 1.0 - sse / syy if syy > 0.0 else 1.0
+        # A flat y leaves nothing to explain: R² is taken as 0, not as a perfect fit.
+        r2 = 1.0 - sse / syy if syy > 1e-12 * max(1.0, self.syy) else 0.0
         return LineFit(n, slope, intercept, se, r2, self.x_max - self.x_min)
 
 
@@ -100,6 +101,7 @@ class RecessionForecast:
 MIN_FIT_POINTS = 8
 MIN_FIT_SPAN_H = 1.0
 MIN_R2 = 0.5
+MIN_DECAY_PER_H = 1e-6  # slower than this (a 10^6 h e-folding time) is no decay at all
 
 
 def recession_forecast(line: RunningLine, tol_m: float) -> RecessionForecast | None:
@@ -120,6 +122,6 @@ def recession_forecast(line: RunningLine, tol_m: float) -> RecessionForecast | N
     def hours(rate: float) -> float:
         if fit.intercept <= ln_tol:
             return 0.0
-        return math.inf if rate <= 0.0 else (fit.intercept - ln_tol) / rate
+        return math.inf if rate <= MIN_DECAY_PER_H else (fit.intercept - ln_tol) / rate
 
     return RecessionForecast(k, k_fast, fit.r2, fit.n, hours(k), hours(k_fast))
