@@ -18,6 +18,8 @@ into NTU, metres, ... and clears the flag.
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,7 +58,13 @@ class AnalogParams(BaseModel):
 class AnalogSensor:
     """One ADS1115 input, read as loop current (mA) or sensor voltage (V)."""
 
-    def __init__(self, params: AnalogParams, bus: I2CBus | None = None) -> None:
+    def __init__(
+        self,
+        params: AnalogParams,
+        bus: I2CBus | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.params = params
         self._own_bus = bus is None
         if bus is None:
@@ -64,7 +72,7 @@ class AnalogSensor:
 
             bus = SMBus(params.i2c_bus)
         self.bus = bus
-        self.adc = ADS1115(bus, params.address)
+        self.adc = ADS1115(bus, params.address, sleep=sleep)
 
     def read(self) -> Sample:
         p = self.params

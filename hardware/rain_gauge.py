@@ -10,9 +10,9 @@ most a few per second), so a reboot mid-interval keeps every tip. ``read()``
 reports the depth of the tips not yet reported and hands the agent a
 ``commit`` that marks them reported *inside the transaction that stores the
 reading* — so a crash between reading and storing neither loses nor doubles
-tips. For that the gauge's ``state_db`` must be the agent's outbox file (the
-agent arranges it); standalone callers run ``sample.commit`` on a connection
-to ``state_db`` themselves.
+tips. For that the tip counter lives in the agent's outbox file (the agent
+passes it as ``state_db``; it is deliberately not configurable); standalone
+callers run ``sample.commit`` on a connection to ``state_db`` themselves.
 """
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ class TippingBucketParams(BaseModel):
     mm_per_tip: float = Field(default=0.2, gt=0, description="rain depth of one bucket tip")
     debounce_s: float = Field(default=0.05, ge=0, description="ignore edges closer than this")
     pull_up: bool = True
-    state_db: Path | None = Field(
-        default=None, description="SQLite file for the tip counter (default: the agent outbox)"
-    )
 
 
 class TipStore:

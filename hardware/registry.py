@@ -59,7 +59,7 @@ def build_driver(
         driver = TippingBucketGauge(
             sensor_id,
             params,
-            params.state_db or context.state_db,
+            context.state_db,
             pin_factory=context.pin_factory,
             monotonic=context.monotonic,
         )

@@ -243,3 +243,19 @@ def test_a_row_the_wire_schema_rejects_is_quarantined_not_blocking(tmp_path: Pat
     assert [r.seq for r in box.pending()] == [1]
     reason = box.conn.execute("SELECT reason FROM quarantine").fetchone()[0]
     assert reason.startswith("invalid: ")
+
+
+def test_evictions_at_the_cap_are_reported_as_dropped_in_health(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    cfg = config(tmp_path, sensors=1, max_readings=10)
+    agent = Agent(
+        cfg,
+        clock,
+        clock_sync=ClockSync(clock, "year"),
+        drivers={"s0": FakeDriver([float(i) for i in range(15)])},
+    )
+    box = Outbox(cfg.outbox.path, cfg.outbox.max_readings)
+    for _ in range(15):
+        agent.sample_once("s0", box)
+    health = agent._health(box)
+    assert (health.backlog, health.dropped) == (10, 5)

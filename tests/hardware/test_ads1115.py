@@ -94,9 +94,8 @@ def test_conversion_that_never_finishes_and_bus_errors_are_read_errors() -> None
 
 def loop_sensor(milliamps: float, shunt: float = 150.0) -> AnalogSensor:
     chip = FakeADS1115({0: milliamps / 1000 * shunt, 1: 0, 2: 0, 3: 0})
-    sensor = AnalogSensor(AnalogParams(channel=0, shunt_ohms=shunt, fsr=4.096), bus=chip)
-    sensor.adc = ADS1115(chip, sleep=no_sleep)
-    return sensor
+    params = AnalogParams(channel=0, shunt_ohms=shunt, fsr=4.096)
+    return AnalogSensor(params, bus=chip, sleep=no_sleep)
 
 
 def test_4_20_ma_level_transducer_calibrated_to_metres() -> None:
@@ -117,10 +116,7 @@ def test_broken_loop_is_a_sensor_fault_and_missing_calibration_is_flagged() -> N
 def test_voltage_input_through_a_divider_and_overrange() -> None:
     chip = FakeADS1115({0: 2.0, 1: 5.0, 2: 0, 3: 0})
     params = AnalogParams(channel=0, signal="voltage", divider_ratio=2.0, fsr=4.096)
-    sensor = AnalogSensor(params, bus=chip)
-    sensor.adc = ADS1115(chip, sleep=no_sleep)
-    sample = sensor.read()
+    sample = AnalogSensor(params, bus=chip, sleep=no_sleep).read()
     assert sample.value == pytest.approx(4.0, abs=0.001) and sample.unit == "V"
-    over = AnalogSensor(params.model_copy(update={"channel": 1}), bus=chip)
-    over.adc = ADS1115(chip, sleep=no_sleep)
+    over = AnalogSensor(params.model_copy(update={"channel": 1}), bus=chip, sleep=no_sleep)
     assert QualityFlag.OUT_OF_RANGE in over.read().quality
