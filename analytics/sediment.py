@@ -60,6 +60,10 @@ FORECAST_MIN_RAIN_IN = 0.5
 MM_PER_IN = 25.4
 
 
+def pct(fraction: float) -> str:
+    return f"{fraction * 100:.0f} %"
+
+
 @dataclass(frozen=True)
 class Cleanout:
     """A cleanout seen in the data: when, and how much storage it gave back."""
@@ -211,7 +215,7 @@ class SedimentCapacityDetector(Detector):
                 at,
                 message=(
                     f"{self._label()} was cleaned out at {iso(at)}: storage lost fell from "
-                    f"{event.fraction_before:.0%} to {event.fraction_after:.0%} of the design "
+                    f"{pct(event.fraction_before)} to {pct(event.fraction_after)} of the design "
                     f"volume ({self._volume_text(event.removed_m3)} removed); "
                     f"{self.rule_cite} is met again."
                 ),
@@ -264,7 +268,7 @@ class SedimentCapacityDetector(Detector):
             return "Not enough rain since the last cleanout to forecast the fill rate yet."
         return (
             f"At the current rate of {fc.per_inch * 100:.1f} % per inch, "
-            f"{self.cleanout_fraction:.0%} after about {fc.inches_to_cleanout:.1f} more inches "
+            f"{pct(self.cleanout_fraction)} after about {fc.inches_to_cleanout:.1f} more inches "
             "of rain."
         )
 
@@ -273,18 +277,18 @@ class SedimentCapacityDetector(Detector):
         design = self.geometry.design_volume_m3
         since = iso(self.envelope_at) if self.envelope_at is not None else "?"
         lost = (
-            f"{self._label()} has lost {env:.0%} of its design storage "
+            f"{self._label()} has lost {pct(env)} of its design storage "
             f"({self._volume_text(env * design)} of {self._volume_text(design)}; sediment "
             f"{from_metres(self.envelope_depth_m, self.unit):.2f} {self.unit} deep, as of {since})"
         )
         if severity == "critical":
             return (
-                f"{lost}: at or past the {self.cleanout_fraction:.0%} at which {self.rule_cite} "
+                f"{lost}: at or past the {pct(self.cleanout_fraction)} at which {self.rule_cite} "
                 "requires removing the sediment. Clean the trap out now."
             )
         return (
-            f"{lost}: past the {self.warn_fraction:.0%} warning ({self.warn_source}); "
-            f"{self.rule_cite} requires a cleanout at {self.cleanout_fraction:.0%}. "
+            f"{lost}: past the {pct(self.warn_fraction)} warning ({self.warn_source}); "
+            f"{self.rule_cite} requires a cleanout at {pct(self.cleanout_fraction)}. "
             f"{self._forecast_text()} Schedule the cleanout."
         )
 
