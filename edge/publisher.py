@@ -107,6 +107,11 @@ class Publisher:
         self._next_attempt = 0.0
         self._next_health = 0.0
         self.status_topic = status_topic(config.site, config.station)
+        if config.broker.protocol != "5":
+            log.warning(
+                "MQTT 3.1.1: a broker acknowledges publishes its ACL refuses as if delivered, "
+                'so refused readings cannot be detected or kept; use protocol = "5"'
+            )
 
     # -- connection ------------------------------------------------------------------
 
