@@ -519,6 +519,8 @@ class DrainTimeDetector(Detector):
                 evidence=self._evidence(ev, t, fill.last_rise_m, fc),
             )
             return
+        elif not (trusted or stalled):
+            return  # open, and nothing new to say: keep the last trusted message
         ev.forecast_warned = True
         if fc is not None and trusted:
             outlook = (
