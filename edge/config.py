@@ -69,6 +69,9 @@ class OutboxConfig(_Strict):
         default=2_000_000, ge=10, description="cap; oldest readings are evicted (and counted)"
     )
     batch_max: int = Field(default=500, ge=1, le=10_000, description="readings per batch message")
+    batch_threshold: int = Field(
+        default=10, ge=2, description="pending readings from which they are sent as batches"
+    )
     inflight_max: int = Field(default=20, ge=1, le=1000, description="unacked messages at once")
     backfill_after_s: float = Field(
         default=60.0, gt=0, description="readings older than this when sent are 'backfilled'"

@@ -17,9 +17,10 @@ Why this shape:
   as success; use v5.)
 - **Reconnect with exponential backoff and jitter**, so a fleet of stations
   does not hammer a broker that has just come back.
-- **Batches when there is a backlog**: more than one pending reading go out as
-  one ReadingBatch (at most ``batch_max``), oldest first, on the topic of the
-  first reading's sensor.
+- **Batches when there is a backlog**: live readings go one per message on
+  their sensor's topic; from ``batch_threshold`` pending readings on they go
+  as ReadingBatch messages (at most ``batch_max``), oldest first, on the topic
+  of the first reading's sensor.
 """
 
 from __future__ import annotations
@@ -315,12 +316,20 @@ class Publisher:
         return topic, batch.model_dump_json().encode()
 
     def _fill_window(self) -> None:
+        """Publish pending readings while the in-flight window has room.
+
+        A few pending readings (live operation) go out one per message on their own
+        sensor's topic; from ``batch_threshold`` pending on (a backlog after an
+        outage) they go as ReadingBatch messages of up to ``batch_max``.
+        """
         assert self.client is not None
         cfg = self.config.outbox
         while len(self._inflight) < cfg.inflight_max:
             rows = self.outbox.pending(self._cursor, cfg.batch_max)
             if not rows:
                 return
+            if len(rows) < cfg.batch_threshold:
+                rows = rows[:1]
             try:
                 topic, payload = self._payload(rows)
             except ValidationError:
