@@ -399,6 +399,7 @@ class SensorHealth(Detector):
             ev["bad_readings"] = st.bad_run
             ev["bad_flags"] = sorted(st.bad_flags)
             ev["range"] = [_finite_or_none(st.lo), _finite_or_none(st.hi)]
+            ev["range_from"] = [st.lo_source, st.hi_source]
         return ev
 
     def _problem_on(
@@ -436,14 +437,15 @@ class SensorHealth(Detector):
         evidence["cleared_at"] = iso(t)
         evidence["cleared_value"] = round(value, 4)
         evidence["ended"] = {p: iso(since) for p, since in ended.items()}
+        before = ep.message if ep is not None else f"Sensor {st.sensor}: {problem}."
         ctx.alerts.resolve(
             DATA_QUALITY,
             st.sensor,
             t,
             message=(
-                f"Sensor {st.sensor} (station {st.station}, {self.site_name}) reads plausibly "
-                f"again at {local_time(t, ctx.zone)} ({value:g} {st.unit}); "
-                f"{problem.replace('_', ' ')} since {local_time(ended[problem], ctx.zone)} ended."
+                f"{before} Resolved: it reads plausibly again at {local_time(t, ctx.zone)} "
+                f"({value:g} {st.unit}), {duration_text(t - ended[problem])} after the "
+                f"{problem.replace('_', ' ')} began."
             ),
             evidence=evidence,
         )
