@@ -48,6 +48,9 @@ from siltwatch.units import from_metres, to_metres
 
 KIND = "drain_time"
 FORECAST_KIND = "drain_time_forecast"
+# Share of the limit after which the falling limb is long enough to choose between the
+# exponential and the constant-rate recession model (analytics/recession.py).
+DECISIVE_FRACTION = 0.25
 
 # Readings with these flags are not evidence (analytics/detector.py: a flagged
 # reading must never silently drive a regulatory alert); they are counted.
@@ -206,7 +209,8 @@ class _Fill:
     event: DrainEvent
     trough_rise_m: float
     trough_at: int
-    fit: RunningLine = field(default_factory=RunningLine)
+    fit: RunningLine = field(default_factory=RunningLine)  # ln(rise) vs hours since the peak
+    lin: RunningLine = field(default_factory=RunningLine)  # rise vs hours since the peak
     last_rise_m: float = 0.0
 
 
@@ -392,11 +396,13 @@ class DrainTimeDetector(Detector):
             ev.recession_end_rise_m = ev.t90_rise_m = None
             fill.trough_rise_m, fill.trough_at = rise, t
             fill.fit = RunningLine()
+            fill.lin = RunningLine()
             return
         if rise < fill.trough_rise_m:
             fill.trough_rise_m, fill.trough_at = rise, t
         if t > ev.peak_at:
             fill.fit.add((t - ev.peak_at) / MS_PER_H, math.log(rise))
+            fill.lin.add((t - ev.peak_at) / MS_PER_H, rise)
         if ev.t90_at is None and rise <= RECESSION_START_FRACTION * ev.peak_rise_m:
             ev.t90_at, ev.t90_rise_m = t, rise
         if ev.t10_at is None and rise <= RECESSION_END_FRACTION * ev.peak_rise_m:
@@ -404,7 +410,8 @@ class DrainTimeDetector(Detector):
             ev.recession_end_rise_m = rise
 
     def _forecast(self, fill: _Fill) -> RecessionForecast | None:
-        return recession_forecast(fill.fit, self.tol_m)
+        decisive = math.inf if self.limit_h is None else DECISIVE_FRACTION * self.limit_h
+        return recession_forecast(fill.fit, self.tol_m, fill.lin, decisive_span_h=decisive)
 
     def _drained(self, t: int, rise: float, ctx: Context) -> None:
         fill = self._fill
@@ -609,7 +616,11 @@ class DrainTimeDetector(Detector):
         }
         if fc is not None:
             out["forecast"] = {
-                "model": "exponential decay of the rise, least squares on ln(rise) since the peak",
+                "model": (
+                    "exponential decay of the rise, least squares on ln(rise) since the peak"
+                    if fc.model == "exponential"
+                    else "constant rate of fall of the rise, least squares on the rise since the peak"
+                ),
                 "k_per_h": round(fc.k_per_h, 5),
                 "k_fast_per_h": round(fc.k_fast_per_h, 5),
                 "r2": round(fc.r2, 4),

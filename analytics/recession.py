@@ -13,7 +13,18 @@ above its baseline decays exponentially,
 so ln r is a straight line in time with slope −k. It is fitted by least
 squares on the falling limb since the peak. The practice counts as drained
 when r falls to the tolerance ``tol``, i.e. at ``t_peak + ln(r0 / tol) / k``.
-The fit is trusted only with enough points (MIN_FIT_POINTS over at least
+Infiltration through a basin floor under a small head is closer to a constant
+rate (a straight line in the rise itself, Green-Ampt-like), so the same limb is
+also fitted as a line, r(t) = r0 − q · (t − t_peak). Each model is trusted on
+its own terms (below). Over a short limb the two cannot be told apart (an hour
+of a straight fall and an hour of a slow exponential look the same), yet they
+forecast very different drain times: then the forecast is the more optimistic
+of the two, so an early warning needs both models to agree — confidence, not a
+guess. Once the limb is long enough to tell them apart (``decisive_span_h``,
+a quarter of the limit in the drain detector) the model that explains it
+better (higher R²) wins, so a true exponential tail is still caught well
+before the limit, and a straight fall is never read as a slow tail.
+Each fit is trusted only with enough points (MIN_FIT_POINTS over at least
 MIN_FIT_SPAN_H), a line that explains the data (R² >= MIN_R2) and a level
 that is not still rising (k + 2·se(k) > 0). The early warning uses the
 *fastest plausible* decay, ``k + 2·se(k)``, so it only fires when even an
@@ -82,10 +93,15 @@ class RunningLine:
 
 @dataclass(frozen=True)
 class RecessionForecast:
-    """What the exponential recession fit says about the drain time (hours after the peak)."""
+    """What a recession fit says about the drain time (hours after the peak).
 
-    k_per_h: float  # fitted decay rate of the rise
-    k_fast_per_h: float  # k + 2·se(k): the fastest plausible decay
+    For ``model == "exponential"`` the rates are decay rates of the rise (1/h);
+    for ``"linear"`` they are rates of fall of the rise (m/h).
+    """
+
+    model: str
+    k_per_h: float  # fitted rate
+    k_fast_per_h: float  # k + 2·se(k): the fastest plausible rate
     r2: float
     n: int
     drain_h: float  # point forecast (inf when the rise does not decay)
@@ -102,26 +118,51 @@ MIN_FIT_POINTS = 8
 MIN_FIT_SPAN_H = 1.0
 MIN_R2 = 0.5
 MIN_DECAY_PER_H = 1e-6  # slower than this (a 10^6 h e-folding time) is no decay at all
+MIN_FALL_M_PER_H = 1e-7  # slower than this (0.1 mm in 1000 h) is no fall at all
 
 
-def recession_forecast(line: RunningLine, tol_m: float) -> RecessionForecast | None:
-    """Forecast the drain time from a fit of (hours since peak, ln rise in metres).
-
-    None when the fit is not trustworthy yet: fewer than MIN_FIT_POINTS points
-    or a limb shorter than MIN_FIT_SPAN_H.
-    """
+def _fit_of(line: RunningLine) -> LineFit | None:
     if line.n < MIN_FIT_POINTS or line.x_max - line.x_min < MIN_FIT_SPAN_H:
         return None
-    fit = line.fit()
-    if fit is None:
-        return None
+    return line.fit()
+
+
+def _forecast(model: str, fit: LineFit, target: float, min_rate: float) -> RecessionForecast:
+    """Hours until the fitted line ``intercept - rate·x`` reaches ``target``."""
     k = -fit.slope
     k_fast = k + 2.0 * fit.se_slope
-    ln_tol = math.log(tol_m)
 
     def hours(rate: float) -> float:
-        if fit.intercept <= ln_tol:
+        if fit.intercept <= target:
             return 0.0
-        return math.inf if rate <= MIN_DECAY_PER_H else (fit.intercept - ln_tol) / rate
+        return math.inf if rate <= min_rate else (fit.intercept - target) / rate
 
-    return RecessionForecast(k, k_fast, fit.r2, fit.n, hours(k), hours(k_fast))
+    return RecessionForecast(model, k, k_fast, fit.r2, fit.n, hours(k), hours(k_fast))
+
+
+def recession_forecast(
+    log_line: RunningLine,
+    tol_m: float,
+    linear_line: RunningLine | None = None,
+    *,
+    decisive_span_h: float = math.inf,
+) -> RecessionForecast | None:
+    """Forecast the drain time from fits of (hours since peak, ln rise) and (hours, rise in m).
+
+    Which model speaks is described in the module docstring; None
+    when neither fit is ready: fewer than MIN_FIT_POINTS points or a limb
+    shorter than MIN_FIT_SPAN_H.
+    """
+    candidates: list[RecessionForecast] = []
+    exp_fit = _fit_of(log_line)
+    if exp_fit is not None:
+        candidates.append(_forecast("exponential", exp_fit, math.log(tol_m), MIN_DECAY_PER_H))
+    lin_fit = None if linear_line is None else _fit_of(linear_line)
+    if lin_fit is not None:
+        candidates.append(_forecast("linear", lin_fit, tol_m, MIN_FALL_M_PER_H))
+    if not candidates:
+        return None
+    trusted = [c for c in candidates if c.trusted] or candidates
+    if log_line.x_max - log_line.x_min >= decisive_span_h:
+        return max(trusted, key=lambda c: (c.r2, c.model == "exponential"))
+    return min(trusted, key=lambda c: (c.drain_h_fast, c.model))

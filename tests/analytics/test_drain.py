@@ -199,8 +199,11 @@ def test_forecast_warns_early_on_a_slow_recession() -> None:
     # far past the basin's 120 h: the warning must come long before the limit.
     engine = run(make_site(), series(recession(0.015), 130))
     [warning] = drain_alerts(engine, "drain_time_forecast")
-    # The fit needs 8 points over an hour of falling limb: about 01:00 + 1 h.
-    assert at(1) < warning.opened_at <= at(3)
+    # Early on a straight line fits the limb as well as the exponential and forecasts
+    # 1/0.015 = 67 h, inside the limit: no confidence yet. After a quarter of the limit
+    # (30 h of limb, 31:00) the curvature decides for the exponential: warned at once,
+    # 90 h before the limit.
+    assert at(30) < warning.opened_at <= at(32)
     forecast = warning.evidence["forecast"]
     assert forecast["drain_h"] == pytest.approx(200, rel=0.1)
     assert forecast["drain_h_fast"] >= 120 * 1.1
@@ -324,3 +327,30 @@ def test_snapshot_restore_and_chunking_give_identical_alerts() -> None:
         restored.feed(readings[i : i + 7])
     restored.finish()
     assert [a.model_dump() for a in restored.alerts()] == expected
+
+
+def test_a_steady_constant_rate_recession_inside_the_limit_raises_no_warning() -> None:
+    """The Lake Lure trench case: 0.6 m falling 0.012 m/h drains in 50 h, limit 72 h.
+
+    Rise 0 -> 0.6 m over 6 h, then a straight fall: back within the 0.02 m
+    tolerance at 6 + (0.6 - 0.02) / 0.012 = 54.3 h, 48.3 h after the peak.
+    """
+    site = make_site(
+        practice_type="infiltration_trench",
+        packs=("nc-ncg01",),
+        unit="m",
+        tolerance=0.02,
+        drain_limit_h=72,
+    )
+
+    def level(h: float) -> float:
+        return 0.1 * h if h < 6 else max(0.0, 0.6 - 0.012 * (h - 6))
+
+    engine = run(site, series(level, 80))
+    assert drain_alerts(engine, "drain_time_forecast") == []
+    assert drain_alerts(engine) == []
+    det = engine.detectors["drain/basin-a"]
+    assert isinstance(det, DrainTimeDetector)
+    (event,) = det.events()
+    assert event.drained_at is not None
+    assert (event.drained_at - event.peak_at) / MS_PER_H == pytest.approx(48.3, abs=0.2)

@@ -67,3 +67,46 @@ def test_a_rising_level_is_not_a_recession() -> None:
     assert fc is not None
     assert math.isinf(fc.drain_h)
     assert not fc.trusted
+
+
+def linear_limb(
+    rate: float, hours: float, r0: float = 0.6, step_h: float = 1 / 12
+) -> tuple[RunningLine, RunningLine]:
+    """(ln rise, rise) fits of a rise falling at a constant ``rate`` m/h from ``r0`` m."""
+    log_line, lin_line = RunningLine(), RunningLine()
+    for i in range(round(hours / step_h) + 1):
+        t = i * step_h
+        log_line.add(t, math.log(r0 - rate * t))
+        lin_line.add(t, r0 - rate * t)
+    return log_line, lin_line
+
+
+def test_constant_rate_recession_is_read_as_a_line_not_an_exponential_tail() -> None:
+    # r(t) = 0.6 - 0.012 t (m): reaches tol 0.02 m at (0.6 - 0.02) / 0.012 = 48.33 h.
+    # An exponential through the first 6 h of that limb (k ~ 0.0215/h) would put it at
+    # ln(0.6 / 0.02) / 0.0215 ~ 158 h: a false warning against a 72 h limit.
+    log_line, lin_line = linear_limb(0.012, 6.0)
+    exp_only = recession_forecast(log_line, 0.02)
+    assert exp_only is not None and exp_only.drain_h > 72
+    # Over 6 h (short of a decisive span) the optimistic model speaks: the line.
+    fc = recession_forecast(log_line, 0.02, lin_line)
+    assert fc is not None and fc.model == "linear" and fc.trusted
+    # Over a decisive span the better fit speaks: still the line (R² = 1).
+    fc = recession_forecast(log_line, 0.02, lin_line, decisive_span_h=5.0)
+    assert fc is not None and fc.model == "linear"
+    assert fc.k_per_h == pytest.approx(0.012)
+    assert fc.drain_h == pytest.approx(48.33, abs=0.01)
+
+
+def test_a_long_exponential_limb_is_read_as_exponential_once_decisive() -> None:
+    # r(t) = 0.5 exp(-0.1 t) over 20 h: ln r is exactly linear (R² = 1), the rise is not.
+    log_line, lin_line = RunningLine(), RunningLine()
+    for i in range(81):
+        t = i * 0.25
+        log_line.add(t, math.log(0.5 * math.exp(-0.1 * t)))
+        lin_line.add(t, 0.5 * math.exp(-0.1 * t))
+    undecided = recession_forecast(log_line, 0.05, lin_line)
+    assert undecided is not None and undecided.model == "linear"  # the optimistic one
+    fc = recession_forecast(log_line, 0.05, lin_line, decisive_span_h=10.0)
+    assert fc is not None and fc.model == "exponential"
+    assert fc.drain_h == pytest.approx(math.log(10) / 0.1)
