@@ -298,7 +298,8 @@ def test_storm_duties_without_any_routine_rule() -> None:
     assert [d.reason for d in eng.duties()] == ["storm"]
     [duty] = eng.duties()
     assert duty.due_at == z(local("2026-05-06T11:00"))
-    assert "site override" in duty.rule
+    # No pack of the site sets a storm threshold: the rule is the site's own configuration.
+    assert duty.rule == "site configuration (inspection.storm_threshold_in)"
 
 
 # --- routine cadences -----------------------------------------------------------------------------
