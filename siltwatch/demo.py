@@ -3,7 +3,7 @@
 No set-up: an in-process MQTT broker (amqtt), the ingest service for each of
 the two reference sites (examples/), a SQLite store, and simulated stations
 that publish each site's scripted storm week over MQTT in the wire format
-(as batches, the way a station flushes its outbox after an outage). The detections run on event time, so the
+(five minutes of data a message, the batch form of the schema). The detections run on event time, so the
 week's alerts come out in seconds; each is printed as the people it is routed
 to would get it and appended to a JSONL alert log. One malformed payload is
 sent on purpose to show that a bad message is a counted, stored rejection that
@@ -25,7 +25,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from alerts.dispatch import Dispatcher
 from alerts.sinks import ConsoleSink, JsonlSink
-from analytics.timeutil import MS_PER_H, from_ms
+from analytics.timeutil import MS_PER_MIN, from_ms
 from ingest.broker import EmbeddedBroker
 from ingest.recording import RecordingError, read_csv_readings, read_inspections
 from ingest.service import IngestService, MqttIngest
@@ -41,6 +41,7 @@ from siltwatch.schema import (
 )
 
 SITES = ("lake-george", "lake-lure")
+BATCH_MS = 5 * MS_PER_MIN  # well inside the engine's allowed lateness (15 min)
 
 
 def _now_ms() -> int:
@@ -50,10 +51,10 @@ def _now_ms() -> int:
 def _publish_site(client: mqtt.Client, site: SiteConfig, examples: Path, name: str) -> int:
     """Publish the site's scripted week as its stations would after an LTE outage.
 
-    Each station sends its readings oldest first in batches of an hour of data
-    (the outbox flush form of the wire schema), with per-sensor sequence
-    numbers; inspections go on the site's inspections topic. Returns the
-    number of messages sent.
+    Each station sends its readings oldest first, five minutes of data a
+    message (the batch form of the wire schema, as a station on a power-saving
+    LTE schedule does), with per-sensor sequence numbers; inspections go on the
+    site's inspections topic. Returns the number of messages sent.
     """
     sensors = site.sensors()
     station_of = site.station_of()
@@ -72,13 +73,13 @@ def _publish_site(client: mqtt.Client, site: SiteConfig, examples: Path, name: s
             value=r.value,
             unit=sensors[r.sensor].unit,
         )
-        batches[(station_of[r.sensor], r.t // MS_PER_H)].append(item)
+        batches[(station_of[r.sensor], r.t // BATCH_MS)].append(item)
     messages: list[tuple[int, str, bytes]] = []
-    for (station, hour), items in batches.items():
+    for (station, slot), items in batches.items():
         batch = ReadingBatch(site=sid, station=station, readings=items)
         messages.append(
             (
-                hour * MS_PER_H,
+                slot * BATCH_MS,
                 reading_topic(sid, station, items[0].sensor),
                 batch.model_dump_json().encode(),
             )
@@ -169,6 +170,15 @@ def run_demo(out: Path, *, examples: Path) -> int:
             with (out / f"{name}-duties.jsonl").open("w", encoding="utf-8") as fh:
                 for duty in store.duties(info.id):
                     fh.write(duty.model_dump_json() + "\n")
+                    state = (
+                        "open"
+                        if duty.completed_at is None
+                        else f"done {duty.completed_at:%Y-%m-%d %H:%M}Z"
+                    )
+                    print(
+                        f"   duty: {duty.reason:9} inspection due {duty.due_at:%Y-%m-%d %H:%M}Z "
+                        f"({state}) — {duty.rule}"
+                    )
             with (out / f"{name}-alerts.jsonl").open("w", encoding="utf-8") as fh:
                 for alert in store.alerts(info.id):
                     fh.write(alert.model_dump_json() + "\n")
