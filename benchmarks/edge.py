@@ -199,7 +199,7 @@ def flush_rate(workdir: Path, port: int, per_sensor: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--real-s", type=float, default=20.0)
+    parser.add_argument("--real-s", type=float, default=60.0)
     parser.add_argument("--sim-s", type=float, default=15.0)
     parser.add_argument("--time-scale", type=float, default=60.0)
     parser.add_argument("--per-sensor", type=int, default=86_400)

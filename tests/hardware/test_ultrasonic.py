@@ -75,3 +75,27 @@ def test_inch_frames_of_lv_models() -> None:
 def test_too_few_frames_is_a_read_error() -> None:
     with pytest.raises(SensorReadError, match="frames"):
         ranger([b"", b"R1200\r"]).read()
+
+
+def test_serial_port_reads_frames_from_a_real_tty() -> None:
+    import os
+    import time
+
+    from hardware.ultrasonic import SerialPort
+
+    master, slave = os.openpty()
+    port = SerialPort(os.ttyname(slave), 9600)
+    try:
+        assert port.read_available() == b""  # non-blocking: nothing yet
+        os.write(master, b"R1234\rR1236\r")
+        data = b""
+        for _ in range(50):
+            data += port.read_available()
+            if data.count(b"\r") == 2:
+                break
+            time.sleep(0.01)
+        assert parse_frames(data)[0] == [1234, 1236]  # raw mode: CR kept, no translation
+    finally:
+        port.close()
+        os.close(slave)
+        os.close(master)
