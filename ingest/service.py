@@ -23,7 +23,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from pydantic import ValidationError
 
 from alerts.dispatch import Dispatcher
-from analytics.engine import Engine
+from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine
 from analytics.events import AlertEvent, DutyEvent, EngineEvent
 from ingest.recording import parse_payload
 from ingest.store import SqliteStore
@@ -56,7 +56,11 @@ class IngestService:
         self.dispatcher = dispatcher
         self.stats = IngestStats()
         blob = store.load_snapshot(site.site.id)
-        self.engine = Engine.restore(site, blob) if blob is not None else Engine(site)
+        self.engine = (
+            Engine.restore(site, blob)
+            if blob is not None
+            else Engine(site, allowed_lateness_s=allowed_lateness_s)
+        )
         self._since_snapshot = 0
         self._station_of = site.station_of()
         self.lock = threading.Lock()

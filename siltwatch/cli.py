@@ -295,6 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
     p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
     p.add_argument("--tick-s", type=float, default=30.0, help="seconds between clock heartbeats")
+    p.add_argument(
+        "--allowed-lateness-s",
+        type=float,
+        default=900.0,
+        help="how late a reading may arrive and still be judged in order (>= the stations' publishing period)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("record", help="capture a site's MQTT traffic to JSONL for replay")
