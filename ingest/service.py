@@ -49,8 +49,18 @@ class IngestService:
     SNAPSHOT_EVERY = 5_000  # readings between engine snapshots
 
     def __init__(
-        self, site: SiteConfig, store: SqliteStore, dispatcher: Dispatcher | None = None
+        self,
+        site: SiteConfig,
+        store: SqliteStore,
+        dispatcher: Dispatcher | None = None,
+        *,
+        allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
     ) -> None:
+        """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
+
+        Set it to at least the stations' publishing period (a station that sends
+        hourly batches needs more than an hour); alerts wait that long.
+        """
         self.site = site
         self.store = store
         self.dispatcher = dispatcher
