@@ -14,20 +14,50 @@ the same alerts.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine, EngineStats
 from analytics.events import EngineEvent, Inspection, SensorReading
+from analytics.rain import RainDetector
 from ingest.recording import read_inspections, read_recording, readings_from_frame
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
 
 CHUNK = 10_000
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class RainLogRow:
+    """One local day of one gauge, in the gauge's unit."""
+
+    day: date
+    gauge: str
+    depth: float
+    unit: str
+    readings: int
+    excluded: int
+
+
+def rain_log(engine: Engine) -> list[RainLogRow]:
+    """The daily rainfall log of every gauge of the site, from the engine's rain detector."""
+    det = engine.detectors.get("rain")
+    if not isinstance(det, RainDetector):
+        return []
+    rows = []
+    for gauge in engine.site.rain_gauges:
+        unit = engine.site.sensor(gauge.sensor).unit
+        totals = dict(det.daily_totals(gauge.id))
+        for day, depth in det.daily_log(gauge.id):
+            total = totals[day]
+            rows.append(RainLogRow(day, gauge.id, depth, unit, total.readings, total.excluded))
+    return rows
 
 
 @dataclass
@@ -40,12 +70,31 @@ class ReplayResult:
     stats: EngineStats
     events: list[EngineEvent] = field(default_factory=list)
     engine: Engine | None = None
+    rain_log: list[RainLogRow] = field(default_factory=list)
 
     def alerts_jsonl(self) -> str:
         return "".join(a.model_dump_json() + "\n" for a in self.alerts)
 
     def duties_jsonl(self) -> str:
         return "".join(d.model_dump_json() + "\n" for d in self.duties)
+
+    def write_rain_log(self, path: Path) -> None:
+        """The daily rainfall record (NCG01 Part III §A item 1: read and record the gauge daily)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            out = csv.writer(fh, lineterminator="\n")
+            out.writerow(["date", "gauge", "depth", "unit", "readings", "excluded_readings"])
+            for row in self.rain_log:
+                out.writerow(
+                    [
+                        row.day.isoformat(),
+                        row.gauge,
+                        row.depth,
+                        row.unit,
+                        row.readings,
+                        row.excluded,
+                    ]
+                )
 
     def write(self, alerts_out: Path, duties_out: Path) -> None:
         alerts_out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +182,7 @@ def replay_site(
         stats=engine.stats,
         events=events,
         engine=engine if keep_engine else None,
+        rain_log=rain_log(engine),
     )
 
 

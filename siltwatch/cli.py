@@ -111,6 +111,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         _err(exc.lines)
         return EXIT_FAIL
     result.write(Path(args.alerts_out), Path(args.duties_out))
+    if args.rain_log:
+        result.write_rain_log(Path(args.rain_log))
     stats = result.stats
     print(
         f"replayed {stats.readings_processed:,} readings ({stats.duplicates} duplicates dropped) "
@@ -272,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--alerts-out", required=True, metavar="ALERTS.jsonl", help="alert episodes, one a line"
     )
     p.add_argument("--duties-out", required=True, metavar="DUTIES.jsonl", help="duties, one a line")
+    p.add_argument(
+        "--rain-log",
+        metavar="RAIN.csv",
+        help="also write the daily rainfall log per gauge, in the site's time zone (NCG01 Part III §A item 1)",
+    )
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.foundation.test_config import FIVE_MISTAKES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,8 +104,18 @@ def test_replay_valid_recording_writes_both_files(tmp_path: Path) -> None:
         str(alerts),
         "--duties-out",
         str(duties),
+        "--rain-log",
+        str(tmp_path / "rain.csv"),
     )
     assert out.returncode == 0, out.stderr
+    rain = (tmp_path / "rain.csv").read_text(encoding="utf-8").splitlines()
+    assert rain[0] == "date,gauge,depth,unit,readings,excluded_readings"
+    # The scripted Lake Lure week: 3 mm on Monday, 30 mm on Friday 2026-05-08 (local days),
+    # in 0.2 mm tips (examples/make_recordings.py): 33.0 mm in all.
+    days = {line.split(",")[0]: float(line.split(",")[2]) for line in rain[1:]}
+    assert days["2026-05-04"] == pytest.approx(3.0, abs=0.41)
+    assert days["2026-05-08"] == pytest.approx(30.0, abs=0.41)
+    assert sum(days.values()) == pytest.approx(33.0, abs=0.01)
     assert alerts.exists() and duties.exists()
     for path in (alerts, duties):
         for line in path.read_text(encoding="utf-8").splitlines():
