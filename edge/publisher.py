@@ -157,11 +157,16 @@ class Publisher:
     def _connect(self) -> None:
         b = self.config.broker
         self._connack = None
-        client = self._new_client()
         props: Properties | None = None
         if b.protocol == "5":
             props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
             props.SessionExpiryInterval = 0  # the outbox is our queue, not the broker session
+        try:
+            # inside the try: an unreadable password file or CA is retried, not fatal
+            client = self._new_client()
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            self._schedule_retry(f"cannot set up the MQTT client: {exc}")
+            return
         try:
             if b.protocol == "5":
                 client.connect(b.host, b.port, b.keepalive_s, clean_start=True, properties=props)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from paho.mqtt.enums import MQTTErrorCode
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
@@ -123,3 +124,20 @@ def test_after_a_lost_connection_everything_unacked_is_sent_again(tmp_path: Path
     pub._fill_window()
     assert [msg["seq"] for _, _, msg in fresh.sent] == [0, 1]  # s1#0 and s0#1 again
     assert [msg["sensor"] for _, _, msg in fresh.sent] == ["s1", "s0"]
+
+
+def test_a_missing_password_file_is_retried_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "agent.toml"
+    extra = f'password_file = "{tmp_path / "missing"}"'
+    path.write_text(
+        agent_toml(outbox=tmp_path / "o.sqlite", port=1883, extra_broker=extra, username="st1")
+    )
+    text = path.read_text().replace('password = "None"\n', "")
+    path.write_text(text)
+    pub = Publisher(load_config(path), ManualClock(T0))
+    pub._connect()
+    assert pub.client is None and not pub.connected
+    assert pub._attempt == 1  # scheduled a retry with backoff
+    assert "cannot set up the MQTT client" in caplog.text and "missing" in caplog.text
