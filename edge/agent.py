@@ -110,7 +110,7 @@ class Agent:
         return self.sensors[name].last_value if name is not None else None
 
     def _health(self, outbox: Outbox) -> StationHealth:
-        return self.health_probe.collect(outbox.backlog(), outbox.dropped())
+        return self.health_probe.collect(outbox.backlog(), outbox.dropped(), outbox.quarantined())
 
     # -- sampling --------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ class HealthProbe:
     clock_sync: ClockSync
     battery_v: Callable[[], float | None]
 
-    def collect(self, backlog: int, dropped: int) -> StationHealth:
+    def collect(self, backlog: int, dropped: int, quarantined: int = 0) -> StationHealth:
         sync = self.clock_sync.state()
         return StationHealth(
             battery_v=self.battery_v(),
@@ -52,6 +52,7 @@ class HealthProbe:
             disk_free_mb=disk_free_mb(self.outbox_path),
             backlog=backlog,
             dropped=dropped,
+            quarantined=quarantined,
             clock_synced=sync.synced,
             clock_offset_s=sync.offset_s,
         )

@@ -113,6 +113,11 @@ class StationHealth(_Payload):
     dropped: int | None = Field(
         default=None, ge=0, description="readings evicted because the outbox cap was reached"
     )
+    quarantined: int | None = Field(
+        default=None,
+        ge=0,
+        description="readings the broker refused (e.g. ACL), kept aside for recovery",
+    )
     clock_synced: bool | None = None
     clock_offset_s: float | None = None
 
