@@ -126,8 +126,8 @@ def test_property_splitting_at_a_long_dry_period_and_merging(
 ) -> None:
     """Segmenting two halves cut inside a dry period >= the gap equals segmenting the whole."""
     cut = cut_k * Q
-    wet_before = [t for t, d in samples if d > 0 and t <= cut]
-    wet_after = [t for t, d in samples if d > 0 and t > cut]
+    wet_before = sorted(t for t, d in samples if d > 0 and t <= cut)
+    wet_after = sorted(t for t, d in samples if d > 0 and t > cut)
     if wet_before and wet_after and (wet_after[0] - Q) - wet_before[-1] < GAP:
         return  # the cut falls inside a storm: splitting there is not a storm boundary
     left = segment_storms([s for s in samples if s[0] <= cut], gap_ms=GAP, interval_ms=Q)
