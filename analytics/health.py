@@ -46,6 +46,7 @@ backfill that arrives in several batches cannot re-open the episode.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,7 +54,7 @@ from zoneinfo import ZoneInfo
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
-from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted
+from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
@@ -248,25 +249,30 @@ class SensorHealth(Detector):
                 if "flatline" in st.problems:
                     self._problem_off(st, "flatline", t, value, ctx)
 
-        rule = st.spike
         history = st.history
         if (
-            rule is not None
-            and history is not None
+            history is not None
             and added is None
             and not (flags and not flags.isdisjoint(UNUSABLE_FLAGS))
         ):
+            rule = st.spike
             prev = st.prev
-            if len(history) >= rule.min_history and prev is not None:
-                centre = history.median()
-                dev = abs(value - centre)
-                jump = abs(value - prev)
-                if dev > rule.floor and jump > rule.floor:
-                    sigma = MAD_TO_SIGMA * mad_of_sorted(history.sorted, centre)
-                    threshold = max(rule.floor, rule.sigmas * sigma)
-                    if dev > threshold and jump > threshold:
-                        added = _FLAG_SPIKE
-            history.add(value)
+            # Cheap test first: a reading continuous with the previous one is no spike.
+            if rule is not None and prev is not None and abs(value - prev) > rule.floor:
+                ordered = history.sorted
+                if len(ordered) >= rule.min_history:
+                    centre = median_of_sorted(ordered)
+                    dev = abs(value - centre)
+                    if dev > rule.floor:
+                        sigma = MAD_TO_SIGMA * mad_of_sorted(ordered, centre)
+                        threshold = max(rule.floor, rule.sigmas * sigma)
+                        if dev > threshold and abs(value - prev) > threshold:
+                            added = _FLAG_SPIKE
+            order, ordered = history.order, history.sorted  # CountWindow.add, inlined
+            if len(order) == history.size:
+                del ordered[bisect_left(ordered, order.popleft())]
+            order.append(value)
+            insort(ordered, value)
             st.prev = value
 
         if added is None:

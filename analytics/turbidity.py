@@ -49,7 +49,7 @@ from typing import Any
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
 from analytics.health import SOFT_FLAGS, UNUSABLE_FLAGS, duration_text, local_time
-from analytics.robust import TimeWindow
+from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from analytics.turbidity_limits import LimitRule
 from siltwatch.config import SiteConfig, TurbidityPair
@@ -177,26 +177,25 @@ class TurbidityContrast(Detector):
             if pending[0][0] < cutoff:
                 win.drop_pending_before(cutoff)
             return
-        win = self.down_win
-        win.push(t, reading.value, grade)
+        self.down_win.add_latest(t, reading.value, grade)
         if grade == 2:
             self.down_bad = tuple(sorted(flags & UNUSABLE_FLAGS))
-        win.advance(t)
         self._evaluate(t, ctx)
 
     # --- the decision -----------------------------------------------------------------
 
     def _evaluate(self, t: int, ctx: Context) -> None:
-        up, down = self.up_win, self.down_win
+        up = self.up_win
         up.advance(t - self.travel_ms)
+        up_values, down_values = up.sorted, self.down_win.sorted
         limit_rule = self.limit
-        if limit_rule is None or up.usable < self.up_need or down.usable < self.down_need:
+        if limit_rule is None or len(up_values) < self.up_need or len(down_values) < self.down_need:
             self._blind(t, ctx)
             return
         if self.blind_since is not None:
             self._seeing(t, ctx)
-        bg = up.median()
-        dn = down.median()
+        bg = median_of_sorted(up_values)
+        dn = median_of_sorted(down_values)
         limit = limit_rule.allowed(bg)
         if self.open:
             self._while_open(t, bg, dn, limit, ctx)
