@@ -1,0 +1,89 @@
+"""deploy/: the production broker ACL really confines each station to its own topics
+(run on a real Mosquitto), and the compose file runs commands the CLI accepts."""
+
+from __future__ import annotations
+
+import queue
+import shlex
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from siltwatch.cli import build_parser
+from tests.conftest import require_server
+from tests.servers import MosquittoServer
+from tests.test_servers import Probe
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+USERS = {
+    "ingest": "ingest-secret",
+    "up-1": "up1-secret",
+    "down-1": "down1-secret",
+    "operator": "op",
+}
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[MosquittoServer]:
+    require_server("mosquitto", MosquittoServer.available())
+    with tempfile.TemporaryDirectory(prefix="siltwatch-deploy-") as tmp:
+        server = MosquittoServer(
+            Path(tmp), users=USERS, acl=(DEPLOY / "mosquitto" / "acl").read_text()
+        )
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.mark.integration
+def test_the_acl_confines_each_station_to_its_own_topics(broker: MosquittoServer) -> None:
+    ingest, station, operator = Probe(), Probe(), Probe()
+    try:
+        assert not ingest.connect(broker.host, broker.port, "ingest", USERS["ingest"]).is_failure
+        assert not station.connect(broker.host, broker.port, "up-1", USERS["up-1"]).is_failure
+        assert not operator.connect(
+            broker.host, broker.port, "operator", USERS["operator"]
+        ).is_failure
+        ingest.subscribe("siltwatch/#")
+        own = "siltwatch/v1/lg-route9n/up-1/turb-up/reading"
+        assert not station.publish(own, b"{}").is_failure
+        assert ingest.messages.get(timeout=5).topic == own
+        # Another station's topic, the site's inspections and alerts: refused (135).
+        for topic in (
+            "siltwatch/v1/lg-route9n/down-1/turb-down/reading",
+            "siltwatch/v1/lg-route9n/inspections",
+            "siltwatch/v1/lg-route9n/alerts",
+        ):
+            assert station.publish(topic, b"{}").value == 135, topic
+        assert not operator.publish("siltwatch/v1/lg-route9n/inspections", b"{}").is_failure
+        assert ingest.messages.get(timeout=5).topic == "siltwatch/v1/lg-route9n/inspections"
+        with pytest.raises(queue.Empty):
+            ingest.messages.get(timeout=0.5)  # nothing refused leaked through
+    finally:
+        for probe in (ingest, station, operator):
+            probe.close()
+
+
+def test_compose_runs_commands_the_cli_accepts() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    services = compose["services"]
+    assert "mosquitto" in services
+    serve = [s for s in services.values() if "command" in s]
+    assert serve
+    parser = build_parser()
+    for service in serve:
+        args = parser.parse_args(service["command"])
+        assert args.command == "serve"
+    conf = (DEPLOY / "mosquitto" / "mosquitto.conf").read_text()
+    settings = {
+        shlex.split(line)[0]: line
+        for line in conf.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert settings["allow_anonymous"].endswith("false")
+    assert settings["max_queued_messages"].endswith(" 0")  # never drop a queued reading
