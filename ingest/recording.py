@@ -119,6 +119,8 @@ def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]
             cols = _check_header(source, next(reader, None), ("time", "sensor", "value"))
             it, ss, vs = cols["time"], cols["sensor"], cols["value"]
             width = max(cols.values()) + 1
+            # Every sensor of a site shares the same timestamps: parse each text once.
+            times: dict[str, int] = {}
             for row in reader:
                 line = reader.line_num
                 if not row or all(not c.strip() for c in row):
@@ -135,11 +137,17 @@ def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]
                         f"column 'sensor': {sensor!r} is not a sensor of the site (known: {', '.join(sorted(known))})",
                     )
                     continue
-                try:
-                    t = parse_time(row[it])
-                except ValueError as exc:
-                    problems.add(line, f"column 'time': {exc}")
-                    continue
+                stamp = row[it]
+                t_cached = times.get(stamp)
+                if t_cached is None:
+                    try:
+                        t_cached = times[stamp] = parse_time(stamp)
+                    except ValueError as exc:
+                        problems.add(line, f"column 'time': {exc}")
+                        continue
+                    if len(times) > 100_000:
+                        times.clear()
+                t = t_cached
                 text = row[vs].strip()
                 try:
                     value = float(text)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -160,20 +161,26 @@ def replay_site(
     events: list[EngineEvent] = []
     pending_ins = sorted(inspections, key=lambda i: (i.t, i.inspector, i.duty or ""))
     total = len(ordered)
-    k = 0
-    for start in range(0, total, CHUNK):
-        chunk = ordered[start : start + CHUNK]
-        # Inspections up to this chunk's end go in first: the engine orders them anyway.
-        while k < len(pending_ins) and pending_ins[k].t <= chunk[-1].t:
-            events += engine.feed_inspection(pending_ins[k])
-            k += 1
-        events += engine.feed(chunk)
-        if progress is not None:
-            progress(min(start + CHUNK, total), total)
     end = ordered[-1].t if ordered else None
-    for ins in pending_ins[k:]:
-        if end is None or ins.t <= end:
-            events += engine.feed_inspection(ins)
+    start, k = 0, 0
+    # Feed in event-time order: readings up to each inspection's time, then the
+    # inspection, so the watermark never runs ahead of the readings (the engine
+    # would still order them, but this keeps every reading on time).
+    while start < total:
+        stop = min(start + CHUNK, total)
+        if k < len(pending_ins):
+            cut = bisect_right(ordered, pending_ins[k].t, lo=start, hi=stop, key=lambda r: r.t)
+            if cut < stop:
+                stop = cut
+        if stop > start:
+            events += engine.feed(ordered[start:stop])
+            start = stop
+            if progress is not None:
+                progress(start, total)
+        while k < len(pending_ins) and (start >= total or pending_ins[k].t < ordered[start].t):
+            if end is None or pending_ins[k].t <= end:
+                events += engine.feed_inspection(pending_ins[k])
+            k += 1
     events += engine.finish(end)
     return ReplayResult(
         site=site,
