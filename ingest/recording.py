@@ -66,6 +66,15 @@ class _Problems:
             raise RecordingError(lines)
 
 
+def _file_error(source: str, exc: Exception) -> RecordingError:
+    """A file that cannot be read at all, said for a person."""
+    if isinstance(exc, FileNotFoundError):
+        return RecordingError([f"{source}: file not found"])
+    if isinstance(exc, UnicodeDecodeError):
+        return RecordingError([f"{source}: is not UTF-8 text ({exc.reason})"])
+    return RecordingError([f"{source}: is not valid CSV ({exc})"])
+
+
 def parse_time(text: str) -> int:
     """ISO 8601 with ``Z`` or an offset -> epoch ms; ValueError says what was expected."""
     value = text.strip()
@@ -158,12 +167,8 @@ def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]
                     problems.add(line, f"column 'value': {text!r} is not a finite number")
                     continue
                 out.append(SensorReading(sensor, t, value))
-    except FileNotFoundError:
-        raise RecordingError([f"{source}: file not found"]) from None
-    except UnicodeDecodeError as exc:
-        raise RecordingError([f"{source}: is not UTF-8 text ({exc.reason})"]) from None
-    except csv.Error as exc:
-        raise RecordingError([f"{source}: is not valid CSV ({exc})"]) from None
+    except (FileNotFoundError, UnicodeDecodeError, csv.Error) as exc:
+        raise _file_error(source, exc) from None
     problems.raise_if_any()
     return out
 
@@ -198,12 +203,8 @@ def read_inspections(path: Path) -> list[Inspection]:
                     continue
                 duty = row[duty_col].strip() if duty_col is not None and len(row) > duty_col else ""
                 out.append(Inspection(t, inspector, duty or None))
-    except FileNotFoundError:
-        raise RecordingError([f"{source}: file not found"]) from None
-    except UnicodeDecodeError as exc:
-        raise RecordingError([f"{source}: is not UTF-8 text ({exc.reason})"]) from None
-    except csv.Error as exc:
-        raise RecordingError([f"{source}: is not valid CSV ({exc})"]) from None
+    except (FileNotFoundError, UnicodeDecodeError, csv.Error) as exc:
+        raise _file_error(source, exc) from None
     problems.raise_if_any()
     return out
 
@@ -284,8 +285,8 @@ def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
                 else:
                     readings.extend(rs)
                 inspections.extend(ins)
-    except FileNotFoundError:
-        raise RecordingError([f"{source}: file not found"]) from None
+    except (FileNotFoundError, UnicodeDecodeError) as exc:
+        raise _file_error(source, exc) from None
     problems.raise_if_any()
     return Capture(readings, inspections)
 

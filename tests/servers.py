@@ -27,24 +27,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ingest.broker import EmbeddedBroker
+from ingest.broker import EmbeddedBroker, free_port
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago.
-
-    There is a small race (someone else may take it before the server binds), which is
-    acceptable for tests; binding port 0 in the server itself is not an option because
-    Mosquitto and InfluxDB do not report the port they picked.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
@@ -127,13 +114,64 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {' '.join(args)} failed: {result.stderr.strip()}")
 
 
-class MosquittoServer:
+class _LoopbackProcess:
+    """What Mosquitto and InfluxDB servers share: a binary found on disk, a loopback
+    port, and ``with`` support (start on enter, stop on exit)."""
+
+    BINARY = ""
+    DEBIAN_PATH = ""
+    _port: int
+
+    @classmethod
+    def binary(cls) -> str | None:
+        """Path of the executable (Debian puts some in /usr/sbin, often not on PATH)."""
+        found = shutil.which(cls.BINARY)
+        if found:
+            return found
+        return cls.DEBIAN_PATH if Path(cls.DEBIAN_PATH).exists() else None
+
+    @classmethod
+    def available(cls) -> bool:
+        """True when the executable is installed."""
+        return cls.binary() is not None
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class MosquittoServer(_LoopbackProcess):
     """A Mosquitto broker process on loopback, configured from Python.
 
     The port is chosen once in ``__init__`` and reused by every ``start()``, so clients
     can reconnect to the same address after ``restart()`` or ``kill()`` + ``start()``
     (that is how persistence and reconnect behaviour are tested).
     """
+
+    BINARY = "mosquitto"
+    DEBIAN_PATH = "/usr/sbin/mosquitto"
 
     def __init__(
         self,
@@ -163,28 +201,7 @@ class MosquittoServer:
 
     # -- discovery -------------------------------------------------------------------
 
-    @staticmethod
-    def binary() -> str | None:
-        """Path of the mosquitto executable (Debian puts it in /usr/sbin, often not on PATH)."""
-        found = shutil.which("mosquitto")
-        if found:
-            return found
-        return "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
-
-    @staticmethod
-    def available() -> bool:
-        """True when a mosquitto executable is installed."""
-        return MosquittoServer.binary() is not None
-
     # -- address ---------------------------------------------------------------------
-
-    @property
-    def host(self) -> str:
-        return LOOPBACK
-
-    @property
-    def port(self) -> int:
-        return self._port
 
     @property
     def tls_port(self) -> int:
@@ -358,30 +375,21 @@ class MosquittoServer:
     def _logs(self) -> str:
         return f"--- {self.log_path}\n{_tail(self.log_path)}\n--- stderr\n{_tail(self.stderr_path)}"
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
 
 class AmqttServer(EmbeddedBroker):
     """The embedded amqtt broker (ingest/broker.py) as a test server: MQTT 3.1.1, anonymous."""
 
 
-class InfluxDBServer:
+class InfluxDBServer(_LoopbackProcess):
     """An InfluxDB 1.x ``influxd`` process on loopback with all its files in one folder.
 
     HTTP and the RPC (backup/restore) port both bind 127.0.0.1 on free ports, usage
     reporting and the ``_internal`` monitor database are off (no phoning home, no
     background writes). The 1.x HTTP API only: ``/ping``, ``/write``, ``/query``.
     """
+
+    BINARY = "influxd"
+    DEBIAN_PATH = "/usr/bin/influxd"
 
     def __init__(self, workdir: Path | None = None, *, port: int | None = None) -> None:
         self._own_workdir = workdir is None
@@ -395,27 +403,6 @@ class InfluxDBServer:
         self.conf_path = self.workdir / "influxdb.conf"
         self.log_path = self.workdir / "influxd.log"
         self._proc: subprocess.Popen[bytes] | None = None
-
-    @staticmethod
-    def binary() -> str | None:
-        """Path of the influxd executable."""
-        found = shutil.which("influxd")
-        if found:
-            return found
-        return "/usr/bin/influxd" if Path("/usr/bin/influxd").exists() else None
-
-    @staticmethod
-    def available() -> bool:
-        """True when an influxd executable is installed."""
-        return InfluxDBServer.binary() is not None
-
-    @property
-    def host(self) -> str:
-        return LOOPBACK
-
-    @property
-    def port(self) -> int:
-        return self._port
 
     @property
     def url(self) -> str:
