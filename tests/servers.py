@@ -27,7 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ingest.broker import EmbeddedBroker, free_port
+from ingest.broker import EmbeddedBroker
+from ingest.broker import free_port as free_port  # re-exported for the tests
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 10.0

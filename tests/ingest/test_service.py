@@ -149,7 +149,9 @@ def test_officer_hears_once_when_critical_and_once_when_resolved(sqlite_path: Pa
     assert crit, "a 92 NTU excess over a 25 NTU limit reaches critical: the officer hears of it"
     assert len(crit) == len(set(crit)), "one message per episode, not one per escalation"
     resolved = [n.alert.id for n in officer_notes if n.event == "resolved"]
-    assert set(resolved) <= set(crit), "the officer hears of a resolution only of what they were told"
+    assert set(resolved) <= set(crit), (
+        "the officer hears of a resolution only of what they were told"
+    )
     for note in officer_notes:
         assert note.alert.severity == "critical" or note.alert.kind == "inspection_overdue"
 
