@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from pydantic import ValidationError
 
-from alerts.dispatch import Dispatcher
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine
 from analytics.events import AlertEvent, DutyEvent, EngineEvent
 from ingest.recording import parse_payload
@@ -31,6 +31,16 @@ from siltwatch.config import SiteConfig
 from siltwatch.schema import parse_topic, readings_subscription
 
 log = logging.getLogger(__name__)
+
+
+class EventHandler(Protocol):
+    """Where engine events go next (alerts.dispatch.Dispatcher in the wired system).
+
+    ingest does not import alerts (shared/design.md): the CLI hands the
+    dispatcher in.
+    """
+
+    def handle(self, events: Iterable[EngineEvent]) -> None: ...
 
 
 @dataclass
@@ -52,7 +62,7 @@ class IngestService:
         self,
         site: SiteConfig,
         store: SqliteStore,
-        dispatcher: Dispatcher | None = None,
+        dispatcher: EventHandler | None = None,
         *,
         allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
     ) -> None:
