@@ -226,7 +226,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_edge(args: argparse.Namespace) -> int:
     from edge.agent import main as edge_main
 
-    return edge_main(["--config", args.config])
+    argv = ["--config", args.config] + (["--check"] if args.check else [])
+    # The agent says 2 for a bad config; for siltwatch that is bad input: 1.
+    return EXIT_FAIL if edge_main(argv) else EXIT_OK
 
 
 # --- parser ---------------------------------------------------------------------
@@ -327,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config", required=True, metavar="EDGE.toml", help="the station's agent configuration"
     )
+    p.add_argument("--check", action="store_true", help="only check the configuration, then exit")
     p.set_defaults(func=cmd_edge)
     return parser
 

@@ -139,3 +139,12 @@ def test_committed_schemas_match_the_code(tmp_path: Path) -> None:
     }
     generated = {p.name: p.read_text(encoding="utf-8") for p in tmp_path.glob("*.json")}
     assert committed == generated, "run: siltwatch schema --out docs/schema"
+
+
+def test_edge_config_check(tmp_path: Path) -> None:
+    ok = run("edge", "--config", str(ROOT / "edge" / "example.toml"), "--check")
+    assert ok.returncode == 0, ok.stderr
+    assert "configuration is valid" in ok.stderr
+    missing = run("edge", "--config", str(tmp_path / "nope.toml"), "--check")
+    assert missing.returncode == 1
+    assert f"{tmp_path / 'nope.toml'}: file not found" in missing.stderr
