@@ -59,6 +59,11 @@ from siltwatch.schema import (
 log = logging.getLogger(__name__)
 
 FIRMWARE = "siltwatch-edge 0.1.0"
+# How long the network wait may block: short while messages are in flight (PUBACKs
+# wake it anyway), longer when idle so a station on a solar battery does not poll its
+# outbox ten times a second. A fresh reading waits at most IDLE_WAIT_S to go out.
+BUSY_WAIT_S = 0.1
+IDLE_WAIT_S = 1.0
 
 
 def backoff_delay(attempt: int, low: float, high: float, rng: random.Random) -> float:
@@ -406,7 +411,7 @@ class Publisher:
     def run(self, stop: threading.Event, drain_timeout_s: float) -> None:
         """Publish until ``stop``; then drain the backlog for up to ``drain_timeout_s``."""
         while not stop.is_set():
-            self.step()
+            self.step(BUSY_WAIT_S if self._inflight else IDLE_WAIT_S)
         deadline = time.monotonic() + drain_timeout_s
         while time.monotonic() < deadline and not (self.connected and self.idle()):
             self.step()
