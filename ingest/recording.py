@@ -33,7 +33,14 @@ from pydantic import ValidationError
 
 from analytics.events import Inspection, SensorReading
 from analytics.timeutil import to_ms
-from siltwatch.schema import InspectionRecord, Reading, ReadingBatch, parse_topic
+from siltwatch.schema import (
+    AlertMessage,
+    InspectionRecord,
+    Reading,
+    ReadingBatch,
+    StationStatus,
+    parse_topic,
+)
 
 MAX_REPORTED = 20
 
@@ -245,7 +252,13 @@ def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[I
         return [_reading(reading)], []
     if parts.kind == "inspections":
         rec = InspectionRecord.model_validate(payload)
+        if rec.site != parts.site:
+            raise ValueError(f"inspection for site {rec.site!r} published on {topic}")
         return [], [Inspection(to_ms(rec.time), rec.inspector, rec.duty)]
+    if parts.kind == "status":
+        StationStatus.model_validate(payload)  # checked, but a status carries no data
+        return [], []
+    AlertMessage.model_validate(payload)
     return [], []
 
 
