@@ -24,7 +24,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from pydantic import ValidationError
 
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine
-from analytics.events import AlertEvent, DutyEvent, EngineEvent
+from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
 from ingest.recording import parse_payload
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig
@@ -41,6 +41,10 @@ class EventHandler(Protocol):
     """
 
     def handle(self, events: Iterable[EngineEvent]) -> None: ...
+
+
+ReadingMirror = Callable[[str, list[tuple[str, SensorReading]]], None]
+"""Gets (site, [(station, reading), ...]) for every newly stored reading (ingest/influx.py)."""
 
 
 @dataclass
@@ -65,15 +69,20 @@ class IngestService:
         dispatcher: EventHandler | None = None,
         *,
         allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
+        mirror: ReadingMirror | None = None,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
         Set it to at least the stations' publishing period (a station that sends
         hourly batches needs more than an hour); alerts wait that long.
+        ``mirror`` also gets each message's new readings once they are stored and
+        judged (the InfluxDB mirror for Grafana); alerts and duties reach such a
+        mirror through ``dispatcher``.
         """
         self.site = site
         self.store = store
         self.dispatcher = dispatcher
+        self.mirror = mirror
         self.stats = IngestStats()
         blob = store.load_snapshot(site.site.id)
         self.engine = (
@@ -146,6 +155,8 @@ class IngestService:
             if self._since_snapshot >= self.SNAPSHOT_EVERY:
                 self.snapshot(received_at)
             self._publish(events)
+            if new and self.mirror is not None:
+                self.mirror(site_id, [(self._station_of[r.sensor], r) for r in new])
             return events
 
     def _publish(self, events: list[EngineEvent]) -> None:
