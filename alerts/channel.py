@@ -1,0 +1,92 @@
+"""What every delivery channel (email, SMS, webhook) has in common.
+
+A channel does three things, kept apart so the outbox can sit between them:
+``addresses`` (which recipients of a notification it can reach), ``render``
+(the exact message, computed once at enqueue time) and ``transmit`` (one
+attempt to hand one rendered message to one address). ``transmit`` either
+returns (the server accepted it) or raises :class:`DeliveryFailed`, which says
+whether trying again can help: that single bit drives retries and the audit log.
+
+Each channel is also a :class:`alerts.sinks.Sink` on its own (``send``): a
+direct, best-effort send without the outbox, for scripts and tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Protocol
+
+from alerts.routing import Notification
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+
+
+class DeliveryFailed(Exception):
+    """One attempt failed; ``permanent``: retrying cannot help (a 4xx, an SMTP 5xx).
+
+    ``retry_after_s``: the server asked us to wait at least this long (HTTP 429).
+    """
+
+    def __init__(self, reason: str, *, permanent: bool, retry_after_s: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.permanent = permanent
+        self.retry_after_s = retry_after_s
+
+
+def delivery_id(alert_id: str, event: str, at: str, channel: str, address: str) -> str:
+    """The stable identity of one delivery: the same notification to the same place.
+
+    Enqueueing it again (a replayed event, a restarted service) finds the id and
+    does nothing, and receivers that see it twice (at-least-once) can dedupe on it.
+    """
+    key = "\x1f".join((alert_id, event, at, channel, address))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+class Channel(Protocol):
+    name: str
+
+    def addresses(self, note: Notification) -> list[tuple[str, str]]:
+        """(name, address) of each recipient this channel reaches."""
+        ...
+
+    def render(self, note: Notification, address: str, delivery: str) -> Message: ...
+
+    def transmit(self, address: str, message: Message, delivery: str) -> None:
+        """One attempt; returns when accepted, raises DeliveryFailed otherwise."""
+        ...
+
+
+class DirectSend:
+    """``send(note)`` for a channel: every address, now, once; failures are logged.
+
+    No retry and no record: what the outbox adds. Raises the first failure after
+    trying every address, so the dispatcher logs the broken channel.
+    """
+
+    name: str
+
+    def addresses(self, note: Notification) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def render(self, note: Notification, address: str, delivery: str) -> Message:
+        raise NotImplementedError
+
+    def transmit(self, address: str, message: Message, delivery: str) -> None:
+        raise NotImplementedError
+
+    def send(self, note: Notification) -> None:
+        first: DeliveryFailed | None = None
+        for _name, address in self.addresses(note):
+            ident = delivery_id(note.alert.id, note.event, note.at, self.name, address)
+            try:
+                self.transmit(address, self.render(note, address, ident), ident)
+            except DeliveryFailed as exc:
+                log.error("%s to %s failed: %s", self.name, address, exc.reason)
+                first = first or exc
+        if first is not None:
+            raise first

@@ -1,0 +1,229 @@
+"""NOTIFY.toml: which channels deliver alerts, and where the outbox lives.
+
+Example::
+
+    outbox = "alerts-outbox.sqlite3"        # relative paths: from this file's folder
+
+    [smtp]
+    host = "smtp.town.example"
+    port = 587
+    security = "starttls"                   # none | starttls | tls (SMTPS)
+    username = "siltwatch"
+    password_file = "/etc/siltwatch/smtp-password"
+    from = "siltwatch@town.example"
+
+    [sms]
+    base_url = "https://api.twilio.com"
+    account_sid = "AC0123..."
+    auth_token_file = "/etc/siltwatch/twilio-token"
+    from_number = "+15185550100"
+    max_per_hour = 3
+
+    [webhook]
+    url = "https://hooks.town.example/siltwatch"
+    secret_file = "/etc/siltwatch/webhook-secret"
+
+    [retry]
+    delays_s = [60, 180, 540, 1620, 4860, 14580, 43740]
+
+Secrets are read from files (mode 0600, outside the repository), never written
+inline: a ``password``, ``auth_token`` or ``secret`` key is refused with a hint.
+Every mistake is reported at once, each naming the file and key
+(siltwatch.configerrors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from alerts.channel import Channel
+from alerts.mail import EmailSink, SmtpSettings
+from alerts.messages import SiteLabel
+from alerts.outbox import Outbox
+from alerts.sms import SmsSettings, SmsSink
+from alerts.webhook import WebhookSettings, WebhookSink
+from alerts.worker import Clock, DeliveryThread, DeliveryWorker, OutboxSink, RateLimit, RetryPolicy
+from siltwatch.configerrors import ConfigError, load_toml_model
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _no_inline_secret(value: object) -> None:
+    if value is not None:
+        raise ValueError("secrets are not written inline: put it in a file and set the *_file key")
+    return None
+
+
+class SmtpConfig(_Model):
+    host: str = Field(min_length=1)
+    port: int = Field(default=587, ge=1, le=65535)
+    security: Literal["none", "starttls", "tls"] = "starttls"
+    username: str | None = None
+    password_file: Path | None = None
+    password: None = None
+    from_addr: str = Field(alias="from", pattern=r"^[^@\s]+@[^@\s]+$")
+    ca_file: Path | None = None
+    timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("password", mode="before")
+    @classmethod
+    def _inline(cls, value: object) -> None:
+        return _no_inline_secret(value)
+
+
+class SmsConfig(_Model):
+    base_url: str = Field(default="https://api.twilio.com", pattern=r"^https?://")
+    account_sid: str = Field(min_length=1)
+    auth_token_file: Path
+    auth_token: None = None
+    from_number: str = Field(pattern=r"^\+[1-9][0-9]{6,14}$")
+    max_per_hour: int = Field(default=3, ge=1, le=60)
+    timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("auth_token", mode="before")
+    @classmethod
+    def _inline(cls, value: object) -> None:
+        return _no_inline_secret(value)
+
+
+class WebhookConfig(_Model):
+    url: str = Field(pattern=r"^https?://")
+    secret_file: Path | None = None
+    secret: None = None
+    timeout_s: float = Field(default=30.0, gt=0)
+
+    @field_validator("secret", mode="before")
+    @classmethod
+    def _inline(cls, value: object) -> None:
+        return _no_inline_secret(value)
+
+
+class RetryConfig(_Model):
+    delays_s: list[float] = Field(default_factory=lambda: list(RetryPolicy().delays_s))
+
+    @field_validator("delays_s")
+    @classmethod
+    def _positive(cls, value: list[float]) -> list[float]:
+        if not value or any(d <= 0 for d in value) or len(value) > 30:
+            raise ValueError("expected 1 to 30 positive delays in seconds")
+        return value
+
+
+class NotifyConfig(_Model):
+    outbox: Path = Path("alerts-outbox.sqlite3")
+    smtp: SmtpConfig | None = None
+    sms: SmsConfig | None = None
+    webhook: WebhookConfig | None = None
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+
+
+@dataclass(frozen=True)
+class Notify:
+    """A loaded NOTIFY.toml with paths resolved and secrets read."""
+
+    config: NotifyConfig
+    outbox_path: Path
+    smtp: SmtpSettings | None
+    sms: SmsSettings | None
+    webhook: WebhookSettings | None
+
+
+def _read_secret(source: Path, key: str, path: Path, problems: list[str]) -> str:
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        problems.append(f"{source}: {key}: cannot read {path} ({exc.strerror or exc})")
+        return ""
+    if not value:
+        problems.append(f"{source}: {key}: {path} is empty")
+    return value
+
+
+def load_notify(path: Path | str) -> Notify:
+    """Load NOTIFY.toml; ConfigError has one line per mistake, each naming file and key."""
+    path = Path(path)
+    cfg = load_toml_model(path, NotifyConfig)
+    base = path.resolve().parent
+
+    def here(p: Path) -> Path:
+        return p if p.is_absolute() else base / p
+
+    problems: list[str] = []
+    smtp = sms = webhook = None
+    if cfg.smtp is not None:
+        c = cfg.smtp
+        password = None
+        if c.password_file is not None:
+            password = _read_secret(path, "smtp.password_file", here(c.password_file), problems)
+        if c.username and c.password_file is None:
+            problems.append(f"{path}: smtp.password_file: is required when smtp.username is set")
+        if c.ca_file is not None and not here(c.ca_file).is_file():
+            problems.append(f"{path}: smtp.ca_file: {here(c.ca_file)} is not a file")
+        smtp = SmtpSettings(
+            host=c.host,
+            port=c.port,
+            from_addr=c.from_addr,
+            security=c.security,
+            username=c.username,
+            password=password,
+            ca_file=here(c.ca_file) if c.ca_file else None,
+            timeout_s=c.timeout_s,
+        )
+    if cfg.sms is not None:
+        s = cfg.sms
+        token = _read_secret(path, "sms.auth_token_file", here(s.auth_token_file), problems)
+        sms = SmsSettings(s.base_url, s.account_sid, token, s.from_number, s.timeout_s)
+    if cfg.webhook is not None:
+        w = cfg.webhook
+        secret = None
+        if w.secret_file is not None:
+            secret = _read_secret(path, "webhook.secret_file", here(w.secret_file), problems)
+        webhook = WebhookSettings(w.url, secret.encode() if secret else None, w.timeout_s)
+    if problems:
+        raise ConfigError(problems)
+    return Notify(cfg, here(cfg.outbox), smtp, sms, webhook)
+
+
+class Delivery:
+    """Everything ``siltwatch serve --notify`` runs: the sink, the worker, its thread."""
+
+    def __init__(self, notify: Notify, site: SiteLabel, clock: Clock) -> None:
+        channels: list[Channel] = []
+        if notify.smtp is not None:
+            channels.append(EmailSink(notify.smtp, site, clock))
+        if notify.sms is not None:
+            channels.append(SmsSink(notify.sms, site, clock))
+        if notify.webhook is not None:
+            channels.append(WebhookSink(notify.webhook, site, clock))
+        self.channels = channels
+        self.outbox = Outbox(notify.outbox_path)
+        limit = None
+        if notify.config.sms is not None:
+            limit = RateLimit(notify.config.sms.max_per_hour, 3600.0)
+        self.worker = DeliveryWorker(
+            self.outbox,
+            channels,
+            clock=clock,
+            site=site,
+            retry=RetryPolicy(tuple(notify.config.retry.delays_s)),
+            sms_limit=limit,
+        )
+        self.thread = DeliveryThread(self.worker)
+        self.sink = OutboxSink(self.outbox, channels, clock, on_enqueue=self.thread.wake)
+
+    def describe(self) -> str:
+        names = ", ".join(c.name for c in self.channels) or "no channels"
+        return f"{names} via outbox {self.outbox.path}"
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.thread.stop()
+        self.outbox.close()
