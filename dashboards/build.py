@@ -1,0 +1,337 @@
+"""One Grafana dashboard per site, built as typed code with grafana-foundation-sdk.
+
+Why code: the panels follow the site file (one turbidity panel per pair, one
+level panel per practice...), so a site that adds a trap gets its panel by
+rebuilding, and the tests check every query against a real InfluxDB instead of
+trusting a hand-edited JSON export.
+
+The dashboard is deterministic: the same site file gives byte-identical JSON
+(stable uid from the site id, panel ids in build order), so provisioning and
+``siltwatch dashboards --push`` overwrite in place and a diff shows real changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import table, timeseries
+from grafana_foundation_sdk.cog import variants as cogvariants
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.cog.runtime import UnknownDataquery
+from grafana_foundation_sdk.models import common as common_m
+from grafana_foundation_sdk.models import dashboard as dash_m
+
+from dashboards import queries as q
+from siltwatch.config import SiteConfig
+
+DATASOURCE_UID = "siltwatch-influxdb"
+DATASOURCE_TYPE = "influxdb"
+DATASOURCE = dash_m.DataSourceRef(type_val=DATASOURCE_TYPE, uid=DATASOURCE_UID)
+TAGS = ["siltwatch", "stormwater"]
+
+
+def dashboard_uid(site_id: str) -> str:
+    """A uid Grafana accepts (at most 40 characters) that never changes for a site."""
+    uid = f"siltwatch-{site_id}"
+    if len(uid) <= 40:
+        return uid
+    return "siltwatch-" + hashlib.sha256(site_id.encode()).hexdigest()[:24]
+
+
+class InfluxQL(Builder[cogvariants.Dataquery]):
+    """A raw InfluxQL target; the SDK has no InfluxDB query builder (shared/dependencies.md)."""
+
+    def __init__(self, ref_id: str, query: str, *, result_format: str = "time_series") -> None:
+        self.data: dict[str, Any] = {
+            "refId": ref_id,
+            "datasource": {"type": DATASOURCE_TYPE, "uid": DATASOURCE_UID},
+            "query": query,
+            "rawQuery": True,
+            "resultFormat": result_format,
+        }
+
+    def build(self) -> cogvariants.Dataquery:
+        return UnknownDataquery(dict(self.data))
+
+
+class _InfluxAnnotationQuery(dash_m.AnnotationQuery):
+    """An annotation query with the InfluxDB data source's own fields.
+
+    The SDK's AnnotationQuery has no place for a query text; Grafana's InfluxDB
+    plugin reads ``target.query`` (and migrates the older top-level ``query``,
+    ``textColumn``, ``tagsColumn``), so both are written.
+    """
+
+    def __init__(self, name: str, query: str, text: str, tags: str, color: str) -> None:
+        super().__init__(name=name, datasource=DATASOURCE, enable=True, icon_color=color)
+        self.extra: dict[str, object] = {
+            "query": query,
+            "rawQuery": True,
+            "textColumn": text,
+            "tagsColumn": tags,
+            "target": {
+                "refId": "Anno",
+                "query": query,
+                "rawQuery": True,
+                "fromAnnotations": True,
+                "textColumn": text,
+                "tagsColumn": tags,
+            },
+        }
+
+    def to_json(self) -> dict[str, object]:
+        payload = super().to_json()
+        payload.update(self.extra)
+        return payload
+
+
+class InfluxAnnotation(Builder[dash_m.AnnotationQuery]):
+    def __init__(self, name: str, query: str, *, text: str, tags: str, color: str) -> None:
+        self.args = (name, query, text, tags, color)
+
+    def build(self) -> dash_m.AnnotationQuery:
+        return _InfluxAnnotationQuery(*self.args)
+
+
+def _thresholds(steps: list[tuple[float | None, str]]) -> dash_b.ThresholdsConfig:
+    return (
+        dash_b.ThresholdsConfig()
+        .mode(dash_m.ThresholdsMode.ABSOLUTE)
+        .steps([dash_m.Threshold(value=v, color=c) for v, c in steps])
+    )
+
+
+def _line_style() -> common_b.GraphThresholdsStyleConfig:
+    return common_b.GraphThresholdsStyleConfig().mode(common_m.GraphThresholdsStyleMode.DASHED)
+
+
+def _ts(title: str, unit: str, description: str) -> timeseries.Panel:
+    return (
+        timeseries.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .height(8)
+        .span(12)
+    )
+
+
+def _unit(sensor_unit: str) -> str:
+    """Grafana's unit id for a sensor unit (it has lengths; NTU is shown as a suffix)."""
+    return {"m": "lengthm", "ft": "lengthft", "mm": "lengthmm", "in": "lengthin"}.get(
+        sensor_unit, f"suffix: {sensor_unit}"
+    )
+
+
+def turbidity_panel(site: SiteConfig, pair_index: int) -> timeseries.Panel:
+    pair = site.turbidity_pairs[pair_index]
+    lines = q.limit_lines(q.limit_shape(site, pair))
+    unit = site.sensor(pair.downstream).unit
+    rules = site.rules()
+    window_s = pair.window_s or rules.number("turbidity.window_s")
+    about = (
+        f"Medians of {pair.upstream} (upstream background) and {pair.downstream} "
+        f"(below the discharge) per interval of at least the detector's window "
+        f"({window_s / 60:g} min). The limit is drawn from the upstream median"
+        + (f"; {lines.note}" if lines.note else "")
+        + (
+            f". Plume travel time {pair.travel_time_s:g} s is not shifted out."
+            if pair.travel_time_s
+            else "."
+        )
+    )
+    panel = (
+        _ts(f"Turbidity {pair.id}: upstream vs downstream", _unit(unit), about)
+        .interval(f"{round(window_s)}s")
+        .with_target(InfluxQL("A", q.series(pair.upstream, "median", "upstream")))
+        .with_target(InfluxQL("B", q.series(pair.downstream, "median", "downstream")))
+    )
+    for i, (alias, expr) in enumerate(lines.computed):
+        panel = panel.with_target(
+            InfluxQL(chr(ord("C") + i), q.computed(pair.upstream, expr, alias))
+        )
+        panel = panel.override_by_name(
+            alias,
+            [
+                dash_m.DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
+                ),
+                dash_m.DynamicConfigValue(
+                    id_val="color", value={"mode": "fixed", "fixedColor": "red"}
+                ),
+            ],
+        )
+    if lines.cap is not None:
+        panel = panel.thresholds(
+            _thresholds([(None, "green"), (lines.cap, "red")])
+        ).thresholds_style(_line_style())
+    return panel
+
+
+def rain_panel(site: SiteConfig, gauge_index: int) -> timeseries.Panel:
+    gauge = site.rain_gauges[gauge_index]
+    unit = site.sensor(gauge.sensor).unit
+    total = f"{q.ROLLING_RAIN_H} h total"
+    return (
+        _ts(
+            f"Rain {gauge.id}",
+            _unit(unit),
+            "Bars: rain per interval. Line: the rain of the 24 h up to the end of each hour "
+            "(right axis), what storm-triggered inspections count.",
+        )
+        .with_target(InfluxQL("A", q.series(gauge.sensor, "sum", "rain", fill="0")))
+        .with_target(InfluxQL("B", q.rain_rolling_total(gauge.sensor, total)))
+        .draw_style(common_m.GraphDrawStyle.BARS)
+        .fill_opacity(60)
+        .override_by_name(
+            total,
+            [
+                dash_m.DynamicConfigValue(id_val="custom.drawStyle", value="line"),
+                dash_m.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+                dash_m.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+            ],
+        )
+    )
+
+
+def level_panel(site: SiteConfig, practice_index: int) -> timeseries.Panel:
+    practice = site.infiltration_practices[practice_index]
+    design, drained, unit = q.practice_levels(site, practice)
+    return (
+        _ts(
+            f"Water level {practice.id} ({practice.type.replace('_', ' ')})",
+            _unit(unit),
+            f"Mean level of {practice.level_sensor}. Dashed lines: the design level "
+            f"({design:g} {unit}) and design level + tolerance ({drained:g} {unit}), "
+            "below which the practice counts as drained.",
+        )
+        .with_target(InfluxQL("A", q.series(practice.level_sensor, "mean", "level")))
+        .thresholds(_thresholds([(None, "green"), (design, "blue"), (drained, "orange")]))
+        .thresholds_style(_line_style())
+    )
+
+
+def sediment_panel(site: SiteConfig, trap_index: int) -> timeseries.Panel:
+    trap = site.sediment_traps[trap_index]
+    unit = site.sensor(trap.depth_sensor).unit
+    warn, clean = q.trap_fractions(site, trap)
+    warn_d = q.depth_at_fraction(site, trap, warn)
+    clean_d = q.depth_at_fraction(site, trap, clean)
+    return (
+        _ts(
+            f"Sediment depth {trap.id}",
+            _unit(unit),
+            f"Mean depth of {trap.depth_sensor}. Dashed lines: the depths at which "
+            f"{warn:.0%} ({warn_d:g} {unit}) and {clean:.0%} ({clean_d:g} {unit}) of the "
+            "design storage volume is lost; cleanout is due at the second.",
+        )
+        .with_target(InfluxQL("A", q.series(trap.depth_sensor, "mean", "depth")))
+        .thresholds(_thresholds([(None, "green"), (warn_d, "orange"), (clean_d, "red")]))
+        .thresholds_style(_line_style())
+    )
+
+
+def _date_column(name: str) -> list[dash_m.DynamicConfigValue]:
+    return [dash_m.DynamicConfigValue(id_val="unit", value="dateTimeAsIso")]
+
+
+def alerts_table() -> table.Panel:
+    return (
+        table.Panel()
+        .title("Open alerts")
+        .description("Alert episodes not yet resolved, whenever they opened; Time is the opening.")
+        .datasource(DATASOURCE)
+        .with_target(InfluxQL("A", q.open_alerts(), result_format="table"))
+        .sort_by([common_b.TableSortByFieldState().display_name("Time").desc(True)])
+        .height(8)
+        .span(12)
+    )
+
+
+def duties_table() -> table.Panel:
+    return (
+        table.Panel()
+        .title("Duties and deadlines")
+        .description(
+            "Inspections not yet recorded, earliest deadline first; state overdue means "
+            "the deadline passed (the officer has been told)."
+        )
+        .datasource(DATASOURCE)
+        .with_target(InfluxQL("A", q.open_duties(), result_format="table"))
+        .override_by_name("due_ms", _date_column("due_ms"))
+        .sort_by([common_b.TableSortByFieldState().display_name("due_ms").desc(False)])
+        .height(8)
+        .span(12)
+    )
+
+
+def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
+    """The site's dashboard as the SDK's typed model."""
+    info = site.site
+    d = (
+        dash_b.Dashboard(f"siltwatch — {info.name or info.id}")
+        .uid(dashboard_uid(info.id))
+        .description(f"Stormwater controls of site {info.id}, from siltwatch's InfluxDB mirror.")
+        .tags(TAGS)
+        .timezone(info.timezone)
+        .time("now-2d", "now")
+        .refresh("1m")
+        .with_variable(dash_b.ConstantVariable("site").value(info.id))
+        .annotation(
+            dash_b.AnnotationQuery()
+            .name("Annotations & Alerts")
+            .datasource(dash_m.DataSourceRef(type_val="grafana", uid="-- Grafana --"))
+            .enable(True)
+            .hide(True)
+            .icon_color("rgba(0, 211, 255, 1)")
+            .type("dashboard")
+            .built_in(1)
+        )
+        .annotation(
+            InfluxAnnotation(
+                "siltwatch alerts",
+                q.alert_annotations(),
+                text="message",
+                tags="kind,subject,severity",
+                color="red",
+            )
+        )
+    )
+    d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
+    if site.turbidity_pairs:
+        d = d.with_row(dash_b.Row("Turbidity"))
+        for i in range(len(site.turbidity_pairs)):
+            d = d.with_panel(turbidity_panel(site, i))
+    if site.rain_gauges:
+        d = d.with_row(dash_b.Row("Rain"))
+        for i in range(len(site.rain_gauges)):
+            d = d.with_panel(rain_panel(site, i))
+    if site.infiltration_practices:
+        d = d.with_row(dash_b.Row("Infiltration practices"))
+        for i in range(len(site.infiltration_practices)):
+            d = d.with_panel(level_panel(site, i))
+    if site.sediment_traps:
+        d = d.with_row(dash_b.Row("Sediment traps"))
+        for i in range(len(site.sediment_traps)):
+            d = d.with_panel(sediment_panel(site, i))
+    model = d.build()
+    for number, panel in enumerate(model.panels or [], start=1):
+        panel.id_val = number  # stable ids: Grafana links and diffs rely on them
+    return model
+
+
+def build_dashboard(site: SiteConfig) -> dict[str, Any]:
+    """The site's dashboard as Grafana's JSON (a plain dict)."""
+    data: dict[str, Any] = json.loads(json.dumps(build_dashboard_model(site), cls=JSONEncoder))
+    return data
+
+
+def dashboard_json(site: SiteConfig) -> str:
+    """The JSON text written to files: sorted keys, so builds are byte-identical."""
+    return json.dumps(build_dashboard(site), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
