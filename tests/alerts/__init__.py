@@ -1,0 +1,1 @@
+"""Tests of alert delivery: real SMTP (aiosmtpd) and HTTP servers on loopback."""

@@ -1,0 +1,138 @@
+"""Email through a real SMTP server (aiosmtpd) on loopback, via the outbox and worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from alerts.mail import EmailSink, SmtpSettings
+from alerts.outbox import Outbox
+from alerts.worker import DeliveryWorker, OutboxSink
+from tests.alerts.helpers import (
+    CITATION,
+    LOOPBACK,
+    OFFICER,
+    OPERATOR,
+    SITE,
+    FakeClock,
+    SmtpHandler,
+    SmtpServer,
+    note,
+)
+from tests.servers import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def email_setup(
+    tmp_path: Path, port: int, clock: FakeClock
+) -> tuple[Outbox, OutboxSink, DeliveryWorker]:
+    channel = EmailSink(SmtpSettings(LOOPBACK, port, "siltwatch@town.example", "none"), SITE, clock)
+    outbox = Outbox(tmp_path / "outbox.sqlite3")
+    return (
+        outbox,
+        OutboxSink(outbox, [channel], clock),
+        DeliveryWorker(outbox, [channel], clock=clock, site=SITE),
+    )
+
+
+def test_each_recipient_gets_the_alert_with_subject_body_and_citation(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with SmtpServer(free_port()) as server:
+        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
+        sink.send(note())
+        assert worker.run_once() == 2
+    got = {tuple(rcpt): msg for _, rcpt, msg in server.handler.received}
+    assert OFFICER.email and OPERATOR.email
+    assert set(got) == {(OFFICER.email,), (OPERATOR.email,)}
+    msg = got[(OFFICER.email,)]
+    assert msg["To"] == OFFICER.email
+    assert msg["From"] == "siltwatch@town.example"
+    subject = str(msg["Subject"])
+    for part in ("CRITICAL", "turbidity_contrast", "outfall-a", "opened", "lg-route9n"):
+        assert part in subject
+    body = msg.get_content()
+    assert "Stop the discharge" in body  # the alert's message
+    assert f"Rule: {CITATION}" in body
+    assert "downstream_level: 170.58" in body  # evidence
+    assert "Opened:   Tue 2026-05-05 16:26 UTC" in body
+    assert "Resolved: — (still open)" in body
+    assert [e.result for e in outbox.audit() if e.address == OFFICER.email] == ["queued", "sent"]
+    outbox.close()
+
+
+def test_as_a_plain_sink_one_email_goes_to_every_recipient_with_an_email() -> None:
+    nobody = OPERATOR.model_copy(update={"email": None, "name": "No Mail"})
+    with SmtpServer(free_port()) as server:
+        sink = EmailSink(SmtpSettings(LOOPBACK, server.port, "sw@town.example", "none"), SITE)
+        sink.send(note(recipients=(OFFICER, OPERATOR, nobody)))
+    assert len(server.handler.received) == 1
+    _, rcpt, msg = server.handler.received[0]
+    assert OFFICER.email and OPERATOR.email
+    assert sorted(rcpt) == sorted([OFFICER.email, OPERATOR.email])
+    assert str(msg["To"]) == f"{OFFICER.email}, {OPERATOR.email}"
+
+
+def test_a_5xx_is_a_permanent_failure_in_the_audit_log(tmp_path: Path) -> None:
+    clock = FakeClock()
+    handler = SmtpHandler(rcpt_reply="550 5.1.1 mailbox unavailable")
+    with SmtpServer(free_port(), handler) as server:
+        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
+        sink.send(note(recipients=(OFFICER,)))
+        assert worker.run_once() == 1
+        clock.advance(86_400)
+        assert worker.run_once() == 0  # not retried
+    (d,) = outbox.deliveries()
+    assert d.state == "failed" and d.attempts == 1
+    last = outbox.audit(d.id)[-1]
+    assert (last.result, last.recipient, last.channel) == ("failed", OFFICER.name, "email")
+    assert last.error is not None and "550" in last.error and "mailbox unavailable" in last.error
+    outbox.close()
+
+
+def test_a_4xx_is_retried(tmp_path: Path) -> None:
+    clock = FakeClock()
+    handler = SmtpHandler(data_reply="451 4.3.0 try again later")
+    with SmtpServer(free_port(), handler) as server:
+        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
+        sink.send(note(recipients=(OFFICER,)))
+        worker.run_once()
+        (d,) = outbox.deliveries()
+        assert d.state == "pending" and "451" in (d.last_error or "")
+        handler.data_reply = None
+        clock.advance(60)
+        assert worker.run_once() == 1
+    assert outbox.deliveries()[0].state == "sent"
+    assert len(handler.received) == 1
+    outbox.close()
+
+
+def test_server_down_is_retried_on_schedule_then_delivered_once_it_is_up(tmp_path: Path) -> None:
+    clock = FakeClock()
+    port = free_port()
+    outbox, sink, worker = email_setup(tmp_path, port, clock)
+    sink.send(note(recipients=(OFFICER,)))
+    assert worker.run_once() == 1  # connection refused
+    (d,) = outbox.deliveries()
+    assert d.state == "pending" and d.attempts == 1
+    assert d.next_attempt_at == clock.t + 60  # the first delay of the schedule
+    clock.advance(59)
+    assert worker.run_once() == 0  # not yet due: nothing sleeps, nothing hammers
+    clock.advance(1)
+    assert worker.run_once() == 1  # still down: attempt 2, next after 3 min
+    assert outbox.deliveries()[0].next_attempt_at == clock.t + 180
+    server = SmtpServer(port)
+    server.start()
+    try:
+        clock.advance(180)
+        assert worker.run_once() == 1
+        clock.advance(86_400)
+        assert worker.run_once() == 0
+    finally:
+        server.stop()
+    assert len(server.handler.received) == 1
+    d = outbox.deliveries()[0]
+    assert (d.state, d.attempts) == ("sent", 3)
+    assert [e.result for e in outbox.audit(d.id)] == ["queued", "retry", "retry", "sent"]
+    outbox.close()
