@@ -177,7 +177,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import time
 
     from alerts.dispatch import Dispatcher
-    from alerts.sinks import ConsoleSink, JsonlSink
+    from alerts.sinks import ConsoleSink, JsonlSink, Sink
     from ingest.service import IngestService, MqttIngest
     from ingest.store import SqliteStore
     from siltwatch.config import load_site
@@ -190,11 +190,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _err(exc.lines)
         return EXIT_FAIL
+    delivery = None
+    if args.notify:
+        from alerts.messages import SiteLabel
+        from alerts.notify_config import Delivery, load_notify
+
+        try:
+            notify = load_notify(Path(args.notify))
+        except ConfigError as exc:
+            _err(exc.lines)
+            return EXIT_FAIL
+        label = SiteLabel(site.site.id, site.site.name, site.site.zone)
+        delivery = Delivery(notify, label, time.time)
     host, port = _broker(args.broker)
     store = SqliteStore(Path(args.db))
-    service = IngestService(
-        site, store, Dispatcher(site, [ConsoleSink(), JsonlSink(Path(args.alert_log))])
-    )
+    sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
+    if delivery is not None:
+        sinks.append(delivery.sink)
+        delivery.start()
+    service = IngestService(site, store, Dispatcher(site, sinks))
     ingest = MqttIngest(
         service,
         host,
@@ -206,7 +220,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ingest.start()
     print(
         f"siltwatch serving site {site.site.id!r} from mqtt://{host}:{port}; store {args.db}; "
-        f"alert log {args.alert_log}; Ctrl-C to stop"
+        f"alert log {args.alert_log}"
+        + (f"; alerts by {delivery.describe()}" if delivery else "")
+        + "; Ctrl-C to stop"
     )
     try:
         while True:
@@ -219,6 +235,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ingest.stop()
         service.snapshot(int(time.time() * 1000))
         store.close()
+        if delivery is not None:
+            delivery.stop()  # undelivered messages stay in the outbox for the next start
     print(f"stopped: {service.stats}")
     return EXIT_OK
 
@@ -303,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
     p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
     p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
+    p.add_argument(
+        "--notify",
+        metavar="NOTIFY.toml",
+        help="also deliver alerts by email/SMS/webhook through a persistent outbox (alerts/notify_config.py)",
+    )
     p.add_argument("--tick-s", type=float, default=30.0, help="seconds between clock heartbeats")
     p.add_argument(
         "--allowed-lateness-s",

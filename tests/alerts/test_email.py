@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from aiosmtpd.smtp import AuthResult
 
+from alerts.channel import DeliveryFailed
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
 from alerts.worker import DeliveryWorker, OutboxSink
@@ -20,6 +27,7 @@ from tests.alerts.helpers import (
     SmtpServer,
     note,
 )
+from tests.conftest import require_server
 from tests.servers import free_port
 
 pytestmark = pytest.mark.integration
@@ -136,3 +144,66 @@ def test_server_down_is_retried_on_schedule_then_delivered_once_it_is_up(tmp_pat
     assert (d.state, d.attempts) == ("sent", 3)
     assert [e.result for e in outbox.audit(d.id)] == ["queued", "retry", "retry", "sent"]
     outbox.close()
+
+
+def make_cert(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (the test's private CA is the cert itself)."""
+    cert, key = folder / "smtp.crt", folder / "smtp.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_starttls_and_login(tmp_path: Path) -> None:
+    """Submission as a town's mail server offers it: STARTTLS required, then AUTH."""
+    require_server("openssl", shutil.which("openssl") is not None)
+    cert, key = make_cert(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    logins: list[tuple[bytes, bytes]] = []
+
+    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
+        logins.append((data.login, data.password))
+        ok = data.login == b"siltwatch" and data.password == b"pw"
+        return AuthResult(success=ok, handled=ok)  # handled=False: aiosmtpd answers 535
+
+    settings = SmtpSettings(
+        LOOPBACK, free_port(), "siltwatch@town.example", "starttls", "siltwatch", "pw", cert
+    )
+    server = SmtpServer(
+        settings.port,
+        tls_context=tls,
+        require_starttls=True,
+        auth_required=True,
+        authenticator=authenticator,
+    )
+    with server:
+        EmailSink(settings, SITE).send(note(recipients=(OFFICER,)))
+        bad = dataclasses.replace(settings, password="wrong", timeout_s=5)
+        with pytest.raises(DeliveryFailed) as info:
+            EmailSink(bad, SITE).send(note(recipients=(OFFICER,)))
+    # smtplib tries PLAIN, then LOGIN, before it gives up on a wrong password.
+    assert logins[0] == (b"siltwatch", b"pw") and set(logins[1:]) == {(b"siltwatch", b"wrong")}
+    assert len(server.handler.received) == 1
+    assert info.value.permanent and "535" in info.value.reason  # bad credentials: 5xx
+
+
+def test_smtps(tmp_path: Path) -> None:
+    """Implicit TLS (port 465 style): the whole session is encrypted from the first byte."""
+    require_server("openssl", shutil.which("openssl") is not None)
+    cert, key = make_cert(tmp_path)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    settings = SmtpSettings(LOOPBACK, free_port(), "sw@town.example", "tls", ca_file=cert)
+    with SmtpServer(settings.port, ssl_context=tls) as server:
+        EmailSink(settings, SITE).send(note(recipients=(OFFICER,)))
+        plain = dataclasses.replace(settings, security="none", timeout_s=0.5)
+        with pytest.raises(DeliveryFailed) as info:  # plain text to a TLS port: no greeting
+            EmailSink(plain, SITE).send(note(recipients=(OFFICER,)))
+    assert len(server.handler.received) == 1
+    assert not info.value.permanent

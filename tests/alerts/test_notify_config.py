@@ -101,3 +101,17 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_notify(tmp_path / "nope.toml")
     assert info.value.lines == [f"{tmp_path / 'nope.toml'}: file not found"]
+
+
+def test_serve_refuses_a_bad_notify_file_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from siltwatch.cli import EXIT_FAIL, REPO_EXAMPLES, main
+
+    path = write(tmp_path, GOOD.replace("max_per_hour = 2", "max_per_hour = 0"))
+    argv = ["serve", "--site", str(REPO_EXAMPLES / "lake-george-site.toml"), "--notify", str(path)]
+    argv += ["--broker", "mqtt://127.0.0.1:1", "--db", str(tmp_path / "db.sqlite3")]
+    assert main(argv) == EXIT_FAIL
+    err = capsys.readouterr().err
+    assert f"error: {path}: sms.max_per_hour: " in err
+    assert not (tmp_path / "db.sqlite3").exists()
