@@ -129,6 +129,8 @@ class AuditEntry:
     error: str | None
 
 
+SUMMARY = "summary"  # the alert_id of a summary row (it speaks for the rows folded into it)
+
 _COLUMNS = (
     "id, channel, address, recipient, alert_id, event, event_at, kind, severity, subject, "
     "rule, message, state, attempts, created_at, next_attempt_at, sent_at, last_error, folded_into"
@@ -317,6 +319,7 @@ class Outbox:
             )
             note = f"in summary {summary.id}" + (f": {error}" if error else "")
             self._audit(db, d, now, state, d.attempts, note)
+            self._settle_folded(db, d, now, state, error)  # a summary folded into a summary
 
     def mark_sent(self, ident: str, now: float) -> bool:
         """Record success; False (and nothing recorded) unless the row was ``sending``."""
@@ -376,6 +379,22 @@ class Outbox:
                 (now,),
             ).fetchall()
         return [self._row(r) for r in rows]
+
+    def folded(self, summary_id: str) -> list[Delivery]:
+        """The notifications a summary carries, summaries in it expanded."""
+        with self._lock:
+            rows = [
+                self._row(r)
+                for r in self._db.execute(
+                    f"SELECT {_COLUMNS} FROM deliveries WHERE folded_into = ? "
+                    "ORDER BY created_at, id",
+                    (summary_id,),
+                ).fetchall()
+            ]
+        out: list[Delivery] = []
+        for d in rows:
+            out.extend(self.folded(d.id) if d.alert_id == SUMMARY else [d])
+        return out
 
     def next_due(self) -> float | None:
         """When the earliest pending row is due (None: nothing to do)."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
-from alerts.outbox import Delivery, NewDelivery, Outbox, utc_text
+from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
 from alerts.routing import Notification
 
 log = logging.getLogger(__name__)
@@ -190,24 +190,29 @@ class DeliveryWorker:
         return self._attempt(summary.id)
 
     def _summary(self, address: str, group: Sequence[Delivery], now: float) -> NewDelivery:
-        held = [Held(d.event, d.severity, d.kind, d.subject, d.rule) for d in group]
-        since = min(d.created_at for d in group)
+        # A summary still pending (its send failed) is re-folded with what came since:
+        # summarise what it carries, not the summary itself.
+        items = [
+            x for d in group for x in (self.outbox.folded(d.id) if d.alert_id == SUMMARY else [d])
+        ]
+        held = [Held(d.event, d.severity, d.kind, d.subject, d.rule) for d in items]
+        since = min(d.created_at for d in items)
         text = sms_summary(held, self.site, utc_text(since))
         key = "\x1f".join(sorted(d.id for d in group))
         ident = "sum-" + hashlib.sha256(key.encode()).hexdigest()[:28]
-        worst = max((d.severity for d in group), key=_rank)
+        worst = max((d.severity for d in items), key=_rank)
         return NewDelivery(
             id=ident,
             channel=self.sms_channel,
             address=address,
             recipient=group[0].recipient,
-            alert_id="summary",
+            alert_id=SUMMARY,
             event="summary",
             event_at=utc_text(now),
             kind="summary",
             severity=worst,
-            subject=f"{len(group)} notifications",
-            rule="; ".join(sorted({d.rule for d in group if d.severity == "critical"})),
+            subject=f"{len(items)} notifications",
+            rule="; ".join(sorted({d.rule for d in items if d.severity == "critical"})),
             message={"body": text},
         )
 

@@ -142,3 +142,35 @@ def test_never_more_than_n_an_hour_and_nothing_held_longer_than_the_window(
         sent = d.sent_at
         assert sent is not None and sent - d.created_at <= HOUR
     outbox.close()
+
+
+def test_a_summary_that_failed_is_folded_again_with_what_came_since(tmp_path: Path) -> None:
+    clock = FakeClock()
+    channel = RecordingChannel()
+    channel.clock = clock
+    outbox = Outbox(tmp_path / "o.sqlite3")
+    sink = OutboxSink(outbox, [channel], clock)
+    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE, sms_limit=RateLimit(1))
+    sink.send(note(id="first", recipients=(OFFICER,)))
+    worker.run_once()
+    for i in range(3):  # held: the window is full
+        clock.advance(60)
+        sink.send(note(id=f"held{i}", severity="warning", recipients=(OFFICER,)))
+        worker.run_once()
+    clock.t = worker.next_due() or 0.0
+    from alerts.channel import DeliveryFailed
+
+    channel.fail = DeliveryFailed("HTTP 503", permanent=False)
+    worker.run_once()  # the summary of 3 fails, to be retried
+    channel.fail = None
+    sink.send(note(id="late", severity="critical", recipients=(OFFICER,)))  # no run yet
+    clock.advance(60)  # the summary's retry is due, together with the new one
+    drive(worker, clock, clock.t + 2 * HOUR)
+    assert len(channel.sent) == 2
+    body = channel.sent[1][3]
+    assert "4 alert updates held" in body and "(1 critical)" in body
+    states = {d.alert_id: d.state for d in outbox.deliveries()}
+    assert {k: v for k, v in states.items() if k != "summary"} == {
+        "first": "sent", "held0": "sent", "held1": "sent", "held2": "sent", "late": "sent"
+    }  # fmt: skip
+    outbox.close()
