@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from siltwatch.configerrors import ConfigError
 
@@ -202,6 +203,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return EXIT_FAIL
         label = SiteLabel(site.site.id, site.site.name, site.site.zone)
         delivery = Delivery(notify, label, time.time)
+    try:
+        mirror = _influx_mirror(args, site)
+    except ValueError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
     host, port = _broker(args.broker)
     store = SqliteStore(Path(args.db))
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
@@ -209,6 +215,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         sinks.append(delivery.sink)
         delivery.start()
     service = IngestService(site, store, Dispatcher(site, sinks))
+    if mirror is not None:
+        from ingest.influx import EventFanOut
+
+        # New readings through the service's mirror hook; alerts and duties next to the
+        # dispatcher. The mirror never raises into the pipeline (ingest/influx.py).
+        service.mirror = mirror
+        service.dispatcher = EventFanOut([service.dispatcher, mirror])
+        print(f"mirroring to {mirror.writer.what}")
     ingest = MqttIngest(
         service,
         host,
@@ -229,16 +243,132 @@ def cmd_serve(args: argparse.Namespace) -> int:
             time.sleep(args.tick_s)
             # The wall clock enters here, in the I/O shell, never in the analytics.
             service.tick(int(time.time() * 1000))
+            if mirror is not None:
+                mirror.flush()  # retries what an InfluxDB outage left queued
     except KeyboardInterrupt:
         pass
     finally:
         ingest.stop()
         service.snapshot(int(time.time() * 1000))
         store.close()
+        if mirror is not None:
+            mirror.close()
         if delivery is not None:
             delivery.stop()  # undelivered messages stay in the outbox for the next start
     print(f"stopped: {service.stats}")
     return EXIT_OK
+
+
+def _secret(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
+    """The InfluxDB mirror ``serve`` was asked for (v1 or v2), or None; ValueError for bad options."""
+    from ingest.influx import InfluxMirror, InfluxV1Writer, InfluxV2Writer, RetryPolicy
+
+    once = RetryPolicy(attempts=1)  # the mirror retries across calls; never sleep under the lock
+    if args.influx_url and args.influx_v2_url:
+        raise ValueError("give either --influx-url (InfluxDB 1.x) or --influx-v2-url, not both")
+    if args.influx_url:
+        if not args.influx_db:
+            raise ValueError("--influx-url needs --influx-db")
+        writer: Any = InfluxV1Writer(
+            args.influx_url,
+            args.influx_db,
+            username=args.influx_user,
+            password=_secret(args.influx_password_file, "InfluxDB password"),
+            retry=once,
+        )
+    elif args.influx_v2_url:
+        missing = [
+            flag
+            for flag, value in (
+                ("--influx-org", args.influx_org),
+                ("--influx-bucket", args.influx_bucket),
+                ("--influx-token-file", args.influx_token_file),
+            )
+            if not value
+        ]
+        if missing:
+            raise ValueError(f"--influx-v2-url needs {', '.join(missing)}")
+        token = _secret(args.influx_token_file, "InfluxDB token") or ""
+        writer = InfluxV2Writer(
+            args.influx_v2_url,
+            org=args.influx_org,
+            bucket=args.influx_bucket,
+            token=token,
+            retry=once,
+        )
+    else:
+        return None
+    return InfluxMirror(site, writer)
+
+
+def _influx_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("InfluxDB mirror for Grafana (optional; SQLite stays the record)")
+    g.add_argument("--influx-url", metavar="URL", help="InfluxDB 1.x: http://host:8086")
+    g.add_argument("--influx-db", metavar="DB", help="InfluxDB 1.x database")
+    g.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user")
+    g.add_argument("--influx-password-file", metavar="FILE", help="file holding its password")
+    g.add_argument(
+        "--influx-v2-url", metavar="URL", help="InfluxDB 2.x/3.x (or 1.8+): /api/v2/write"
+    )
+    g.add_argument("--influx-org", metavar="ORG", help="InfluxDB 2.x organization")
+    g.add_argument("--influx-bucket", metavar="BUCKET", help="InfluxDB 2.x bucket")
+    g.add_argument("--influx-token-file", metavar="FILE", help="file holding the API token")
+
+
+def cmd_dashboards(args: argparse.Namespace) -> int:
+    from dashboards.provisioning import InfluxSource, write_provisioning
+    from siltwatch.config import load_site
+
+    sites = []
+    for path in args.site:
+        try:
+            sites.append(load_site(Path(path)))
+        except ConfigError as exc:
+            _err(exc.lines)
+            return EXIT_FAIL
+    source = InfluxSource(
+        args.influx_url, args.influx_db, version=args.influx_version, user=args.influx_user
+    )
+    if args.out:
+        written = write_provisioning(
+            Path(args.out), sites, source, dashboards_path=args.dashboards_path
+        )
+        print(f"wrote {len(written)} files to {args.out}/")
+    if args.push:
+        from dashboards.push import PushError, push
+
+        if not args.token_file:
+            _err(["--push needs --token-file (a Grafana service account token)"])
+            return EXIT_USAGE
+        try:
+            token = _secret(args.token_file, "Grafana token") or ""
+            secret = _secret(args.influx_secret_file, "InfluxDB password or token")
+            result = push(args.push, token, sites, source, influx_secret=secret)
+        except (ValueError, PushError) as exc:
+            _err([str(exc)])
+            return EXIT_FAIL
+        print(
+            f"pushed to {args.push}: data source {result.datasource}; dashboards "
+            + ", ".join(result.dashboards)
+        )
+    if not args.out and not args.push:
+        print(dashboards_json(sites))
+    return EXIT_OK
+
+
+def dashboards_json(sites: Sequence[Any]) -> str:
+    from dashboards.build import build_dashboard
+
+    return json.dumps([build_dashboard(s) for s in sites], indent=2, sort_keys=True)
 
 
 def cmd_edge(args: argparse.Namespace) -> int:
@@ -333,7 +463,38 @@ def build_parser() -> argparse.ArgumentParser:
         default=900.0,
         help="how late a reading may arrive and still be judged in order (>= the stations' publishing period)",
     )
+    _influx_options(p)
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser(
+        "dashboards",
+        help="build the Grafana dashboards and provisioning, or push them to a Grafana",
+        description="One dashboard per site in raw InfluxQL (docs/dashboards.md). With --out: "
+        "provisioning YAML and dashboard JSON into DIR; with --push: the data source and "
+        "dashboards to a running Grafana; with neither: print the dashboards' JSON.",
+    )
+    p.add_argument(
+        "--site", action="append", required=True, metavar="SITE.toml", help="a site (repeatable)"
+    )
+    p.add_argument("--out", metavar="DIR", help="write provisioning files and dashboards here")
+    p.add_argument(
+        "--dashboards-path",
+        default="/var/lib/grafana/dashboards/siltwatch",
+        metavar="PATH",
+        help="where Grafana sees DIR/dashboards (the provider file names it)",
+    )
+    p.add_argument("--influx-url", default="http://influxdb:8086", metavar="URL")
+    p.add_argument("--influx-db", default="siltwatch", metavar="DB", help="database (2.x: DBRP)")
+    p.add_argument("--influx-version", choices=["1", "2"], default="1")
+    p.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user for Grafana")
+    p.add_argument("--push", metavar="GRAFANA_URL", help="push to this Grafana over its HTTP API")
+    p.add_argument("--token-file", metavar="FILE", help="file holding the Grafana token")
+    p.add_argument(
+        "--influx-secret-file",
+        metavar="FILE",
+        help="file holding the InfluxDB password (1.x) or token (2.x) Grafana should use",
+    )
+    p.set_defaults(func=cmd_dashboards)
 
     p = sub.add_parser("record", help="capture a site's MQTT traffic to JSONL for replay")
     p.add_argument("site_id", metavar="SITE_ID", help="the site id (topic level)")

@@ -1,0 +1,51 @@
+"""``siltwatch dashboards``: files for provisioning, or a push to a Grafana."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dashboards.build import build_dashboard
+from siltwatch.cli import main
+from siltwatch.config import load_site
+from tests.dashboards.http_standin import StandIn
+from tests.dashboards.test_provisioning_push import FakeGrafana
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+LG, LL = EXAMPLES / "lake-george-site.toml", EXAMPLES / "lake-lure-site.toml"
+
+
+def test_out_writes_provisioning_and_one_dashboard_per_site(tmp_path: Path) -> None:
+    assert main(["dashboards", "--site", str(LG), "--site", str(LL), "--out", str(tmp_path)]) == 0
+    board = json.loads((tmp_path / "dashboards" / "ll-boulevard.json").read_text())
+    assert board == build_dashboard(load_site(LL))
+    assert (tmp_path / "provisioning" / "datasources" / "siltwatch.yaml").exists()
+
+
+def test_push_sends_to_grafana_with_the_token_from_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("glsa_test\n", encoding="utf-8")
+    with StandIn(FakeGrafana()) as grafana:
+        code = main(
+            ["dashboards", "--site", str(LG), "--push", grafana.url, "--token-file", str(token)]
+        )
+    assert code == 0
+    assert [r.path for r in grafana.requests][-1] == "/api/dashboards/db"
+    assert "data source created" in capsys.readouterr().out
+
+
+def test_a_bad_token_exits_1_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("nope", encoding="utf-8")
+    with StandIn(FakeGrafana()) as grafana:
+        code = main(
+            ["dashboards", "--site", str(LG), "--push", grafana.url, "--token-file", str(token)]
+        )
+    assert code == 1
+    assert "HTTP 401" in capsys.readouterr().err
