@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from alerts.routing import officer_cares, route
+from alerts.routing import route
 from alerts.sinks import Sink
 from analytics.events import AlertEvent, EngineEvent
 from analytics.timeutil import iso
@@ -15,12 +15,11 @@ log = logging.getLogger(__name__)
 
 
 class Dispatcher:
-    """Routes alert events to people; remembers which episodes the officer heard of."""
+    """Routes alert events to people and hands the notifications to every sink."""
 
     def __init__(self, site: SiteConfig, sinks: Sequence[Sink]) -> None:
         self.site = site
         self.sinks = list(sinks)
-        self.officer_told: set[str] = set()
         self.sent = 0
 
     def handle(self, events: Iterable[EngineEvent]) -> None:
@@ -28,10 +27,7 @@ class Dispatcher:
             if not isinstance(event, AlertEvent):
                 continue
             alert = event.alert
-            told = alert.id in self.officer_told
-            note = route(self.site, event.type, iso(event.at), alert, officer_told=told)
-            if event.type != "resolved" and officer_cares(alert):
-                self.officer_told.add(alert.id)
+            note = route(self.site, event.type, iso(event.at), alert)
             for sink in self.sinks:
                 try:
                     sink.send(note)

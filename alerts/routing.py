@@ -30,22 +30,36 @@ class Notification:
 
 
 def officer_cares(alert: Alert) -> bool:
+    """The episode is the town's business: an overdue inspection, or a regulatory alert
+    that reached critical (``severity`` is the highest the episode reached)."""
     return alert.kind == "inspection_overdue" or (
         alert.kind in REGULATORY and alert.severity == "critical"
     )
 
 
-def route(
-    site: SiteConfig, event: str, at: str, alert: Alert, *, officer_told: bool
-) -> Notification:
-    """The recipients of one alert event; ``officer_told``: the officer heard of this episode before."""
+def first_officer_event(event: str, alert: Alert) -> bool:
+    """This event is the one at which the episode became the officer's business.
+
+    Derived from the episode itself (its escalations), not from memory, so a
+    restarted service neither repeats nor forgets the officer's messages.
+    """
+    if not officer_cares(alert):
+        return False
+    if alert.kind == "inspection_overdue" or event == "opened":
+        return event == "opened"
+    if event != "escalated":
+        return False
+    criticals = [e for e in alert.escalations if e.severity == "critical"]
+    last = alert.escalations[-1]
+    return last.severity == "critical" and len(criticals) == 1
+
+
+def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
+    """The recipients of one alert event (see the module docstring for the policy)."""
     people: list[Contact] = [
         c for c in site.contacts if c.role in ("operator", "qualified_inspector")
     ]
     officers = [c for c in site.contacts if c.role == "officer"]
-    if event == "resolved":
-        if officer_told:
-            people += officers
-    elif officer_cares(alert) and not officer_told:
+    if first_officer_event(event, alert) or (event == "resolved" and officer_cares(alert)):
         people += officers
     return Notification(event, at, alert, tuple(people))
