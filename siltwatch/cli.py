@@ -179,7 +179,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
-    from ingest.service import IngestService, MqttIngest
+    from ingest.service import EventHandler, IngestService, MqttIngest
     from ingest.store import SqliteStore
     from siltwatch.config import load_site
 
@@ -214,15 +214,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if delivery is not None:
         sinks.append(delivery.sink)
         delivery.start()
-    service = IngestService(site, store, Dispatcher(site, sinks))
+    dispatcher: EventHandler = Dispatcher(site, sinks)
     if mirror is not None:
         from ingest.influx import EventFanOut
 
         # New readings through the service's mirror hook; alerts and duties next to the
         # dispatcher. The mirror never raises into the pipeline (ingest/influx.py).
-        service.mirror = mirror
-        service.dispatcher = EventFanOut([service.dispatcher, mirror])
+        dispatcher = EventFanOut([dispatcher, mirror])
         print(f"mirroring to {mirror.writer.what}")
+    service = IngestService(
+        site, store, dispatcher, allowed_lateness_s=args.allowed_lateness_s, mirror=mirror
+    )
     ingest = MqttIngest(
         service,
         host,

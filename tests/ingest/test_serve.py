@@ -11,10 +11,11 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from analytics.engine import Engine
 from ingest.store import SqliteStore
 from siltwatch.schema import reading_topic
 from tests.conftest import BrokerInfo
-from tests.ingest.test_service import EXAMPLES, reading
+from tests.ingest.test_service import EXAMPLES, SITE, reading
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +46,8 @@ def test_serve_ingests_until_interrupted_and_snapshots(
             str(tmp_path / "alerts.jsonl"),
             "--tick-s",
             "0.2",
+            "--allowed-lateness-s",
+            "3600",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -74,5 +77,7 @@ def test_serve_ingests_until_interrupted_and_snapshots(
     assert "stopped:" in rest and "readings_stored=5" in rest and "rejected=1" in rest
     store = SqliteStore(db)
     assert store.reading_count("lg-route9n") == 5
-    assert store.load_snapshot("lg-route9n") is not None  # a restart continues from here
+    blob = store.load_snapshot("lg-route9n")
+    assert blob is not None  # a restart continues from here
+    assert Engine.restore(SITE, blob).allowed_lateness_ms == 3_600_000
     store.close()
