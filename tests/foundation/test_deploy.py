@@ -87,3 +87,30 @@ def test_compose_runs_commands_the_cli_accepts() -> None:
     }
     assert settings["allow_anonymous"].endswith("false")
     assert settings["max_queued_messages"].endswith(" 0")  # never drop a queued reading
+
+
+def test_compose_grafana_reads_the_provisioned_dashboards_from_the_influxdb_service() -> None:
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    services = compose["services"]
+    provider = yaml.safe_load(
+        (DEPLOY / "grafana/provisioning/dashboards/siltwatch.yaml").read_text()
+    )
+    datasource = yaml.safe_load(
+        (DEPLOY / "grafana/provisioning/datasources/siltwatch.yaml").read_text()
+    )
+    mounts = {
+        v.split(":")[1]: v.split(":")[0]
+        for v in services["grafana"]["volumes"]
+        if v.startswith("./")
+    }
+    path = provider["providers"][0]["options"]["path"]
+    assert mounts[path] == "./grafana/dashboards"
+    assert sorted(p.name for p in (DEPLOY / "grafana" / "dashboards").iterdir()) == [
+        "lg-route9n.json",
+        "ll-boulevard.json",
+    ]
+    url = datasource["datasources"][0]["url"]
+    assert url == "http://influxdb:8086" and "influxdb" in services
+    serve = services["siltwatch-lg-route9n"]["command"]
+    assert "--influx-url=http://influxdb:8086" in serve
+    assert f"--influx-db={datasource['datasources'][0]['jsonData']['dbName']}" in serve
