@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -309,8 +310,13 @@ class InfluxMirror:
         first_backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
         max_pending: int = 1_000_000,
+        auto_flush: bool = True,
     ) -> None:
+        """``auto_flush=False``: callers only queue, and a :class:`MirrorFlusher` thread
+        writes, so a slow or hung InfluxDB never holds up the ingest pipeline."""
         self.site_id = site.site.id
+        self.auto_flush = auto_flush
+        self._lock = threading.Lock()  # guards ``pending``; never held during a write
         self.writer = writer
         self.clock = clock
         self.first_backoff_s, self.max_backoff_s = first_backoff_s, max_backoff_s
@@ -339,17 +345,24 @@ class InfluxMirror:
 
     def _queue(self, lines: list[str]) -> None:
         if lines:
-            self.pending.extend(lines)
-            excess = len(self.pending) - self.max_pending
-            if excess > 0:
-                del self.pending[:excess]
-                self.stats.dropped += excess
-                log.error(
-                    "InfluxDB mirror queue full: dropped the %d oldest points "
-                    "(they remain in the SQLite store)",
-                    excess,
-                )
-        self.flush()
+            with self._lock:
+                self.pending.extend(lines)
+                self._trim()
+                self.stats.pending = len(self.pending)
+        if self.auto_flush:
+            self.flush()
+
+    def _trim(self) -> None:
+        """Drop the oldest points beyond ``max_pending`` (caller holds the lock)."""
+        excess = len(self.pending) - self.max_pending
+        if excess > 0:
+            del self.pending[:excess]
+            self.stats.dropped += excess
+            log.error(
+                "InfluxDB mirror queue full: dropped the %d oldest points "
+                "(they remain in the SQLite store)",
+                excess,
+            )
 
     # -- writing ---------------------------------------------------------------------
 
@@ -359,40 +372,45 @@ class InfluxMirror:
         Without ``force`` it waits out the backoff after a failure (it is called
         on every message, so a down server must not be hammered).
         """
-        if not self.pending:
-            return True
         if not force and self.clock() < self._next_attempt:
-            return False
-        batch = list(self.pending)
+            return not self.pending
+        with self._lock:
+            # Take the batch out of the queue: points queued meanwhile wait behind it.
+            batch, self.pending = self.pending, []
+        if not batch:
+            return True
         try:
             self.writer.write_lines(batch)
         except InfluxWriteError as exc:
             self.stats.failures += 1
             self.stats.last_error = str(exc)
             if exc.data_error:
-                del self.pending[: len(batch)]
                 self.stats.refused += len(batch)
                 log.error("InfluxDB refused %d points, not retried: %s", len(batch), exc)
                 self._failures_in_row = 0
-                return not self.pending
+                with self._lock:
+                    self.stats.pending = len(self.pending)
+                    return not self.pending
+            with self._lock:
+                self.pending[:0] = batch  # back at the front, oldest first
+                self._trim()
+                self.stats.pending = len(self.pending)
             self._failures_in_row += 1
             wait = min(self.max_backoff_s, self.first_backoff_s * 2 ** (self._failures_in_row - 1))
             self._next_attempt = self.clock() + wait
             log.warning(
                 "InfluxDB mirror: %d points queued, next attempt in %.0f s: %s",
-                len(self.pending),
+                self.stats.pending,
                 wait,
                 exc,
             )
             return False
-        finally:
-            self.stats.pending = len(self.pending)
-        del self.pending[: len(batch)]
         self.stats.written += len(batch)
-        self.stats.pending = len(self.pending)
         self._failures_in_row = 0
         self._next_attempt = float("-inf")
-        return not self.pending
+        with self._lock:
+            self.stats.pending = len(self.pending)
+            return not self.pending
 
     def close(self, *, attempts: int = 3, sleep: Callable[[float], None] = time.sleep) -> None:
         """Flush at shutdown (a few tries), then say loudly what could not be written."""
@@ -408,6 +426,34 @@ class InfluxMirror:
                 self.stats.last_error,
             )
         self.writer.close()
+
+
+class MirrorFlusher:
+    """Writes a mirror's queue from its own thread, every ``interval_s``.
+
+    With it the ingest pipeline only queues points (``auto_flush=False``): an
+    InfluxDB that hangs until its timeout stalls this thread, never ingest.
+    """
+
+    def __init__(self, mirror: InfluxMirror, interval_s: float = 1.0) -> None:
+        self.mirror = mirror
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="influx-mirror", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.mirror.flush()
+            except Exception:  # a bug must be loud, but must not end the mirroring
+                log.exception("InfluxDB mirror flush failed")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
 
 
 class EventFanOut:

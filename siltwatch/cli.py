@@ -216,11 +216,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         delivery.start()
     dispatcher: EventHandler = Dispatcher(site, sinks)
     if mirror is not None:
-        from ingest.influx import EventFanOut
+        from ingest.influx import EventFanOut, MirrorFlusher
 
         # New readings through the service's mirror hook; alerts and duties next to the
         # dispatcher. The mirror never raises into the pipeline (ingest/influx.py).
         dispatcher = EventFanOut([dispatcher, mirror])
+        flusher = MirrorFlusher(mirror)
+        flusher.start()
         print(f"mirroring to {mirror.writer.what}")
     service = IngestService(
         site, store, dispatcher, allowed_lateness_s=args.allowed_lateness_s, mirror=mirror
@@ -245,8 +247,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             time.sleep(args.tick_s)
             # The wall clock enters here, in the I/O shell, never in the analytics.
             service.tick(int(time.time() * 1000))
-            if mirror is not None:
-                mirror.flush()  # retries what an InfluxDB outage left queued
     except KeyboardInterrupt:
         pass
     finally:
@@ -254,6 +254,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         service.snapshot(int(time.time() * 1000))
         store.close()
         if mirror is not None:
+            flusher.stop()
             mirror.close()
         if delivery is not None:
             delivery.stop()  # undelivered messages stay in the outbox for the next start
@@ -309,7 +310,8 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
         )
     else:
         return None
-    return InfluxMirror(site, writer)
+    # Ingest only queues; a MirrorFlusher thread writes (cmd_serve).
+    return InfluxMirror(site, writer, auto_flush=False)
 
 
 def _influx_options(p: argparse.ArgumentParser) -> None:

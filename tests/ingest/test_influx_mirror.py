@@ -183,3 +183,35 @@ def test_the_service_mirrors_new_readings_once_into_influxdb(
     [series] = result["results"][0]["series"]
     assert series["values"] == [[T0, 8.0, 0, "up-1"], [T0 + 60_000, 9.5, 1, "up-1"]]
     assert mirror.stats.written == 2 and service.stats.duplicates == 1
+
+
+def test_without_auto_flush_ingest_only_queues_and_a_failed_batch_keeps_its_place() -> None:
+    """serve's setting: the pipeline never waits on InfluxDB; order survives a failure."""
+    clock, w = Clock(), ScriptedWriter(DOWN)
+    mirror = InfluxMirror(SITE, w, clock=clock, auto_flush=False)
+    mirror("lg-route9n", [r(0), r(1)])
+    assert w.calls == [] and len(mirror.pending) == 2  # queued, nothing written yet
+    assert mirror.flush() is False  # 503: the batch goes back to the front
+    mirror("lg-route9n", [r(2)])  # queued while the server is down
+    clock.now = 10.0
+    assert mirror.flush() is True
+    assert [line.split()[-1] for line in w.written] == [str(T0 + m * 60_000) for m in (0, 1, 2)]
+
+
+def test_the_flusher_thread_writes_what_ingest_queued() -> None:
+    import time
+
+    from ingest.influx import MirrorFlusher
+
+    w = ScriptedWriter()
+    mirror = InfluxMirror(SITE, w, auto_flush=False)
+    flusher = MirrorFlusher(mirror, interval_s=0.02)
+    flusher.start()
+    try:
+        mirror("lg-route9n", [r(0)])
+        deadline = time.monotonic() + 5
+        while not w.written and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        flusher.stop()
+    assert len(w.written) == 1 and mirror.pending == []
