@@ -5,6 +5,13 @@ must all read it. ``security``: ``none`` (a relay on the same host), ``starttls`
 (submission, port 587) or ``tls`` (SMTPS, port 465). The password comes from a
 file (see alerts/notify_config.py), never from the command line or the TOML.
 
+AUTH PLAIN and LOGIN carry the password merely base64-encoded, so ``login`` is
+only ever called on a connection that *is* TLS at that moment (checked on the
+socket, not inferred from the settings): a misconfiguration or a server that
+does not offer STARTTLS can then never leak the password. The single exception
+is a relay on loopback with ``allow_plaintext_auth`` set, where nobody is on the
+path; NOTIFY.toml refuses anything else at load time already.
+
 SMTP says what a failure means: 4xx is "try later", 5xx is "never" (RFC 5321
 §4.2.1). A refused connection or a dropped one is "try later".
 """
@@ -14,13 +21,14 @@ from __future__ import annotations
 import smtplib
 import ssl
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Literal
 
 from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id
+from alerts.http import is_loopback_host
 from alerts.messages import SiteLabel, email_body, email_subject
 from alerts.routing import Notification
 
@@ -34,9 +42,15 @@ class SmtpSettings:
     from_addr: str
     security: Security = "starttls"
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a log line or repr
     ca_file: Path | None = None  # a private CA (self-signed relay); None: the system store
     timeout_s: float = 30.0
+    allow_plaintext_auth: bool = False  # AUTH without TLS, to a loopback relay only
+
+    @property
+    def plaintext_auth_allowed(self) -> bool:
+        """May the password cross a connection without TLS? Only to a loopback relay."""
+        return self.allow_plaintext_auth and is_loopback_host(self.host)
 
 
 def classify_smtp(exc: Exception) -> DeliveryFailed:
@@ -127,6 +141,12 @@ class EmailSink(DirectSend):
                 if s.security == "starttls":
                     smtp.starttls(context=self._tls())
                 if s.username:
+                    if not _is_tls(smtp) and not s.plaintext_auth_allowed:
+                        raise DeliveryFailed(
+                            f"refusing to send the SMTP password to {s.host}:{s.port} over a "
+                            "connection without TLS; set security to starttls or tls",
+                            permanent=True,
+                        )
                     smtp.login(s.username, s.password or "")
                 refused = smtp.send_message(msg, from_addr=s.from_addr, to_addrs=list(to))
         except (smtplib.SMTPException, OSError) as exc:
@@ -137,3 +157,8 @@ class EmailSink(DirectSend):
                 + ", ".join(f"{a}: {c}" for a, (c, _) in refused.items()),
                 permanent=all(c >= 500 for c, _ in refused.values()),
             )
+
+
+def _is_tls(smtp: smtplib.SMTP) -> bool:
+    """Is the session encrypted right now (SMTPS, or after a successful STARTTLS)?"""
+    return isinstance(smtp.sock, ssl.SSLSocket)

@@ -30,10 +30,23 @@ Secrets are read from files (mode 0600, outside the repository), never written
 inline: a ``password``, ``auth_token`` or ``secret`` key is refused with a hint.
 Every mistake is reported at once, each naming the file and key
 (siltwatch.configerrors).
+
+Credentials never cross the network in clear text (docs/security.md):
+
+- ``smtp.security = "none"`` with a ``username`` is refused: AUTH would send the
+  password readable by anyone on the path. Only a relay on loopback may take it,
+  with ``allow_plaintext_auth = true`` and ``host`` in 127.0.0.0/8, ::1 or localhost.
+- ``sms.base_url`` and ``webhook.url`` must be ``https://``; ``http://`` only with
+  ``allow_insecure_http = true`` and a loopback host (a test stand-in, a local relay).
+
+The webhook URL is a credential for chat services: it is never echoed in an error
+line, and the outbox and logs hold only its redacted form (alerts/webhook.py).
 """
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -41,6 +54,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from alerts.channel import Channel
+from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.messages import SiteLabel
 from alerts.outbox import Outbox
@@ -70,6 +84,7 @@ class SmtpConfig(_Model):
     from_addr: str = Field(alias="from", pattern=r"^[^@\s]+@[^@\s]+$")
     ca_file: Path | None = None
     timeout_s: float = Field(default=30.0, gt=0)
+    allow_plaintext_auth: bool = False
 
     @field_validator("password", mode="before")
     @classmethod
@@ -85,6 +100,7 @@ class SmsConfig(_Model):
     from_number: str = Field(pattern=r"^\+[1-9][0-9]{6,14}$")
     max_per_hour: int = Field(default=3, ge=1, le=60)
     timeout_s: float = Field(default=30.0, gt=0)
+    allow_insecure_http: bool = False
 
     @field_validator("auth_token", mode="before")
     @classmethod
@@ -93,15 +109,25 @@ class SmsConfig(_Model):
 
 
 class WebhookConfig(_Model):
-    url: str = Field(pattern=r"^https?://")
+    url: str = Field(repr=False)  # a credential for chat services: not in any repr
     secret_file: Path | None = None
     secret: None = None
     timeout_s: float = Field(default=30.0, gt=0)
+    allow_insecure_http: bool = False
 
     @field_validator("secret", mode="before")
     @classmethod
     def _inline(cls, value: object) -> None:
         return _no_inline_secret(value)
+
+    @field_validator("url")
+    @classmethod
+    def _url_shape(cls, value: str) -> str:
+        # A ValueError, not a pattern: pydantic's pattern message would quote the URL,
+        # and for a chat service the URL is the credential.
+        if not re.match(r"^https?://[^/?#\s]+", value):
+            raise ValueError("expected an https:// URL (not shown here: it is a secret)")
+        return value
 
 
 class RetryConfig(_Model):
@@ -145,6 +171,57 @@ def _read_secret(source: Path, key: str, path: Path, problems: list[str]) -> str
     return value
 
 
+def transport_problems(source: Path, cfg: NotifyConfig) -> list[str]:
+    """Every way this configuration would put a credential on the wire in clear text."""
+    problems: list[str] = []
+    smtp = cfg.smtp
+    if smtp is not None and smtp.security == "none" and smtp.username:
+        if not smtp.allow_plaintext_auth:
+            problems.append(
+                f'{source}: smtp.security: "none" would send the SMTP password in clear text; '
+                'use "starttls" or "tls", or set allow_plaintext_auth = true for a relay '
+                "on loopback"
+            )
+        elif not is_loopback_host(smtp.host):
+            problems.append(
+                f"{source}: smtp.allow_plaintext_auth: only for a relay on loopback "
+                f"({LOOPBACK_HOSTS}), not smtp.host {smtp.host!r}; "
+                'use security = "starttls" or "tls"'
+            )
+    if cfg.sms is not None:
+        problems += _http_problems(
+            source, "sms", "base_url", cfg.sms.base_url, cfg.sms.allow_insecure_http,
+            "the SMS gateway's auth token", "a gateway stand-in",
+        )  # fmt: skip
+    if cfg.webhook is not None:
+        problems += _http_problems(
+            source, "webhook", "url", cfg.webhook.url, cfg.webhook.allow_insecure_http,
+            "the webhook URL (a credential for chat services) and the alert",
+            "a receiver",
+        )  # fmt: skip
+    return problems
+
+
+def _http_problems(
+    source: Path, table: str, key: str, url: str, allowed: bool, what: str, who: str
+) -> list[str]:
+    problem = insecure_url_problem(url, allowed)
+    if problem is None:
+        return []
+    if not url.lower().startswith("http://"):  # e.g. "https://" without a host
+        return [f"{source}: {table}.{key}: {problem}"]
+    if not allowed:
+        return [
+            f'{source}: {table}.{key}: "http://" would send {what} in clear text; '
+            f'use "https://", or set allow_insecure_http = true for {who} on loopback'
+        ]
+    host = urllib.parse.urlsplit(url).hostname
+    return [
+        f"{source}: {table}.allow_insecure_http: only for {who} on loopback "
+        f"({LOOPBACK_HOSTS}), not host {host!r} of {table}.{key}; use https://"
+    ]
+
+
 def load_notify(path: Path | str) -> Notify:
     """Load NOTIFY.toml; ConfigError has one line per mistake, each naming file and key."""
     path = Path(path)
@@ -156,6 +233,7 @@ def load_notify(path: Path | str) -> Notify:
 
     problems: list[str] = []
     smtp = sms = webhook = None
+    problems += transport_problems(path, cfg)
     if cfg.smtp is not None:
         c = cfg.smtp
         password = None
@@ -174,17 +252,22 @@ def load_notify(path: Path | str) -> Notify:
             password=password,
             ca_file=here(c.ca_file) if c.ca_file else None,
             timeout_s=c.timeout_s,
+            allow_plaintext_auth=c.allow_plaintext_auth,
         )
     if cfg.sms is not None:
         s = cfg.sms
         token = _read_secret(path, "sms.auth_token_file", here(s.auth_token_file), problems)
-        sms = SmsSettings(s.base_url, s.account_sid, token, s.from_number, s.timeout_s)
+        sms = SmsSettings(
+            s.base_url, s.account_sid, token, s.from_number, s.timeout_s, s.allow_insecure_http
+        )
     if cfg.webhook is not None:
         w = cfg.webhook
         secret = None
         if w.secret_file is not None:
             secret = _read_secret(path, "webhook.secret_file", here(w.secret_file), problems)
-        webhook = WebhookSettings(w.url, secret.encode() if secret else None, w.timeout_s)
+        webhook = WebhookSettings(
+            w.url, secret.encode() if secret else None, w.timeout_s, w.allow_insecure_http
+        )
     if problems:
         raise ConfigError(problems)
     return Notify(cfg, here(cfg.outbox), smtp, sms, webhook)

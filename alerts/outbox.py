@@ -27,6 +27,12 @@ webhook's ``X-Siltwatch-Delivery`` header and body field. A row marked ``sent``
 is never claimed again, and enqueueing the same delivery id twice (a replayed or
 re-dispatched event) is a no-op, so the outbox itself never records a delivery id
 as sent twice. One worker per outbox file is assumed (the serve process).
+
+No secrets: an address is what a channel's ``addresses`` returns, and the webhook
+channel returns its URL redacted (alerts/http.py ``redact_url``), since a chat
+service's webhook URL is a credential. A file written before that change is
+scrubbed when opened: raw URLs in ``address`` and in error texts are replaced by
+their redacted form, with SQLite's ``secure_delete`` so the old bytes are zeroed.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from alerts.channel import Message
+from alerts.http import redact_url
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -153,12 +160,40 @@ class Outbox:
         # FULL: a commit is on disk before we tell anyone (or send anything); alerts are few.
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=10000")
+        # Overwritten or deleted content is zeroed, not left in free pages (see scrubbing).
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._redact_stored_urls()
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def _redact_stored_urls(self) -> None:
+        """Replace webhook URLs stored by older versions (as addresses) by their redacted form."""
+        with self._tx() as db:
+            found = {
+                str(address)
+                for table in ("deliveries", "audit")
+                for (address,) in db.execute(
+                    f"SELECT DISTINCT address FROM {table} "
+                    "WHERE address LIKE 'http://%' OR address LIKE 'https://%'"
+                )
+            }
+            urls = sorted((a for a in found if "(redacted" not in a), key=len, reverse=True)
+            for url in urls:
+                shown = redact_url(url)
+                for table, error in (("deliveries", "last_error"), ("audit", "error")):
+                    db.execute(f"UPDATE {table} SET address = ? WHERE address = ?", (shown, url))
+                    db.execute(
+                        f"UPDATE {table} SET {error} = replace({error}, ?, ?) "
+                        f"WHERE instr({error}, ?) > 0",
+                        (url, shown, url),
+                    )
+        if urls:  # move the rewritten pages out of the WAL into the main file now
+            with self._lock:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -4,6 +4,10 @@
 form fields ``To``, ``From``, ``Body`` and HTTP basic auth ``account_sid:auth_token``
 (Twilio's documented API; other gateways offer the same shape). ``base_url`` is
 configurable so tests, a regional endpoint or a compatible gateway can stand in.
+The auth token crosses the wire in that header, so ``base_url`` must be https;
+plain http only to a stand-in on loopback with ``allow_insecure_http`` (checked at
+load time and again before each POST, alerts/http.py). The token is never part of
+a log line, an error text or the settings' repr.
 
 The body is at most 320 characters (two concatenated GSM segments; with § in a
 citation the gateway uses UCS-2 and it becomes five, which is still one message
@@ -15,7 +19,7 @@ from __future__ import annotations
 import base64
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from alerts.channel import DeliveryFailed, DirectSend, Message
 from alerts.http import post
@@ -27,9 +31,10 @@ from alerts.routing import Notification
 class SmsSettings:
     base_url: str
     account_sid: str
-    auth_token: str
+    auth_token: str = field(repr=False)
     from_number: str
     timeout_s: float = 30.0
+    allow_insecure_http: bool = False  # http:// base_url, to a loopback stand-in only
 
 
 class SmsSink(DirectSend):
@@ -72,4 +77,5 @@ class SmsSink(DirectSend):
             },
             timeout_s=s.timeout_s,
             now=self.clock() if self.clock else None,
+            allow_insecure_http=s.allow_insecure_http,
         )

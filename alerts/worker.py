@@ -23,6 +23,11 @@ frees within one window of any moment, no SMS (critical or not) is delayed by
 more than ``window_s`` by the limit itself; only a failing gateway delays longer.
 The full text of every held notification still goes by email and to the alert
 log. Email and webhooks are not rate-limited: they do not wake anyone.
+
+**No secrets in logs.** Log lines name the channel, the recipient and the stored
+address, which never holds a credential (a webhook's address is its redacted URL,
+alerts/webhook.py); error texts come from the channels, which keep tokens and
+secret URLs out of them (alerts/http.py).
 """
 
 from __future__ import annotations

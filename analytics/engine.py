@@ -2,40 +2,68 @@
 
 Modelled on h11: a state machine you feed events, which returns events. The
 engine buffers inputs and releases them in event-time order once a
-*watermark* — the latest event time seen minus the allowed lateness — has
-passed them. Anything that arrives within the allowed lateness is therefore
-processed exactly as if it had arrived in order, so detections are a function
-of the data, not of arrival order or speed (design.md, "Detections are
-functions of event-time data").
+*watermark* has passed them. Anything that arrives before the watermark
+passes it is processed exactly as if it had arrived in order, so detections
+are a function of the data, not of arrival order or speed (design.md,
+"Detections are functions of event-time data").
 
-Input later than that is still used where it can be without reordering
-history: a reading newer than everything already processed for its sensor is
-processed at once (a station backfilling after an outage); an older one is
-counted in ``stats.late_dropped`` — never silently — and left to the store.
-Exact duplicates (same sensor and event time) are dropped and counted.
+Where the watermark comes from depends on how the engine is fed:
 
-Everything is deterministic and free of I/O and wall-clock reads; the whole
-state can be snapshotted to bytes and restored.
+* **replay** (``feed`` without an arrival time): the latest event time seen
+  minus the allowed lateness;
+* **live** (``feed(..., received_at=...)``, the ingest service): *per
+  station*. Each station's progress is the latest trustworthy event time it
+  sent; the site's watermark is the slowest *active* station's progress minus
+  the allowed lateness. A station silent (in arrival time) for longer than
+  ``station_idle_s`` stops holding the site back, so a dead station is
+  handled as silent (its sensors go offline) instead of freezing time, and
+  stations that publish at different speeds (a backlog catching up) never
+  make each other look offline. When every station is silent, event time
+  runs on from the latest data at the pace of the service's clock
+  (``advance_clock``), so silence and overdue duties are still noticed.
+
+One bad clock changes nothing else (design.md, "One bad input changes nothing
+else"): a reading whose time cannot be trusted — flagged ``clock_unsynced``
+by the edge or ``clock_ahead`` by ingest (ahead of its arrival by more than
+the skew bound) — never moves any watermark. A ``clock_ahead`` reading is not
+placed in time at all (it stays in the store with its flag); an unsynced one
+is processed where it falls, and the detectors do not use it as evidence.
+
+Input later than the watermark is still used where it can be without
+reordering history (a reading newer than everything processed for its sensor
+is processed at once); an older one is counted in ``stats.late_dropped``.
+Either way ``late_from`` records the earliest such event time, so the live
+service, which keeps every reading in its store, can rebuild the affected
+history in order (``catch_up``) — one long outage must not hide a plume.
+
+Everything is deterministic and free of I/O and wall-clock reads (arrival
+times come in with the data); the whole state can be snapshotted to typed
+JSON (analytics/statecodec.py) and restored.
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
-import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analytics import statecodec
 from analytics.detector import Context, Detector, TimerQueue
 from analytics.episodes import AlertBook, DutyBook
 from analytics.events import EngineEvent, Inspection, SensorReading
 from analytics.timeutil import MS_PER_S
 from siltwatch.config import SiteConfig
-from siltwatch.schema import Alert, Duty
+from siltwatch.schema import Alert, Duty, QualityFlag
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
 DEFAULT_ALLOWED_LATENESS_S = 900.0
+
+CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
+# Flags that say the reading's *time* cannot be trusted: such a reading never
+# moves a watermark (a clock ten years ahead must not end the world).
+UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD})
 
 # Order of kinds at one instant: readings first, then inspections.
 _READING = 0
@@ -56,14 +84,23 @@ class EngineStats:
     unknown_sensor: int = 0
     inspections: int = 0
     timers_fired: int = 0
+    untrusted_time: int = 0
     unknown_sensors: dict[str, int] = field(default_factory=dict)
 
 
-class DetectorFactory:
-    """Builds the detectors for a site; analytics.detectors provides the default."""
+@dataclass
+class StationClock:
+    """How far one station has got: its latest trustworthy event time and when it arrived."""
 
-    def __call__(self, site: SiteConfig, ctx: Context) -> list[Detector]:  # pragma: no cover
-        raise NotImplementedError
+    progress: int
+    last_arrival: int | None = None
+
+
+statecodec.allow(EngineStats)
+statecodec.allow(StationClock)
+
+# Engine attributes rebuilt from the site configuration, never written to a snapshot.
+_DERIVED = frozenset({"site", "ctx", "_sensor_set", "_station_of", "detectors", "_by_sensor"})
 
 
 class Engine(TimerQueue):
@@ -74,11 +111,17 @@ class Engine(TimerQueue):
         site: SiteConfig,
         *,
         allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
+        station_idle_s: float | None = None,
         detectors: list[Detector] | None = None,
         screen: Screen | None = None,
     ) -> None:
+        """``station_idle_s``: how long (arrival time) a station may be silent and still
+        hold the site's watermark back; default: the allowed lateness."""
         self.site = site
         self.allowed_lateness_ms = round(allowed_lateness_s * MS_PER_S)
+        self.station_idle_ms = (
+            self.allowed_lateness_ms if station_idle_s is None else round(station_idle_s * MS_PER_S)
+        )
         self.ctx = Context(
             site=site,
             rules=site.rules(),
@@ -113,10 +156,16 @@ class Engine(TimerQueue):
         self._max_seen: int | None = None
         self._released_to: int | None = None  # everything with t <= this has been processed
         self._finished = False
+        self._live = False  # fed with arrival times: per-station watermarks
+        self._stations: dict[str, StationClock] = {}
+        self._now: int | None = None  # latest arrival time known (the service's clock)
+        self._floor: int | None = None  # event time declared reached by advance_to
+        self.late_from: int | None = None  # earliest event time that arrived too late
 
     def _rebuild(self) -> None:
         """Hot-path lookups derived from the detectors (not part of the snapshot)."""
         self._sensor_set = frozenset(self._by_sensor)
+        self._station_of = self.site.station_of()
 
     # --- TimerQueue -------------------------------------------------------------
 
@@ -129,23 +178,67 @@ class Engine(TimerQueue):
     def processed_to(self) -> int | None:
         return self._released_to
 
+    @property
+    def clock(self) -> int | None:
+        """The latest arrival time the engine was told of (live), or None."""
+        return self._now
+
     # --- input ------------------------------------------------------------------
 
     @property
     def watermark(self) -> int | None:
-        """Event time up to which input is final: latest seen minus the allowed lateness."""
-        if self._max_seen is None:
-            return None
-        return self._max_seen - self.allowed_lateness_ms
+        """Event time up to which input is final (see the module docstring)."""
+        lateness = self.allowed_lateness_ms
+        base: int | None
+        if not self._live:
+            base = None if self._max_seen is None else self._max_seen - lateness
+        else:
+            now = self._now
+            clocks = [c for c in self._stations.values() if c.last_arrival is not None]
+            active = [
+                c.progress
+                for c in clocks
+                if now is None or now - c.last_arrival <= self.station_idle_ms  # type: ignore[operator]
+            ]
+            if active:
+                base = min(active) - lateness
+            elif clocks and now is not None:
+                # Every station silent: event time runs on from the latest data at the
+                # pace of the service's clock, so silence and deadlines are noticed.
+                base = max(c.progress + (now - c.last_arrival) for c in clocks) - lateness  # type: ignore[operator]
+            else:
+                base = None
+        if self._floor is not None:
+            floor = self._floor - lateness
+            base = floor if base is None else max(base, floor)
+        return base
 
-    def feed(self, readings: Iterable[SensorReading]) -> list[EngineEvent]:
-        """Accept readings (any order, duplicates allowed); return the events they caused."""
+    def _note_late(self, t: int) -> None:
+        if self.late_from is None or t < self.late_from:
+            self.late_from = t
+
+    def feed(
+        self, readings: Iterable[SensorReading], received_at: int | None = None
+    ) -> list[EngineEvent]:
+        """Accept readings (any order, duplicates allowed); return the events they caused.
+
+        ``received_at`` (epoch ms, the service's clock when they arrived) switches
+        the engine to per-station watermarks; a replay leaves it out.
+        """
         stats = self.stats
+        if received_at is not None:
+            self._live = True
+            if self._now is None or received_at > self._now:
+                self._now = received_at
         for r in readings:
             stats.readings_in += 1
             if r.sensor not in self._sensor_set:
                 stats.unknown_sensor += 1
                 stats.unknown_sensors[r.sensor] = stats.unknown_sensors.get(r.sensor, 0) + 1
+                continue
+            flags = r.flags
+            if flags and CLOCK_AHEAD in flags:
+                stats.untrusted_time += 1
                 continue
             key = (r.sensor, r.t)
             if key in self._buffered_keys:
@@ -158,39 +251,160 @@ class Engine(TimerQueue):
                     stats.duplicates += 1
                 else:
                     stats.late_dropped += 1
+                    self._note_late(r.t)
                 continue
             if self._released_to is not None and r.t <= self._released_to:
                 # Late, but newer than anything processed for this sensor: use it now.
                 stats.late_processed += 1
+                self._note_late(r.t)
                 self._process_reading(r)
                 continue
             self._buffered_keys.add(key)
             heapq.heappush(self._buffer, (r.t, _READING, r.sensor, r))
-            if self._max_seen is None or r.t > self._max_seen:
-                self._max_seen = r.t
+            if flags and not flags.isdisjoint(UNTRUSTED_TIME):
+                stats.untrusted_time += 1
+                continue
+            self._progress(r, received_at)
         wm = self.watermark
         if wm is not None:
             self._run_until(wm)
         return self._drain()
 
-    def feed_inspection(self, inspection: Inspection) -> list[EngineEvent]:
-        """Record an inspection; it is ordered with the readings by its event time."""
+    def _progress(self, r: SensorReading, received_at: int | None) -> None:
+        """A trustworthy reading moves its station (and the replay watermark) forward."""
+        if self._max_seen is None or r.t > self._max_seen:
+            self._max_seen = r.t
+        station = self._station_of.get(r.sensor)
+        if station is None:
+            return
+        clock = self._stations.get(station)
+        if clock is None:
+            self._stations[station] = StationClock(r.t, received_at)
+            return
+        if r.t > clock.progress:
+            clock.progress = r.t
+        if received_at is not None and (
+            clock.last_arrival is None or received_at > clock.last_arrival
+        ):
+            clock.last_arrival = received_at
+
+    def feed_inspection(
+        self, inspection: Inspection, received_at: int | None = None
+    ) -> list[EngineEvent]:
+        """Record an inspection; it is ordered with the readings by its event time.
+
+        Live (``received_at`` given), an inspection never moves the watermark:
+        people are not clocks, and a mistyped date must not end the day early.
+        """
         self.stats.inspections += 1
-        heapq.heappush(
-            self._buffer,
-            (
-                inspection.t,
-                _INSPECTION,
-                f"{inspection.inspector}|{inspection.duty or ''}",
-                inspection,
-            ),
-        )
-        if self._max_seen is None or inspection.t > self._max_seen:
+        if self._released_to is not None and inspection.t <= self._released_to:
+            self._note_late(inspection.t)
+        heapq.heappush(self._buffer, self._inspection_entry(inspection))
+        if received_at is not None:
+            self._live = True
+            if self._now is None or received_at > self._now:
+                self._now = received_at
+        elif self._max_seen is None or inspection.t > self._max_seen:
             self._max_seen = inspection.t
         wm = self.watermark
         if wm is not None:
             self._run_until(wm)
         return self._drain()
+
+    @staticmethod
+    def _inspection_entry(inspection: Inspection) -> tuple[int, int, str, Any]:
+        return (
+            inspection.t,
+            _INSPECTION,
+            f"{inspection.inspector}|{inspection.duty or ''}",
+            inspection,
+        )
+
+    def advance_clock(self, now: int) -> list[EngineEvent]:
+        """The service's clock says it is ``now`` (arrival time): a heartbeat.
+
+        Stations silent for longer than ``station_idle_s`` stop holding the
+        watermark; with every station silent, event time follows this clock,
+        so an offline site and an overdue duty are noticed without new data.
+        """
+        self._live = True
+        if self._now is None or now > self._now:
+            self._now = now
+        wm = self.watermark
+        if wm is not None:
+            self._run_until(wm)
+        return self._drain()
+
+    def advance_clock_to(self, now: int) -> None:
+        """Set the service's clock without processing anything (before a catch-up)."""
+        self._live = True
+        if self._now is None or now > self._now:
+            self._now = now
+
+    def adopt_clock(self, other: Engine) -> None:
+        """Take over another engine's station progress and clock (a rebuild replacing it)."""
+        for station, clock in other._stations.items():
+            self.set_station_clock(station, clock.progress, clock.last_arrival)
+        if other._now is not None:
+            self.advance_clock_to(other._now)
+        if other._floor is not None and (self._floor is None or other._floor > self._floor):
+            self._floor = other._floor
+
+    def set_station_clock(self, station: str, progress: int, last_arrival: int | None) -> None:
+        """Restore one station's progress (from the store, after a rebuild or restart)."""
+        self._live = True
+        clock = self._stations.get(station)
+        if clock is None:
+            self._stations[station] = StationClock(progress, last_arrival)
+            return
+        clock.progress = max(clock.progress, progress)
+        if last_arrival is not None:
+            clock.last_arrival = max(clock.last_arrival or last_arrival, last_arrival)
+        if self._now is None or (last_arrival is not None and last_arrival > self._now):
+            self._now = last_arrival
+
+    def catch_up(
+        self,
+        readings: Iterable[Sequence[SensorReading]],
+        inspections: Iterable[Inspection],
+        until: int,
+    ) -> list[EngineEvent]:
+        """Process stored history in event-time order up to ``until`` (a restart or rebuild).
+
+        ``readings`` comes in chunks sorted by event time (the store reads them
+        so), all later than what this engine already processed. Each chunk is
+        released up to just before its last time, so memory holds one chunk;
+        what lies beyond ``until`` stays buffered for the live stream.
+        """
+        for ins in inspections:
+            self.stats.inspections += 1
+            heapq.heappush(self._buffer, self._inspection_entry(ins))
+        events: list[EngineEvent] = []
+        for chunk in readings:
+            if not chunk:
+                continue
+            for r in chunk:
+                self.stats.readings_in += 1
+                if r.sensor not in self._sensor_set:
+                    self.stats.unknown_sensor += 1
+                    continue
+                if r.flags and CLOCK_AHEAD in r.flags:
+                    self.stats.untrusted_time += 1
+                    continue
+                key = (r.sensor, r.t)
+                if key in self._buffered_keys or (
+                    self._released_to is not None and r.t <= self._released_to
+                ):
+                    self.stats.duplicates += 1
+                    continue
+                self._buffered_keys.add(key)
+                heapq.heappush(self._buffer, (r.t, _READING, r.sensor, r))
+                if not (r.flags and not r.flags.isdisjoint(UNTRUSTED_TIME)):
+                    self._progress(r, None)
+            self._run_until(min(until, chunk[-1].t - 1))
+            events += self._drain()
+        self._run_until(until)
+        return events + self._drain()
 
     def advance_to(self, t: int) -> list[EngineEvent]:
         """Declare that event time has reached ``t`` (a heartbeat when no data comes).
@@ -199,12 +413,22 @@ class Engine(TimerQueue):
         overdue duty is noticed without new readings; the analytics themselves
         still read no clock.
         """
-        if self._max_seen is None or t > self._max_seen:
-            self._max_seen = t
+        if self._floor is None or t > self._floor:
+            self._floor = t
         wm = self.watermark
         if wm is not None:
             self._run_until(wm)
         return self._drain()
+
+    def forget_closed(self) -> None:
+        """Drop resolved episodes and completed duties (the live service keeps them in its store).
+
+        Nothing a detector does looks at a closed episode or a completed duty
+        again, so the snapshot stays the size of what is open, not of history.
+        """
+        alerts, duties = self.ctx.alerts, self.ctx.duties
+        alerts.episodes = [ep for ep in alerts.episodes if ep.resolved_at is None]
+        duties.records = {k: r for k, r in duties.records.items() if r.completed_at is None}
 
     def finish(self, end: int | None = None) -> list[EngineEvent]:
         """Process everything buffered and fire timers up to ``end`` (default: the last input)."""
@@ -274,36 +498,76 @@ class Engine(TimerQueue):
     # --- snapshot / restore -----------------------------------------------------
 
     @staticmethod
-    def _fingerprint(site: SiteConfig) -> str:
-        return hashlib.sha256(site.model_dump_json().encode()).hexdigest()
+    def fingerprint(site: SiteConfig) -> str:
+        """What the engine's state depends on: the site without its contacts.
+
+        A changed phone number changes who hears an alert, not what was found,
+        so it does not force a rebuild.
+        """
+        data = site.model_dump(mode="json", exclude={"contacts"})
+        text = repr(sorted(data.items()))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def snapshot(self) -> bytes:
-        """The whole engine state as bytes; the ingest service persists it.
-
-        Pickle is used because the state is ours and stays on the machine that
-        wrote it: a snapshot is a trusted local file, never something received.
-        """
-        state = {k: v for k, v in self.__dict__.items() if k not in ("site", "ctx", "_sensor_set")}
+        """The whole engine state as typed, versioned JSON (analytics/statecodec.py)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
         state["_books"] = (self.ctx.alerts, self.ctx.duties)
-        return pickle.dumps((SNAPSHOT_VERSION, self._fingerprint(self.site), state), protocol=5)
+        state["_detectors"] = self.detectors
+        header = {
+            "version": SNAPSHOT_VERSION,
+            "fingerprint": self.fingerprint(self.site),
+            "processed_to": self._released_to,
+        }
+        return statecodec.encode_state(state, header=header, skip=frozenset())
+
+    @staticmethod
+    def snapshot_header(blob: bytes) -> dict[str, Any]:
+        """The snapshot's version, fingerprint and ``processed_to`` without decoding the state."""
+        header, _state = statecodec.read_header(blob)
+        return header
 
     @classmethod
     def restore(cls, site: SiteConfig, blob: bytes) -> Engine:
-        """An engine that continues exactly where the snapshotted one stopped."""
-        version, fingerprint, state = pickle.loads(blob)
-        if version != SNAPSHOT_VERSION:
-            raise ValueError(f"engine snapshot version {version} is not {SNAPSHOT_VERSION}")
-        if fingerprint != cls._fingerprint(site):
-            raise ValueError(
-                "the site configuration changed since this snapshot was taken; "
-                "replay from the store instead of restoring"
+        """An engine that continues exactly where the snapshotted one stopped.
+
+        Raises :class:`~analytics.statecodec.SnapshotError` (a ValueError) when the
+        blob is not a snapshot of this release for this site configuration; the
+        caller then rebuilds from the store.
+        """
+        header, encoded = statecodec.read_header(blob)
+        if header.get("version") != SNAPSHOT_VERSION:
+            raise statecodec.SnapshotError(
+                f"engine snapshot version {header.get('version')!r} is not {SNAPSHOT_VERSION}"
             )
-        engine = cls.__new__(cls)
-        alerts, duties = state.pop("_books")
-        engine.__dict__.update(state)
-        engine.site = site
-        engine.ctx = Context(
-            site=site, rules=site.rules(), alerts=alerts, duties=duties, _engine=engine
-        )
-        engine._rebuild()
-        return engine
+        if header.get("fingerprint") != cls.fingerprint(site):
+            raise statecodec.SnapshotError(
+                "the site configuration changed since this snapshot was taken"
+            )
+        state = statecodec.decode_state(encoded)
+        books = state.pop("_books", None)
+        detectors = state.pop("_detectors", None)
+        if (
+            not isinstance(books, tuple)
+            or len(books) != 2
+            or not isinstance(books[0], AlertBook)
+            or not isinstance(books[1], DutyBook)
+            or not isinstance(detectors, dict)
+            or not all(isinstance(d, Detector) for d in detectors.values())
+        ):
+            raise statecodec.SnapshotError("snapshot lacks the alert/duty books or detectors")
+        fresh = cls(site)
+        if set(detectors) != set(fresh.detectors):
+            raise statecodec.SnapshotError("snapshot detectors do not match the site")
+        unknown = set(state) - set(fresh.__dict__)
+        if unknown:
+            raise statecodec.SnapshotError(f"snapshot has unknown engine fields {sorted(unknown)}")
+        fresh.__dict__.update(state)
+        fresh.ctx.alerts, fresh.ctx.duties = books
+        fresh.detectors = detectors
+        by_sensor: dict[str, list[Detector]] = {s: [] for s in site.sensors()}
+        for det in detectors.values():
+            for sensor in det.sensors():
+                by_sensor.setdefault(sensor, []).append(det)
+        fresh._by_sensor = by_sensor
+        fresh._rebuild()
+        return fresh

@@ -33,14 +33,8 @@ from pydantic import ValidationError
 
 from analytics.events import Inspection, SensorReading
 from analytics.timeutil import to_ms
-from siltwatch.schema import (
-    AlertMessage,
-    InspectionRecord,
-    Reading,
-    ReadingBatch,
-    StationStatus,
-    parse_topic,
-)
+from ingest.decode import to_inspection, to_sensor_reading, validate_payload
+from siltwatch.schema import parse_topic
 
 MAX_REPORTED = 20
 
@@ -224,42 +218,16 @@ class Capture:
     inspections: list[Inspection]
 
 
-def _reading(r: Reading) -> SensorReading:
-    return SensorReading(
-        r.sensor, to_ms(r.time), r.value, r.seq, frozenset(str(q) for q in r.quality)
-    )
-
-
 def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[Inspection]]:
-    """One MQTT message -> engine inputs; ValueError/ValidationError says why it is refused."""
+    """One MQTT message -> engine inputs; ValueError/ValidationError says why it is refused.
+
+    The wire checks are ingest/decode.py's (strict types, ids matching the topic),
+    so a capture replays exactly what the live service would have accepted from
+    the wire; the site checks (units, physical bounds) need a site and stay there.
+    """
     parts = parse_topic(topic)
-    if parts.kind == "reading":
-        kind = payload.get("type") if isinstance(payload, dict) else None
-        if kind == "batch":
-            batch = ReadingBatch.model_validate(payload)
-            if batch.site != parts.site or batch.station != parts.station:
-                raise ValueError(f"batch for {batch.site}/{batch.station} published on {topic}")
-            return [_reading(r) for r in batch.expand()], []
-        reading = Reading.model_validate(payload)
-        if (reading.site, reading.station, reading.sensor) != (
-            parts.site,
-            parts.station,
-            parts.sensor,
-        ):
-            raise ValueError(
-                f"reading of {reading.site}/{reading.station}/{reading.sensor} published on {topic}"
-            )
-        return [_reading(reading)], []
-    if parts.kind == "inspections":
-        rec = InspectionRecord.model_validate(payload)
-        if rec.site != parts.site:
-            raise ValueError(f"inspection for site {rec.site!r} published on {topic}")
-        return [], [Inspection(to_ms(rec.time), rec.inspector, rec.duty)]
-    if parts.kind == "status":
-        StationStatus.model_validate(payload)  # checked, but a status carries no data
-        return [], []
-    AlertMessage.model_validate(payload)
-    return [], []
+    wire = validate_payload(topic, parts, payload)
+    return [to_sensor_reading(r) for r in wire.items], [to_inspection(r) for r in wire.inspections]
 
 
 def read_capture(path: Path, sensors: Iterable[str]) -> Capture:

@@ -1,36 +1,55 @@
-"""The live ingest service: MQTT in, validated and deduplicated readings stored,
-the engine fed, alerts dispatched.
+"""The live ingest service: messages in, committed to the store, judged, alerts dispatched.
 
-A bad payload is a logged, counted and stored rejection with the reason — it
-never stops the pipeline. Duplicates (QoS 1 redelivery, an outbox resend) are
-dropped by the store before the engine sees them. The engine's state is
-snapshotted to the store so a restart continues where it stopped.
+The two principles of design.md are this module's job:
 
-``handle_message`` is the whole pipeline for one message and needs no broker,
-so tests drive it directly; ``MqttIngest`` connects it to a real broker.
+* **The store is the truth; engine state is a cache.** A batch of messages
+  is decoded and committed in one transaction (a group commit) and only then
+  acknowledged (``on_committed``); the engine is fed afterwards. On start the
+  service restores the newest usable snapshot and replays from the store
+  everything stored after it (``Recovery``), so a restart anywhere gives the
+  alerts an uninterrupted run gives; a changed site configuration or an
+  unreadable snapshot rebuilds the engine from the store instead of refusing
+  to start.
+* **One bad input changes nothing else.** Every message gets a stored answer:
+  readings, an inspection, or a rejection row with the reason
+  (ingest/decode.py never raises). A reading dated ahead of its arrival by
+  more than the clock-skew bound is stored flagged ``clock_ahead`` and never
+  moves event time; an inspection so dated is refused. A reading that
+  arrives after the engine has already judged its window is stored and the
+  affected history is rebuilt from the store in event-time order
+  (``_rebuild``) — alerts it should have raised are raised then, marked late
+  in their message, and alerts it disproves are withdrawn.
+
+What people hear is derived from what the store already holds: an event is
+dispatched only when it changes the stored episode, so a restart or a
+rebuild never repeats a notification.
+
+``handle_message``/``handle_batch`` need no broker, so tests drive them
+directly; ingest/mqtt_ingest.py connects them to a real broker.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
-from pydantic import ValidationError
-
-from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine
-from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
-from ingest.recording import parse_payload
-from ingest.store import SqliteStore
+from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, Engine
+from analytics.events import AlertEvent, DutyEvent, EngineEvent, Inspection, SensorReading
+from analytics.statecodec import SnapshotError
+from analytics.timeutil import MS_PER_S, from_ms, iso
+from ingest.decode import Decoded, Rejected, decode_message
+from ingest.store import SnapshotRow, SqliteStore, StoredAlert
 from siltwatch.config import SiteConfig
-from siltwatch.schema import parse_topic, readings_subscription
+from siltwatch.schema import Alert, Duty
 
 log = logging.getLogger(__name__)
+
+DEFAULT_MAX_CLOCK_SKEW_S = 300.0
+LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
+WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
 
 
 class EventHandler(Protocol):
@@ -46,6 +65,17 @@ class EventHandler(Protocol):
 ReadingMirror = Callable[[str, list[tuple[str, SensorReading]]], None]
 """Gets (site, [(station, reading), ...]) for every newly stored reading (ingest/influx.py)."""
 
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """One message as it came off the wire, and the service clock when it arrived."""
+
+    topic: str
+    payload: bytes
+    received_at: int
+
 
 @dataclass
 class IngestStats:
@@ -54,13 +84,42 @@ class IngestStats:
     duplicates: int = 0
     rejected: int = 0
     inspections: int = 0
+    clock_ahead: int = 0
+    late_readings: int = 0
+    rebuilds: int = 0
+    commits: int = 0
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
 
 
-class IngestService:
-    """Validate → store → engine → dispatch, for one site."""
+def _already_told(stored: Alert, event: Alert) -> bool:
+    """The event's state is one the stored episode already went through (replayed history).
 
-    SNAPSHOT_EVERY = 5_000  # readings between engine snapshots
+    An episode only grows: escalations are appended and it is resolved once.
+    So an event whose escalations are a prefix of the stored ones, and which
+    is not a resolution the store lacks, is not news.
+    """
+    n = len(event.escalations)
+    if event.escalations != stored.escalations[:n]:
+        return False
+    if event.resolved_at is not None and stored.resolved_at is None:
+        return False
+    return (
+        n < len(stored.escalations)
+        or stored.resolved_at is not None
+        or (event.resolved_at == stored.resolved_at)
+    )
+
+
+def _duty_known(stored: Duty, event: Duty) -> bool:
+    """The stored duty is the event's state or a later one (completed)."""
+    return stored == event or (stored.completed_at is not None and event.completed_at is None)
+
+
+class IngestService:
+    """Decode → commit → engine → dispatch, for one site."""
+
+    SNAPSHOT_EVERY = 5_000  # readings fed between engine snapshots
+    REBUILD_DELAY_MS = 1_000  # late data is gathered this long before one rebuild
 
     def __init__(
         self,
@@ -69,170 +128,376 @@ class IngestService:
         dispatcher: EventHandler | None = None,
         *,
         allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
+        max_clock_skew_s: float = DEFAULT_MAX_CLOCK_SKEW_S,
+        station_idle_s: float | None = None,
         mirror: ReadingMirror | None = None,
+        now_ms: int | None = None,
+        progress: Progress | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
         Set it to at least the stations' publishing period (a station that sends
-        hourly batches needs more than an hour); alerts wait that long.
-        ``mirror`` also gets each message's new readings once they are stored and
-        judged (the InfluxDB mirror for Grafana); alerts and duties reach such a
-        mirror through ``dispatcher``.
+        hourly batches needs more than an hour); alerts wait that long. Later
+        readings are still used, through a rebuild. ``max_clock_skew_s``: how far
+        ahead of the service's clock an event time may be before it is
+        distrusted. ``now_ms`` is the service clock at start (None: the newest
+        arrival in the store). ``say`` gets one line for a person when the
+        engine has to be rebuilt (why), ``progress`` the rebuild's progress.
         """
         self.site = site
+        self.site_id = site.site.id
         self.store = store
         self.dispatcher = dispatcher
         self.mirror = mirror
         self.stats = IngestStats()
-        blob = store.load_snapshot(site.site.id)
-        self.engine = (
-            Engine.restore(site, blob)
-            if blob is not None
-            else Engine(site, allowed_lateness_s=allowed_lateness_s)
-        )
+        self.allowed_lateness_s = allowed_lateness_s
+        self.station_idle_s = station_idle_s
+        self.max_skew_ms = round(max_clock_skew_s * MS_PER_S)
+        self.lock = threading.RLock()
+        self._progress = progress
+        self._say = say or (lambda line: log.warning("%s", line))
         self._since_snapshot = 0
-        self._station_of = site.station_of()
-        self.lock = threading.Lock()
+        self._rebuild_from: int | None = None
+        self._rebuild_noticed_at: int | None = None
+        self._late_ids = store.late_alert_ids(self.site_id)
+        self.engine = self._recover(now_ms)
 
-    def _reject(self, topic: str, payload: bytes, reason: str, received_at: int) -> None:
+    # --- start: snapshot + replay from the store ------------------------------------
+
+    def _new_engine(self) -> Engine:
+        return Engine(
+            self.site,
+            allowed_lateness_s=self.allowed_lateness_s,
+            station_idle_s=self.station_idle_s,
+        )
+
+    def _usable_snapshot(self, before: int | None) -> tuple[Engine, SnapshotRow | None]:
+        """The newest snapshot consistent with the store (and older than ``before``)."""
+        for row in self.store.snapshots(self.site_id):
+            if before is not None and row.processed_to is not None and row.processed_to >= before:
+                continue
+            try:
+                engine = Engine.restore(self.site, row.blob)
+            except SnapshotError as exc:
+                self._say(f"engine snapshot of {self.site_id} not used ({exc}); rebuilding")
+                self.store.drop_snapshot(self.site_id, row)
+                continue
+            if engine.allowed_lateness_ms != round(self.allowed_lateness_s * MS_PER_S):
+                self._say(f"allowed lateness changed for {self.site_id}; rebuilding the engine")
+                continue
+            earliest = self.store.earliest_stored_after(
+                self.site_id, row.reading_mark, row.inspection_mark
+            )
+            if (
+                earliest is not None
+                and row.processed_to is not None
+                and earliest <= row.processed_to
+            ):
+                continue  # data stored after it belongs before it: an older one is needed
+            return engine, row
+        return self._new_engine(), None
+
+    def _recover(self, now_ms: int | None) -> Engine:
+        """Restore the newest usable snapshot and replay what the store holds after it."""
+        engine, row = self._usable_snapshot(None)
+        if row is None and self.store.reading_count(self.site_id):
+            self._say(
+                f"rebuilding the engine of {self.site_id} from the store "
+                f"({self.store.reading_count(self.site_id):,} readings)"
+            )
+        return self._catch_up(engine, row, now_ms, None, late=False)
+
+    def _catch_up(
+        self,
+        engine: Engine,
+        row: SnapshotRow | None,
+        now_ms: int | None,
+        until: int | None,
+        *,
+        late: bool,
+    ) -> Engine:
+        """Feed ``engine`` the stored history after its snapshot, up to the live watermark."""
+        after = engine.processed_to()
+        for station, progress, arrival in self.store.station_clocks(self.site_id):
+            engine.set_station_clock(station, progress, arrival)
+        if now_ms is not None:
+            engine.advance_clock_to(now_ms)
+        target = engine.watermark
+        if until is not None:
+            target = until if target is None else max(target, until)
+        if target is None:
+            target = after if after is not None else -(2**62)
+        total = self.store.reading_count(self.site_id)
+        done = 0
+
+        def chunks() -> Iterable[list[SensorReading]]:
+            nonlocal done
+            for chunk in self.store.readings_after(self.site_id, after):
+                done += len(chunk)
+                if self._progress is not None and row is None:
+                    self._progress(done, total)
+                yield chunk
+
+        events = engine.catch_up(
+            chunks(), self.store.inspections_after(self.site_id, after), target
+        )
+        opened_after = None if row is None else row.processed_to
+        self._publish_history(engine, events, late=late, opened_after=opened_after)
+        engine.forget_closed()
+        return engine
+
+    # --- messages -----------------------------------------------------------------
+
+    def handle_message(self, topic: str, payload: bytes, received_at: int) -> list[EngineEvent]:
+        """The pipeline for one message (its own commit); never raises for bad input."""
+        return self.handle_batch([Incoming(topic, payload, received_at)])
+
+    def handle_batch(
+        self, messages: Sequence[Incoming], on_committed: Callable[[], None] | None = None
+    ) -> list[EngineEvent]:
+        """Decode and commit ``messages`` in one transaction, call ``on_committed``, then judge.
+
+        ``on_committed`` is where the MQTT acknowledgements go: after the
+        commit, before the engine (a crash in between loses nothing — the
+        restart replays the store).
+        """
+        with self.lock:
+            fresh = self._commit(messages)
+            if on_committed is not None:
+                on_committed()
+            return self._judge(fresh)
+
+    def _commit(
+        self, messages: Sequence[Incoming]
+    ) -> list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]]:
+        """Store every message's answer in one transaction; return what is new, per arrival."""
+        site = self.site_id
+        fresh: list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]] = []
+        with self.store.transaction():
+            for msg in messages:
+                self.stats.messages += 1
+                result = decode_message(msg.topic, msg.payload, self.site)
+                if isinstance(result, Rejected):
+                    self._reject(msg, result.reason)
+                    continue
+                rows, inspections = self._judge_clocks(msg, result)
+                if inspections is None:
+                    continue
+                new = self.store.insert_readings(site, rows, msg.received_at)
+                self.stats.readings_stored += len(new)
+                self.stats.duplicates += len(rows) - len(new)
+                new_ins = [
+                    ins
+                    for ins in inspections
+                    if self.store.insert_inspection(site, ins, msg.received_at)
+                ]
+                self.stats.inspections += len(new_ins)
+                if new or new_ins:
+                    station_of = {r.sensor: s for s, r in rows}
+                    fresh.append(
+                        (msg.received_at, [(station_of[r.sensor], r) for r in new], new_ins)
+                    )
+        self.stats.commits += 1
+        return fresh
+
+    def _judge_clocks(
+        self, msg: Incoming, decoded: Decoded
+    ) -> tuple[list[tuple[str, SensorReading]], list[Inspection] | None]:
+        """Flag readings dated ahead of their arrival; refuse inspections so dated."""
+        limit = msg.received_at + self.max_skew_ms
+        for ins in decoded.inspections:
+            if ins.t > limit:
+                ahead_s = (ins.t - msg.received_at) / MS_PER_S
+                self._reject(
+                    msg,
+                    f"clock ahead: inspection time {iso(ins.t)} is {ahead_s:,.0f} s after it "
+                    f"arrived (at most {self.max_skew_ms / MS_PER_S:,.0f} s is accepted)",
+                )
+                return [], None
+        rows: list[tuple[str, SensorReading]] = []
+        for station, r in decoded.readings:
+            if r.t > limit and CLOCK_AHEAD not in r.flags:
+                self.stats.clock_ahead += 1
+                r = replace(r, flags=r.flags | {CLOCK_AHEAD})
+            rows.append((station, r))
+        return rows, list(decoded.inspections)
+
+    def _reject(self, msg: Incoming, reason: str) -> None:
         self.stats.rejected += 1
         key = reason.split(":", 1)[0]
         self.stats.rejected_by_reason[key] = self.stats.rejected_by_reason.get(key, 0) + 1
-        log.warning("rejected message on %s: %s", topic, reason)
-        self.store.add_rejection(topic, reason, payload, received_at)
+        log.warning("rejected message on %r: %s", msg.topic[:200], reason)
+        self.store.insert_rejection(msg.topic, reason, msg.payload, msg.received_at, self.site_id)
 
-    def handle_message(self, topic: str, payload: bytes, received_at: int) -> list[EngineEvent]:
-        """The pipeline for one MQTT message; never raises for bad input."""
-        with self.lock:
-            self.stats.messages += 1
-            site_id = self.site.site.id
-            try:
-                parts = parse_topic(topic)
-                if parts.site != site_id:
-                    raise ValueError(
-                        f"topic is for site {parts.site!r}, this service ingests {site_id!r}"
-                    )
-                data = json.loads(payload)
-                readings, inspections = parse_payload(topic, data)
-            except json.JSONDecodeError as exc:
-                self._reject(
-                    topic, payload, f"not JSON: {exc.msg} at position {exc.pos}", received_at
-                )
-                return []
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(payload)"
-                self._reject(
-                    topic, payload, f"invalid payload: field {where!r}: {first['msg']}", received_at
-                )
-                return []
-            except ValueError as exc:
-                self._reject(topic, payload, f"refused: {exc}", received_at)
-                return []
-            rows = []
-            for r in readings:
-                station = self._station_of.get(r.sensor)
-                if station is None or station != parts.station:
-                    self._reject(
-                        topic,
-                        payload,
-                        f"unknown sensor: {r.sensor!r} is not a sensor of station {parts.station!r} in the site config",
-                        received_at,
-                    )
-                    return []
-                rows.append((station, r))
-            new = self.store.add_readings(site_id, rows, received_at)
-            self.stats.readings_stored += len(new)
-            self.stats.duplicates += len(rows) - len(new)
-            events: list[EngineEvent] = []
+    def _judge(
+        self, fresh: list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]]
+    ) -> list[EngineEvent]:
+        """Feed what was committed to the engine; late data schedules a rebuild."""
+        events: list[EngineEvent] = []
+        engine = self.engine
+        last_arrival = None
+        for received_at, rows, inspections in fresh:
+            last_arrival = received_at
+            processed_to = engine.processed_to()
+            on_time: list[SensorReading] = []
+            for _station, r in rows:
+                if processed_to is not None and r.t <= processed_to and CLOCK_AHEAD not in r.flags:
+                    self.stats.late_readings += 1
+                    self._late(r.t, received_at)
+                else:
+                    on_time.append(r)
+            if on_time:
+                events += engine.feed(on_time, received_at)
+                self._since_snapshot += len(on_time)
             for ins in inspections:
-                if self.store.add_inspection(site_id, ins):
-                    self.stats.inspections += 1
-                    events += self.engine.feed_inspection(ins)
-            if new:
-                events += self.engine.feed(new)
-            self._since_snapshot += len(new)
+                if processed_to is not None and ins.t <= processed_to:
+                    self._late(ins.t, received_at)
+                else:
+                    events += engine.feed_inspection(ins, received_at)
+        self._publish(events)
+        if self.mirror is not None:
+            for _received_at, rows, _ins in fresh:
+                if rows:
+                    self.mirror(self.site_id, rows)
+        if last_arrival is not None:
+            self._maybe_rebuild(last_arrival)
             if self._since_snapshot >= self.SNAPSHOT_EVERY:
-                self.snapshot(received_at)
-            self._publish(events)
-            if new and self.mirror is not None:
-                self.mirror(site_id, [(self._station_of[r.sensor], r) for r in new])
-            return events
+                self.snapshot(last_arrival)
+        return events
 
-    def _publish(self, events: list[EngineEvent]) -> None:
-        site_id = self.site.site.id
+    def _late(self, t: int, received_at: int) -> None:
+        if self._rebuild_from is None or t < self._rebuild_from:
+            self._rebuild_from = t
+        if self._rebuild_noticed_at is None:
+            self._rebuild_noticed_at = received_at
+
+    # --- rebuilding history after late data --------------------------------------
+
+    def _maybe_rebuild(self, now_ms: int) -> None:
+        noticed = self._rebuild_noticed_at
+        if noticed is not None and now_ms - noticed >= self.REBUILD_DELAY_MS:
+            self.rebuild_now(now_ms)
+
+    def rebuild_now(self, now_ms: int) -> None:
+        """Apply late data now: roll back to a snapshot before it and replay the store."""
+        with self.lock:
+            start = self._rebuild_from
+            if start is None:
+                return
+            self._rebuild_from = self._rebuild_noticed_at = None
+            self.stats.rebuilds += 1
+            old = self.engine
+            until = old.processed_to()
+            self.store.drop_snapshots_from(self.site_id, start)
+            engine, row = self._usable_snapshot(start)
+            log.info(
+                "late data from %s for %s: rebuilding from %s",
+                iso(start),
+                self.site_id,
+                "the start" if row is None or row.processed_to is None else iso(row.processed_to),
+            )
+            engine.adopt_clock(old)
+            self.engine = self._catch_up(engine, row, now_ms, until, late=True)
+            self._since_snapshot = 0
+            self.snapshot(now_ms)
+
+    # --- publishing: only what changes what the store holds ---------------------
+
+    def _publish(self, events: list[EngineEvent], *, late: bool = False) -> None:
+        """Store each event's alert or duty and dispatch the ones that change something."""
+        out: list[EngineEvent] = []
         for event in events:
-            if isinstance(event, AlertEvent):
-                self.store.save_alert(site_id, event.alert)
-            elif isinstance(event, DutyEvent):
-                self.store.save_duty(site_id, event.duty)
-        if self.dispatcher is not None and events:
-            self.dispatcher.handle(events)
+            if isinstance(event, DutyEvent):
+                known = self.store.stored_duty(self.site_id, event.duty.id)
+                if known is None or not _duty_known(known, event.duty):
+                    self.store.save_duty(self.site_id, event.duty)
+                out.append(event)
+                continue
+            stored = self.store.stored_alert(self.site_id, event.alert.id)
+            if (
+                stored is not None
+                and not stored.withdrawn
+                and _already_told(stored.alert, event.alert)
+            ):
+                continue  # replayed history (a restart, a rebuild), not news
+            is_late = event.alert.id in self._late_ids or (late and stored is None)
+            alert = event.alert
+            if is_late:
+                self._late_ids.add(alert.id)
+                alert = alert.model_copy(update={"message": LATE_PREFIX + alert.message})
+            self.store.save_alert(self.site_id, alert, late=is_late)
+            out.append(AlertEvent(event.type, event.at, alert))
+        if self.dispatcher is not None and out:
+            self.dispatcher.handle(out)
+
+    def _publish_history(
+        self, engine: Engine, events: list[EngineEvent], *, late: bool, opened_after: int | None
+    ) -> None:
+        """Publish a catch-up's events; withdraw stored episodes the history no longer has."""
+        self._publish(events, late=late)
+        known = {ep.id for ep in engine.ctx.alerts.episodes}
+        since = "" if opened_after is None else from_ms(opened_after).isoformat()
+        reached = engine.processed_to()
+        withdrawn: list[EngineEvent] = []
+        for stored in self.store.alerts_opened_after(self.site_id, since):
+            opened = round(stored.alert.opened_at.timestamp() * MS_PER_S)
+            if stored.withdrawn or stored.alert.id in known or reached is None or opened > reached:
+                continue
+            withdrawn.append(self._withdraw(stored, engine))
+        if self.dispatcher is not None and withdrawn:
+            self.dispatcher.handle(withdrawn)
+
+    def _withdraw(self, stored: StoredAlert, engine: Engine) -> AlertEvent:
+        alert = stored.alert
+        at = engine.processed_to() or 0
+        ended = alert.resolved_at or from_ms(max(at, int(alert.opened_at.timestamp() * MS_PER_S)))
+        alert = alert.model_copy(
+            update={"message": WITHDRAWN_PREFIX + alert.message, "resolved_at": ended}
+        )
+        self.store.withdraw_alert(self.site_id, alert)
+        log.warning(
+            "alert %s (%s %s) withdrawn after late data", alert.id, alert.kind, alert.subject
+        )
+        return AlertEvent("resolved", int(alert.opened_at.timestamp() * MS_PER_S), alert)
+
+    # --- the clock, the end, snapshots ---------------------------------------------
 
     def tick(self, now_ms: int) -> list[EngineEvent]:
-        """Advance event time from the service's clock, so silence is noticed too."""
+        """The service's clock: silence is noticed, pending late data is applied."""
         with self.lock:
-            events = self.engine.advance_to(now_ms)
+            self._maybe_rebuild(now_ms)
+            events = self.engine.advance_clock(now_ms)
             self._publish(events)
             return events
 
     def finish(self, end_ms: int | None = None) -> list[EngineEvent]:
+        """End the run at ``end_ms`` as a replay does (pending late data applied first)."""
         with self.lock:
+            if self._rebuild_from is not None:
+                self.rebuild_now(self.engine.clock or 0)
             events = self.engine.finish(end_ms)
             self._publish(events)
             return events
 
     def snapshot(self, taken_at: int) -> None:
-        self.store.save_snapshot(self.site.site.id, self.engine.snapshot(), taken_at)
-        self._since_snapshot = 0
+        """Persist the engine (only when it reflects every stored reading in order)."""
+        with self.lock:
+            if self._rebuild_from is not None:
+                return  # late data pending: this state is about to be replaced
+            self.engine.forget_closed()
+            self.store.save_snapshot(
+                self.site_id,
+                self.engine.snapshot(),
+                taken_at,
+                processed_to=self.engine.processed_to(),
+                marks=self.store.marks(),
+            )
+            self._since_snapshot = 0
 
-
-class MqttIngest:
-    """Subscribes to one site's readings and inspections and feeds the service."""
-
-    def __init__(
-        self,
-        service: IngestService,
-        host: str,
-        port: int,
-        *,
-        username: str | None = None,
-        password: str | None = None,
-        protocol: MQTTProtocolVersion = MQTTProtocolVersion.MQTTv311,
-        clock_ms: Callable[[], int],
-    ) -> None:
-        self.service = service
-        self.clock_ms = clock_ms
-        site = service.site.site.id
-        self.client = mqtt.Client(
-            CallbackAPIVersion.VERSION2, client_id=f"siltwatch-ingest-{site}", protocol=protocol
-        )
-        if username is not None:
-            self.client.username_pw_set(username, password)
-        self.client.on_connect = self._on_connect
-        self.client.on_message = self._on_message
-        self.host, self.port = host, port
-        self.subscribed = threading.Event()
-        self.client.on_subscribe = lambda *args: self.subscribed.set()
-
-    def _on_connect(
-        self, client: mqtt.Client, userdata: object, flags: object, reason: object, props: object
-    ) -> None:
-        site = self.service.site.site.id
-        client.subscribe(
-            [(readings_subscription(site), 1), (f"siltwatch/v1/{site}/inspections", 1)]
-        )
-
-    def _on_message(self, client: mqtt.Client, userdata: object, msg: mqtt.MQTTMessage) -> None:
-        try:
-            self.service.handle_message(msg.topic, bytes(msg.payload), self.clock_ms())
-        except Exception:  # a bug must be loud, but must not kill the network loop
-            log.exception("ingest failed on a message from %s", msg.topic)
-
-    def start(self) -> None:
-        self.client.connect(self.host, self.port, keepalive=30)
-        self.client.loop_start()
-
-    def stop(self) -> None:
-        self.client.disconnect()
-        self.client.loop_stop()
+    def close(self, now_ms: int) -> None:
+        """Apply pending late data and leave a snapshot (SIGTERM, Ctrl-C)."""
+        with self.lock:
+            if self._rebuild_from is not None:
+                self.rebuild_now(now_ms)
+            self.snapshot(now_ms)

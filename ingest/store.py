@@ -1,44 +1,67 @@
-"""The SQLite store: the embedded default, one file, WAL mode.
+"""The SQLite store: the embedded default, one file, WAL mode — and the truth.
 
-It keeps every accepted reading (deduplicated), every rejected payload with the
-reason (nothing is lost silently), inspections, the alert episodes and duties
-as they stand, and the engine's snapshot so a restarted service continues
-where it stopped.
+design.md: "the store is the truth; engine state is a cache". It keeps every
+accepted reading (deduplicated), every rejected payload with the reason
+(nothing is lost silently), inspections, the alert episodes and duties as
+they stand, and the engine's snapshots. The live service commits a reading
+here *before* it acknowledges the MQTT message, so a reading the broker
+handed over is either stored or will be delivered again.
 
-Dedupe: a reading is identified by (site, sensor, event time), and also by
-(site, sensor, seq) when the station sent a sequence number — the edge agent
-resends after a lost PUBACK, and QoS 1 may deliver twice.
+Arrival order is kept too (``readings.id``, ``inspections.id`` grow with
+every insert): a snapshot records how far it had read, so a restart restores
+the snapshot and replays what was stored after it, and a reading stored
+after a snapshot but dated before what it had processed is found and the
+history rebuilt in order.
+
+Dedupe: a reading is identified by (site, sensor, event time). The sequence
+number is kept as a record, not as a key: an edge station whose outbox was
+reset reuses sequence numbers, and those new readings must not be dropped as
+duplicates (the same reading resent still has the same time).
+
+Snapshots: several per site, spaced in event time, so a late reading rolls
+the engine back to the newest snapshot before it rather than to the start.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import socket
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from analytics.events import Inspection, SensorReading
 from siltwatch.schema import Alert, Duty
 
+SCHEMA_VERSION = 2
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
+    id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
     t INTEGER NOT NULL, seq INTEGER, value REAL NOT NULL, flags TEXT NOT NULL DEFAULT '',
     received_at INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, t)
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS readings_seq ON readings (site, sensor, seq) WHERE seq IS NOT NULL;
+    UNIQUE (site, sensor, t)
+);
+CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL, topic TEXT NOT NULL,
-    reason TEXT NOT NULL, payload TEXT NOT NULL
+    reason TEXT NOT NULL, payload TEXT NOT NULL, site TEXT
 );
 CREATE TABLE IF NOT EXISTS inspections (
+    id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, t INTEGER NOT NULL, inspector TEXT NOT NULL, duty TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (site, t, inspector, duty)
+    received_at INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (site, t, inspector, duty)
 );
 CREATE TABLE IF NOT EXISTS alerts (
     site TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, subject TEXT NOT NULL,
     severity TEXT NOT NULL, opened_at TEXT NOT NULL, resolved_at TEXT, body TEXT NOT NULL,
+    late INTEGER NOT NULL DEFAULT 0, withdrawn INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (site, id)
 );
 CREATE TABLE IF NOT EXISTS duties (
@@ -47,56 +70,193 @@ CREATE TABLE IF NOT EXISTS duties (
     PRIMARY KEY (site, id)
 );
 CREATE TABLE IF NOT EXISTS snapshots (
-    site TEXT PRIMARY KEY, taken_at INTEGER NOT NULL, blob BLOB NOT NULL
+    site TEXT NOT NULL, processed_to INTEGER NOT NULL, reading_mark INTEGER NOT NULL,
+    inspection_mark INTEGER NOT NULL, taken_at INTEGER NOT NULL, blob BLOB NOT NULL,
+    PRIMARY KEY (site, processed_to)
 );
 """
 
+# Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
+_TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
+
+SNAPSHOT_SPACING_MS = 6 * 3_600_000  # keep one snapshot per 6 h of event time ...
+SNAPSHOTS_KEPT = 40  # ... up to ten days back, plus the newest
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message names the file and says why."""
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One stored engine snapshot and how far it had read the store."""
+
+    processed_to: int | None
+    reading_mark: int
+    inspection_mark: int
+    taken_at: int
+    blob: bytes
+
+
+@dataclass(frozen=True)
+class StoredAlert:
+    """What the store knows of an alert episode, to tell a change from a repeat."""
+
+    alert: Alert
+    late: bool
+    withdrawn: bool
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(path, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        return db
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: is not a usable siltwatch SQLite store ({exc})") from None
+
 
 class SqliteStore:
-    """One SQLite file shared by the ingest service, the dashboards and reports."""
+    """One SQLite file shared by the ingest service, the dashboards and reports.
 
-    def __init__(self, path: Path | str) -> None:
+    ``synchronous="FULL"`` (the live service) makes a commit survive a power
+    cut, not only a killed process; a group commit makes that cheap.
+    """
+
+    def __init__(
+        self, path: Path | str, *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        self.db = _connect(self.path)
+        self._lock_fd: int | None = None
+        try:
+            self.db.execute(f"PRAGMA synchronous={synchronous}")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise StoreError(
+                f"{self.path}: is not a usable siltwatch SQLite store ({exc})"
+            ) from None
+
+    def _migrate(self) -> None:
+        """Create the schema, or bring a store written by an older siltwatch up to date."""
+        (version,) = self.db.execute("PRAGMA user_version").fetchone()
+        tables = {
+            r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if version < SCHEMA_VERSION and "readings" in tables:
+            with self.db:
+                for table in ("readings", "inspections", "snapshots"):
+                    self.db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+                self.db.execute("DROP INDEX IF EXISTS readings_seq")
+                self.db.executescript(SCHEMA)
+                self.db.execute(
+                    "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+                    "SELECT site, station, sensor, t, seq, value, flags, received_at "
+                    "FROM old_readings ORDER BY received_at, t"
+                )
+                self.db.execute(
+                    "INSERT INTO inspections (site, t, inspector, duty) "
+                    "SELECT site, t, inspector, duty FROM old_inspections ORDER BY t"
+                )
+                for column in ("late", "withdrawn"):
+                    cols = {r[1] for r in self.db.execute("PRAGMA table_info(alerts)")}
+                    if column not in cols:
+                        self.db.execute(
+                            f"ALTER TABLE alerts ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"
+                        )
+                cols = {r[1] for r in self.db.execute("PRAGMA table_info(rejections)")}
+                if "site" not in cols:
+                    self.db.execute("ALTER TABLE rejections ADD COLUMN site TEXT")
+                for table in ("readings", "inspections", "snapshots"):
+                    # Old snapshots were pickles: never loaded, so simply dropped.
+                    self.db.execute(f"DROP TABLE old_{table}")
+        else:
+            self.db.executescript(SCHEMA)
+        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.db.commit()
 
     def close(self) -> None:
         self.db.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # --- one writer -------------------------------------------------------------
+
+    def claim_writer(self, who: str) -> None:
+        """Make this process the store's only live writer, or say who already is.
+
+        An advisory lock on ``FILE.lock`` (released by the OS when the process
+        dies, even by kill -9), holding a line that names the owner.
+        """
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 500).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise StoreError(f"{self.path}: already served by {holder}") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{who} (pid {os.getpid()} on {socket.gethostname()})\n".encode())
+        self._lock_fd = fd
+
+    # --- writes -----------------------------------------------------------------
+
+    def transaction(self) -> sqlite3.Connection:
+        """``with store.transaction():`` groups writes into one commit (the group commit)."""
+        return self.db
+
+    def insert_readings(
+        self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading]:
+        """Store (station, reading) pairs inside the caller's transaction; return the new ones."""
+        new: list[SensorReading] = []
+        execute = self.db.execute
+        for station, r in rows:
+            cur = execute(
+                "INSERT OR IGNORE INTO readings "
+                "(site, station, sensor, t, seq, value, flags, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    site,
+                    station,
+                    r.sensor,
+                    r.t,
+                    r.seq,
+                    r.value,
+                    ",".join(sorted(r.flags)),
+                    received_at,
+                ),
+            )
+            if cur.rowcount:
+                new.append(r)
+        return new
 
     def add_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
     ) -> list[SensorReading]:
-        """Store (station, reading) pairs; return the ones that were new (duplicates are ignored)."""
-        new: list[SensorReading] = []
+        """Store (station, reading) pairs in their own commit; return the ones that were new."""
         with self.db:
-            for station, r in rows:
-                cur = self.db.execute(
-                    "INSERT OR IGNORE INTO readings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        site,
-                        station,
-                        r.sensor,
-                        r.t,
-                        r.seq,
-                        r.value,
-                        ",".join(sorted(r.flags)),
-                        received_at,
-                    ),
-                )
-                if cur.rowcount:
-                    new.append(r)
-        return new
+            return self.insert_readings(site, rows, received_at)
 
-    def add_rejection(self, topic: str, reason: str, payload: bytes, received_at: int) -> None:
-        text = payload.decode("utf-8", errors="replace")[:10_000]
+    def insert_rejection(
+        self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
+    ) -> None:
+        text = payload[:10_000].decode("utf-8", errors="replace")
+        self.db.execute(
+            "INSERT INTO rejections (received_at, topic, reason, payload, site) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (received_at, topic, reason, text, site),
+        )
+
+    def add_rejection(
+        self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
+    ) -> None:
         with self.db:
-            self.db.execute(
-                "INSERT INTO rejections (received_at, topic, reason, payload) VALUES (?, ?, ?, ?)",
-                (received_at, topic, reason, text),
-            )
+            self.insert_rejection(topic, reason, payload, received_at, site)
 
     def rejections(self) -> list[tuple[str, str]]:
         return [
@@ -104,18 +264,29 @@ class SqliteStore:
             for t, r in self.db.execute("SELECT topic, reason FROM rejections ORDER BY id")
         ]
 
-    def add_inspection(self, site: str, ins: Inspection) -> bool:
-        with self.db:
-            cur = self.db.execute(
-                "INSERT OR IGNORE INTO inspections VALUES (?, ?, ?, ?)",
-                (site, ins.t, ins.inspector, ins.duty or ""),
-            )
+    def rejection_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM rejections").fetchone()[0])
+
+    def insert_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO inspections (site, t, inspector, duty, received_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (site, ins.t, ins.inspector, ins.duty or "", received_at),
+        )
         return bool(cur.rowcount)
 
-    def save_alert(self, site: str, alert: Alert) -> None:
+    def add_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
+        with self.db:
+            return self.insert_inspection(site, ins, received_at)
+
+    def save_alert(self, site: str, alert: Alert, *, late: bool = False) -> None:
+        """Write an episode as it now stands (``late``: it was found only when late data came)."""
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0) "
+                "ON CONFLICT (site, id) DO UPDATE SET severity = excluded.severity, "
+                "resolved_at = excluded.resolved_at, body = excluded.body, "
+                "late = max(alerts.late, excluded.late), withdrawn = 0",
                 (
                     site,
                     alert.id,
@@ -125,7 +296,16 @@ class SqliteStore:
                     alert.opened_at.isoformat(),
                     None if alert.resolved_at is None else alert.resolved_at.isoformat(),
                     alert.model_dump_json(),
+                    int(late),
                 ),
+            )
+
+    def withdraw_alert(self, site: str, alert: Alert) -> None:
+        """Mark an episode that late data disproved (kept, for the record of what was sent)."""
+        with self.db:
+            self.db.execute(
+                "UPDATE alerts SET withdrawn = 1, body = ? WHERE site = ? AND id = ?",
+                (alert.model_dump_json(), site, alert.id),
             )
 
     def save_duty(self, site: str, duty: Duty) -> None:
@@ -143,11 +323,37 @@ class SqliteStore:
                 ),
             )
 
+    # --- reads ------------------------------------------------------------------
+
     def alerts(self, site: str) -> list[Alert]:
+        """The site's alert episodes (without withdrawn ones), in ALERTS.jsonl order."""
         rows = self.db.execute(
-            "SELECT body FROM alerts WHERE site = ? ORDER BY opened_at, id", (site,)
+            "SELECT body FROM alerts WHERE site = ? AND withdrawn = 0 ORDER BY opened_at, id",
+            (site,),
         )
         return [Alert.model_validate(json.loads(body)) for (body,) in rows]
+
+    def stored_alert(self, site: str, alert_id: str) -> StoredAlert | None:
+        row = self.db.execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? AND id = ?", (site, alert_id)
+        ).fetchone()
+        if row is None:
+            return None
+        return StoredAlert(Alert.model_validate(json.loads(row[0])), bool(row[1]), bool(row[2]))
+
+    def alerts_opened_after(self, site: str, opened_after_iso: str) -> list[StoredAlert]:
+        """Episodes (withdrawn or not) opened strictly after a time, for a rebuild to check."""
+        rows = self.db.execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? AND opened_at > ?",
+            (site, opened_after_iso),
+        )
+        return [
+            StoredAlert(Alert.model_validate(json.loads(b)), bool(lt), bool(w)) for b, lt, w in rows
+        ]
+
+    def late_alert_ids(self, site: str) -> set[str]:
+        rows = self.db.execute("SELECT id FROM alerts WHERE site = ? AND late = 1", (site,))
+        return {str(r[0]) for r in rows}
 
     def duties(self, site: str) -> list[Duty]:
         rows = self.db.execute(
@@ -155,15 +361,11 @@ class SqliteStore:
         )
         return [Duty.model_validate(json.loads(body)) for (body,) in rows]
 
-    def save_snapshot(self, site: str, blob: bytes, taken_at: int) -> None:
-        with self.db:
-            self.db.execute(
-                "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)", (site, taken_at, blob)
-            )
-
-    def load_snapshot(self, site: str) -> bytes | None:
-        row = self.db.execute("SELECT blob FROM snapshots WHERE site = ?", (site,)).fetchone()
-        return None if row is None else bytes(row[0])
+    def stored_duty(self, site: str, duty_id: str) -> Duty | None:
+        row = self.db.execute(
+            "SELECT body FROM duties WHERE site = ? AND id = ?", (site, duty_id)
+        ).fetchone()
+        return None if row is None else Duty.model_validate(json.loads(row[0]))
 
     def reading_count(self, site: str, sensor: str | None = None) -> int:
         if sensor is None:
@@ -178,16 +380,138 @@ class SqliteStore:
 
     def readings(self, site: str, sensor: str) -> list[SensorReading]:
         rows = self.db.execute(
-            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? ORDER BY t",
+            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
+            "ORDER BY t",
             (site, sensor),
         )
-        return [
-            SensorReading(
-                s,
-                int(t),
-                float(v),
-                None if q is None else int(q),
-                frozenset(f.split(",")) if f else frozenset(),
+        return [_reading(row) for row in rows]
+
+    def readings_after(
+        self, site: str, after: int | None, chunk: int = 20_000
+    ) -> Iterator[list[SensorReading]]:
+        """Every reading with event time after ``after``, in (time, sensor) order, in chunks."""
+        last_t = -(2**62) if after is None else after
+        last_sensor = "\uffff"
+        while True:
+            rows = self.db.execute(
+                "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? "
+                "AND (t > ? OR (t = ? AND sensor > ?)) ORDER BY t, sensor LIMIT ?",
+                (site, last_t, last_t, last_sensor, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            out = [_reading(row) for row in rows]
+            yield out
+            last_t, last_sensor = out[-1].t, out[-1].sensor
+
+    def inspections_after(self, site: str, after: int | None) -> list[Inspection]:
+        rows = self.db.execute(
+            "SELECT t, inspector, duty FROM inspections WHERE site = ? AND t > ? ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [Inspection(int(t), str(who), str(duty) or None) for t, who, duty in rows]
+
+    def marks(self) -> tuple[int, int]:
+        """The newest reading and inspection ids: how far a snapshot has read the store."""
+        r = self.db.execute("SELECT coalesce(max(id), 0) FROM readings").fetchone()[0]
+        i = self.db.execute("SELECT coalesce(max(id), 0) FROM inspections").fetchone()[0]
+        return int(r), int(i)
+
+    def earliest_stored_after(
+        self, site: str, reading_mark: int, inspection_mark: int
+    ) -> int | None:
+        """The earliest event time among what was stored after the given marks."""
+        r = self.db.execute(
+            "SELECT min(t) FROM readings WHERE site = ? AND id > ? AND " + _TRUSTED_TIME_SQL,
+            (site, reading_mark),
+        ).fetchone()[0]
+        i = self.db.execute(
+            "SELECT min(t) FROM inspections WHERE site = ? AND id > ?", (site, inspection_mark)
+        ).fetchone()[0]
+        found = [int(v) for v in (r, i) if v is not None]
+        return min(found) if found else None
+
+    def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
+        """(station, latest trustworthy event time, latest arrival) of every station."""
+        rows = self.db.execute(
+            "SELECT station, max(t), max(received_at) FROM readings WHERE site = ? AND "
+            + _TRUSTED_TIME_SQL
+            + " GROUP BY station",
+            (site,),
+        )
+        return [(str(s), int(t), int(a)) for s, t, a in rows]
+
+    # --- snapshots --------------------------------------------------------------
+
+    def save_snapshot(
+        self,
+        site: str,
+        blob: bytes,
+        taken_at: int,
+        *,
+        processed_to: int | None = None,
+        marks: tuple[int, int] = (0, 0),
+    ) -> None:
+        """Keep a snapshot; older ones are thinned to one per ``SNAPSHOT_SPACING_MS``."""
+        key = -(2**62) if processed_to is None else processed_to
+        with self.db:
+            self.db.execute(
+                "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?)",
+                (site, key, marks[0], marks[1], taken_at, blob),
             )
-            for s, t, v, q, f in rows
+            kept = [
+                int(r[0])
+                for r in self.db.execute(
+                    "SELECT processed_to FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
+                    (site,),
+                )
+            ]
+            keep: list[int] = []
+            for t in kept:
+                if not keep or (keep[-1] - t >= SNAPSHOT_SPACING_MS and len(keep) < SNAPSHOTS_KEPT):
+                    keep.append(t)
+            drop = [t for t in kept if t not in set(keep)]
+            self.db.executemany(
+                "DELETE FROM snapshots WHERE site = ? AND processed_to = ?",
+                [(site, t) for t in drop],
+            )
+
+    def snapshots(self, site: str) -> list[SnapshotRow]:
+        """Every kept snapshot of the site, newest first."""
+        rows = self.db.execute(
+            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob FROM snapshots "
+            "WHERE site = ? ORDER BY processed_to DESC",
+            (site,),
+        )
+        return [
+            SnapshotRow(None if p == -(2**62) else int(p), int(rm), int(im), int(ta), bytes(b))
+            for p, rm, im, ta, b in rows
         ]
+
+    def load_snapshot(self, site: str) -> bytes | None:
+        """The newest snapshot's bytes (None without one)."""
+        rows = self.snapshots(site)
+        return rows[0].blob if rows else None
+
+    def drop_snapshots_from(self, site: str, t: int) -> None:
+        """Forget snapshots that processed past ``t``: late data made them wrong."""
+        with self.db:
+            self.db.execute("DELETE FROM snapshots WHERE site = ? AND processed_to >= ?", (site, t))
+
+    def drop_snapshot(self, site: str, row: SnapshotRow) -> None:
+        key = -(2**62) if row.processed_to is None else row.processed_to
+        with self.db:
+            self.db.execute(
+                "DELETE FROM snapshots WHERE site = ? AND processed_to = ?", (site, key)
+            )
+
+
+def _reading(row: Sequence[object]) -> SensorReading:
+    s, t, v, q, f = row
+    return SensorReading(
+        str(s),
+        int(t),  # type: ignore[call-overload]
+        float(v),  # type: ignore[arg-type]
+        None if q is None else int(q),  # type: ignore[call-overload]
+        frozenset(str(f).split(",")) if f else frozenset(),
+    )

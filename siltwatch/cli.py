@@ -14,7 +14,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.configerrors import ConfigError
+from siltwatch.serve import add_serve_options
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -174,92 +176,9 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import logging
-    import time
+    from siltwatch.serve import cmd_serve as serve
 
-    from alerts.dispatch import Dispatcher
-    from alerts.sinks import ConsoleSink, JsonlSink, Sink
-    from ingest.service import EventHandler, IngestService, MqttIngest
-    from ingest.store import SqliteStore
-    from siltwatch.config import load_site
-
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        site = load_site(Path(args.site))
-    except ConfigError as exc:
-        _err(exc.lines)
-        return EXIT_FAIL
-    delivery = None
-    if args.notify:
-        from alerts.messages import SiteLabel
-        from alerts.notify_config import Delivery, load_notify
-
-        try:
-            notify = load_notify(Path(args.notify))
-        except ConfigError as exc:
-            _err(exc.lines)
-            return EXIT_FAIL
-        label = SiteLabel(site.site.id, site.site.name, site.site.zone)
-        delivery = Delivery(notify, label, time.time)
-    try:
-        mirror = _influx_mirror(args, site)
-    except ValueError as exc:
-        _err([str(exc)])
-        return EXIT_FAIL
-    host, port = _broker(args.broker)
-    store = SqliteStore(Path(args.db))
-    sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
-    if delivery is not None:
-        sinks.append(delivery.sink)
-        delivery.start()
-    dispatcher: EventHandler = Dispatcher(site, sinks)
-    if mirror is not None:
-        from ingest.influx import EventFanOut, MirrorFlusher
-
-        # New readings through the service's mirror hook; alerts and duties next to the
-        # dispatcher. The mirror never raises into the pipeline (ingest/influx.py).
-        dispatcher = EventFanOut([dispatcher, mirror])
-        flusher = MirrorFlusher(mirror)
-        flusher.start()
-        print(f"mirroring to {mirror.writer.what}")
-    service = IngestService(
-        site, store, dispatcher, allowed_lateness_s=args.allowed_lateness_s, mirror=mirror
-    )
-    ingest = MqttIngest(
-        service,
-        host,
-        port,
-        username=args.username,
-        password=_password(args),
-        clock_ms=lambda: int(time.time() * 1000),
-    )
-    ingest.start()
-    print(
-        f"siltwatch serving site {site.site.id!r} from mqtt://{host}:{port}; store {args.db}; "
-        f"alert log {args.alert_log}"
-        + (f"; alerts by {delivery.describe()}" if delivery else "")
-        + "; Ctrl-C to stop"
-    )
-    try:
-        while True:
-            time.sleep(args.tick_s)
-            # The wall clock enters here, in the I/O shell, never in the analytics.
-            service.tick(int(time.time() * 1000))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        ingest.stop()
-        service.snapshot(int(time.time() * 1000))
-        store.close()
-        if mirror is not None:
-            flusher.stop()
-            mirror.close()
-        if delivery is not None:
-            delivery.stop()  # undelivered messages stay in the outbox for the next start
-    print(f"stopped: {service.stats}")
-    return EXIT_OK
+    return serve(args, _influx_mirror)
 
 
 def _secret(path: str | None, what: str) -> str | None:
@@ -447,26 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "serve", help="run the live ingest service for one site against an MQTT broker"
     )
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
-    p.add_argument(
-        "--broker", default="mqtt://127.0.0.1:1883", metavar="URL", help="mqtt://host:port"
-    )
-    p.add_argument("--username", help="MQTT user name")
-    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
-    p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
-    p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
-    p.add_argument(
-        "--notify",
-        metavar="NOTIFY.toml",
-        help="also deliver alerts by email/SMS/webhook through a persistent outbox (alerts/notify_config.py)",
-    )
-    p.add_argument("--tick-s", type=float, default=30.0, help="seconds between clock heartbeats")
-    p.add_argument(
-        "--allowed-lateness-s",
-        type=float,
-        default=900.0,
-        help="how late a reading may arrive and still be judged in order (>= the stations' publishing period)",
-    )
+    add_serve_options(p)
+    add_broker_acl_parser(sub)
     _influx_options(p)
     p.set_defaults(func=cmd_serve)
 

@@ -5,7 +5,13 @@ it and reports every mistake at once, each naming the file, the key path and
 what was expected. Beyond the shapes of single keys (pydantic), the cross
 references are checked here: a turbidity pair must name two turbidity sensors
 that exist, a trap a sediment-depth sensor, ids must be unique, rule packs
-must exist, a unit must fit its sensor kind.
+must exist, a unit must fit its sensor kind, a site under a rule pack must
+name the officer the law sends overdue duties to.
+
+Nothing in the file may quietly switch the law off: ``nan`` and ``inf`` (valid
+TOML) are refused wherever a number is read, durations and intervals must be
+positive, and the text that ends up in mail headers and SMS (names, addresses,
+phone numbers) must be well formed and free of control characters.
 
 Keys carry their unit in their name (``design_level_ft``, ``tolerance_m``); the
 ``*_m()`` helpers give the value in metres, the unit the analytics use.
@@ -14,14 +20,22 @@ The reference configs in shared/contract/ must load unchanged.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from siltwatch.configerrors import ConfigError, key_path, read_toml, validation_lines
+from siltwatch.configerrors import (
+    NOT_FINITE,
+    ConfigError,
+    control_character,
+    key_path,
+    read_toml,
+    validate_finite,
+)
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
 from siltwatch.units import UNITS_BY_KIND, to_metres, volume_to_m3
@@ -39,7 +53,63 @@ Role = Literal["operator", "qualified_inspector", "officer"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # allow_inf_nan=False: a model built without load_site (tests, benchmarks)
+    # refuses nan/inf too; load_site reports them first through the raw scan.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
+
+
+def _plain_text(value: str) -> str:
+    """Names reach mail headers, SMS and reports: a newline there forges a header or splits a message."""
+    bad = control_character(value)
+    if bad is not None:
+        raise ValueError(
+            f"must not contain control characters such as newlines, got {value!r} (has {bad})"
+        )
+    return value
+
+
+Text = Annotated[str, AfterValidator(_plain_text)]
+
+_EMAIL_EXAMPLE = "e.g. 'officer@town.example.org'"
+_E164 = re.compile(r"\+[1-9][0-9]{6,14}")
+
+
+def _email(value: str) -> str:
+    """An address the mailer can use as is, or the reason it cannot.
+
+    Deliberately not RFC 5322 in full: one ``@``, a local part, a dotted domain,
+    no whitespace and above all no control characters, because a newline in an
+    address would let the file inject mail headers (``Bcc:``) into every alert.
+    """
+    bad = control_character(value)
+    if bad is not None:
+        why = f"it contains {bad}; a control character such as a newline could inject mail headers"
+    elif any(ch.isspace() for ch in value):
+        why = "it contains whitespace"
+    elif value.count("@") != 1:
+        why = "it has no @" if "@" not in value else f"it has {value.count('@')} @ signs"
+    else:
+        local, domain = value.split("@")
+        labels = domain.split(".")
+        if not local:
+            why = "nothing before the @"
+        elif len(labels) < 2 or not all(labels):
+            why = f"the domain {domain!r} needs a dot between non-empty parts"
+        else:
+            return value
+    raise ValueError(f"expected an email address ({_EMAIL_EXAMPLE}), got {value!r}: {why}")
+
+
+def _phone(value: str) -> str:
+    """E.164, the form SMS gateways take: ``+``, country code and number, nothing else."""
+    if _E164.fullmatch(value) is None:
+        raise ValueError(
+            "expected an E.164 phone number: + then 7 to 15 digits with the country code, "
+            f"no spaces or dashes (e.g. '+15185550199'), got {value!r}"
+        )
+    return value
 
 
 def _one_length(obj: BaseModel, stem: str, *, required: bool) -> float | None:
@@ -62,7 +132,7 @@ def _one_length(obj: BaseModel, stem: str, *, required: bool) -> float | None:
 
 class SiteInfo(_Model):
     id: Identifier
-    name: str = ""
+    name: Text = ""
     timezone: str = "UTC"
     rule_packs: list[str] = Field(default_factory=list)
     disturbed_acres: float | None = Field(default=None, ge=0)
@@ -90,15 +160,17 @@ class SiteInfo(_Model):
 
 class ReceivingWater(_Model):
     id: Identifier
-    name: str = ""
+    name: Text = ""
     water_class: WaterClass = Field(alias="class")
 
 
 class Contact(_Model):
-    name: str
+    """A person alerts are routed to (alerts/routing.py decides who hears what)."""
+
+    name: Annotated[Text, Field(min_length=1)]
     role: Role
-    email: str | None = None
-    phone: str | None = Field(default=None, pattern=r"^\+[1-9][0-9]{6,14}$")
+    email: Annotated[str, AfterValidator(_email)] | None = None
+    phone: Annotated[str, AfterValidator(_phone)] | None = None
 
 
 class Sensor(_Model):
@@ -115,6 +187,20 @@ class Sensor(_Model):
         default=None, description="above this a reading is out of range"
     )
 
+    @model_validator(mode="after")
+    def _range(self) -> Sensor:
+        """min_value >= max_value would flag every reading out of range: the sensor would count for nothing."""
+        if (
+            self.min_value is not None
+            and self.max_value is not None
+            and self.min_value >= self.max_value
+        ):
+            raise ValueError(
+                f"min_value ({self.min_value:g}) must be below max_value ({self.max_value:g}): "
+                "otherwise every reading is out of range"
+            )
+        return self
+
     def tip_depth_mm(self) -> float | None:
         if self.tip_in is not None:
             return self.tip_in * 25.4
@@ -123,7 +209,7 @@ class Sensor(_Model):
 
 class Station(_Model):
     id: Identifier
-    name: str = ""
+    name: Text = ""
     sensors: list[Sensor] = Field(default_factory=list)
 
 
@@ -227,6 +313,11 @@ class SedimentTrap(_Model):
         if table is not None:
             if len(table) < 2:
                 raise ValueError("stage_storage needs at least two [depth, volume] rows")
+            for i, (depth, volume) in enumerate(table):
+                if depth < 0 or volume < 0:
+                    raise ValueError(
+                        f"stage_storage row {i} {list(table[i])}: depth and volume must be >= 0"
+                    )
             for i in range(1, len(table)):
                 if table[i][0] <= table[i - 1][0] or table[i][1] < table[i - 1][1]:
                     raise ValueError(
@@ -242,6 +333,25 @@ class RainGauge(_Model):
     storm_gap_h: float | None = Field(default=None, gt=0, description="site override of the pack")
 
 
+class Area(_Model):
+    """A disturbed area of the site; the site log records what happens to it.
+
+    Its slope and distance to water decide which cover deadline applies (e.g.
+    Lake George §148-11 I(3)(e)[3][b]: 24 hours when steeper than 15 % or
+    within 500 ft of water), so they are required, not defaulted: a guessed
+    value could pick the lenient deadline.
+    """
+
+    id: Identifier
+    name: Text = ""
+    acres: float = Field(ge=0)
+    slope_pct: float = Field(ge=0, description="steepest grade in the area, percent")
+    distance_to_water_ft: float = Field(
+        ge=0, description="to the nearest lake, pond, stream or wetland"
+    )
+    hqw_zone: bool = Field(default=False, description="NC High Quality Water zone (96.08(B))")
+
+
 class SiteConfig(_Model):
     site: SiteInfo
     receiving_waters: list[ReceivingWater] = Field(default_factory=list)
@@ -251,6 +361,7 @@ class SiteConfig(_Model):
     infiltration_practices: list[InfiltrationPractice] = Field(default_factory=list)
     sediment_traps: list[SedimentTrap] = Field(default_factory=list)
     rain_gauges: list[RainGauge] = Field(default_factory=list)
+    areas: list[Area] = Field(default_factory=list)
     rule_overrides: dict[str, Any] = Field(default_factory=dict)
 
     # --- lookups the rest of siltwatch uses ------------------------------------
@@ -350,6 +461,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     dupes("infiltration_practices", "practice")
     dupes("sediment_traps", "trap")
     dupes("rain_gauges", "rain gauge")
+    dupes("areas", "area")
 
     def ref(path: str, sensor_id: Any, kind: str) -> None:
         if not isinstance(sensor_id, str):
@@ -429,22 +541,79 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     if isinstance(overrides, dict):
         for key, value in overrides.items():
             problem = check_value(key, value)
-            if problem:
+            # A nan/inf is reported once, at its own key, by load_site's scan.
+            if problem and NOT_FINITE not in problem:
                 out.append((f"rule_overrides.{key}", problem))
+    out += _officer_problems(data, pack_ids, rules)
     return out
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+_GENERIC = "overdue inspections and critical regulatory alerts"
+_NO_OFFICER = (
+    'no contact has role "officer"; the {packs} rules send {what} to the town\'s officer '
+    '(add one: [[contacts]] with role = "officer" and an email or phone)'
+)
+
+
+def _officer_problems(
+    data: dict[str, Any], pack_ids: list[str], rules: Rules | None
+) -> list[tuple[str, str]]:
+    """A site under a rule pack must name the town's officer, and the officer must be reachable.
+
+    alerts/routing.py (which siltwatch may not import) sends every overdue
+    inspection, and every turbidity, sediment-trap or drain-time episode that
+    reaches critical, to the contacts with role ``officer``, whatever the pack.
+    With no officer those messages go nowhere and nobody notices: the law's
+    escalation is off. So any rule pack requires one.
+    """
+    contacts = _items(data, "contacts")
+    out: list[tuple[str, str]] = []
+    for i, contact in enumerate(contacts):
+        if contact.get("role") == "officer" and not (contact.get("email") or contact.get("phone")):
+            out.append(
+                (
+                    f"contacts[{i}]",
+                    "an officer needs an email or a phone: alerts reach the officer only through them",
+                )
+            )
+    if not pack_ids or any(c.get("role") == "officer" for c in contacts):
+        return out
+    if rules is None:  # a pack did not resolve (reported above): say what packs generally do
+        return [*out, ("contacts", _NO_OFFICER.format(packs=_join(pack_ids), what=_GENERIC))]
+    sends: list[str] = []
+    quarterly = rules.get("inspection.quarterly")
+    if (
+        rules.get("inspection.routine_days")
+        or rules.get("inspection.storm_threshold_in")
+        or (quarterly is not None and quarterly.value is True)
+    ):
+        sends.append("overdue inspections")
+    kinds = [
+        label
+        for key, label in (
+            ("turbidity_pairs", "turbidity"),
+            ("sediment_traps", "sediment-trap"),
+            ("infiltration_practices", "drain-time"),
+        )
+        if _items(data, key)
+    ]
+    if kinds:
+        sends.append(f"critical {_join(kinds)} alerts")
+    what = _join(sends) if sends else _GENERIC
+    return [*out, ("contacts", _NO_OFFICER.format(packs=_join(pack_ids), what=what))]
 
 
 def load_site(path: Path | str) -> SiteConfig:
     """Load and fully check a site file; ConfigError carries one line per mistake."""
     path = Path(path)
     data = read_toml(path)
-    lines: list[str] = []
-    site: SiteConfig | None = None
-    try:
-        site = SiteConfig.model_validate(data)
-    except ValidationError as exc:
-        lines = validation_lines(str(path), exc)
-    lines += [f"{path}: {where}: {what}" for where, what in cross_reference_problems(data)]
+    site, problems = validate_finite(data, SiteConfig)
+    problems += cross_reference_problems(data)
+    lines = [f"{path}: {where}: {what}" for where, what in problems]
     if lines or site is None:
         raise ConfigError(sorted(set(lines), key=lines.index))
     return site
@@ -452,6 +621,7 @@ def load_site(path: Path | str) -> SiteConfig:
 
 __all__ = [
     "RULE_KEYS",
+    "Area",
     "ConfigError",
     "Contact",
     "InfiltrationPractice",

@@ -9,10 +9,12 @@ the same way.
 
 from __future__ import annotations
 
+import math
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -38,9 +40,66 @@ def key_path(loc: Iterable[int | str]) -> str:
     return out or "(top level)"
 
 
+NOT_FINITE = "expected a finite number"
+
+
+def not_finite(value: float) -> str:
+    """What to tell a person who wrote ``nan`` or ``inf`` where a number belongs.
+
+    TOML allows ``nan`` and ``inf``, and every comparison with NaN is false: a
+    limit of ``nan`` NTU is never exceeded, a drain time of ``inf`` never runs
+    out. Such a value does not fail loudly later, it switches the law off, so
+    it is refused here with the same words wherever it appears.
+    """
+    return (
+        f"{NOT_FINITE}, got {value!r} (nan and inf are valid TOML but would "
+        "silently switch off the check that uses this value)"
+    )
+
+
+def non_finite_problems(data: Any, loc: tuple[int | str, ...] = ()) -> list[tuple[str, str]]:
+    """Every ``nan``/``inf`` in parsed TOML as (key path, what was expected).
+
+    A scan of the raw data rather than constraints on each model field, so no
+    field, table value or rule override can be forgotten.
+    """
+    if isinstance(data, float) and not math.isfinite(data):
+        return [(key_path(loc), not_finite(data))]
+    out: list[tuple[str, str]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out += non_finite_problems(value, (*loc, str(key)))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            out += non_finite_problems(value, (*loc, i))
+    return out
+
+
+def control_character(text: str) -> str | None:
+    """The first control or line-break character in ``text`` (as ``repr``), or None.
+
+    A newline in a name or address that ends up in a mail header or an SMS can
+    forge headers or split a message; no configured text needs one.
+    """
+    for ch in text:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return repr(ch)
+    return None
+
+
+class Problem(NamedTuple):
+    """One mistake found by pydantic: where, what was expected, and pydantic's error type."""
+
+    path: str
+    what: str
+    kind: str
+
+
 def _expected(err: dict[str, Any]) -> str:
     kind = err.get("type", "")
     msg = str(err.get("msg", ""))
+    if kind == "finite_number" and isinstance(err.get("input"), float):
+        return not_finite(err["input"])
     if kind == "missing":
         return "is required but missing"
     if kind == "extra_forbidden":
@@ -52,18 +111,54 @@ def _expected(err: dict[str, Any]) -> str:
     return f"{msg[:1].lower()}{msg[1:]}, got {err.get('input')!r}" if "input" in err else msg
 
 
-def validation_lines(source: str, exc: ValidationError, *, root: Sequence[str] = ()) -> list[str]:
-    """One line per pydantic error: ``FILE: key.path: what was expected``.
+def validation_problems(exc: ValidationError, *, root: Sequence[str] = ()) -> list[Problem]:
+    """One Problem per pydantic error.
 
     pydantic puts the tagged-union member name or a validator's wrapper name in
     ``loc`` for some errors; we drop the names that are not keys of the file.
     """
-    lines = []
+    out = []
     for err in exc.errors():
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
-        path = key_path([*root, *loc])
-        lines.append(f"{source}: {path}: {_expected(dict(err))}")
-    return lines
+        out.append(Problem(key_path([*root, *loc]), _expected(dict(err)), err["type"]))
+    return out
+
+
+def validation_lines(source: str, exc: ValidationError, *, root: Sequence[str] = ()) -> list[str]:
+    """One line per pydantic error: ``FILE: key.path: what was expected``."""
+    return [f"{source}: {p.path}: {p.what}" for p in validation_problems(exc, root=root)]
+
+
+def _within(path: str, top: str) -> bool:
+    """``path`` is ``top`` or a key below it."""
+    return path == top or path.startswith((f"{top}.", f"{top}["))
+
+
+def validate_finite(data: dict[str, Any], model: type[M]) -> tuple[M | None, list[tuple[str, str]]]:
+    """Validate ``data`` into ``model``; every mistake as (key path, what was expected).
+
+    A ``nan`` or ``inf`` is reported once, at its key, in the words of
+    :func:`not_finite`: pydantic's echoes of the same value (a union member
+    that also refused it, a text field that got a number) are dropped. A
+    ``nan`` under a key the model does not know is reported as the unknown
+    key only: the spelling is the mistake to fix first.
+    """
+    finite = non_finite_problems(data)
+    schema: list[Problem] = []
+    result: M | None = None
+    try:
+        result = model.model_validate(data)
+    except ValidationError as exc:
+        schema = validation_problems(exc)
+    unknown = [p.path for p in schema if p.kind == "extra_forbidden"]
+    finite = [f for f in finite if not any(_within(f[0], top) for top in unknown)]
+    echoes = [f[0] for f in finite]
+    kept = [
+        (p.path, p.what)
+        for p in schema
+        if p.kind == "extra_forbidden" or not any(_within(p.path, top) for top in echoes)
+    ]
+    return result, finite + kept
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -86,8 +181,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def load_toml_model(path: Path, model: type[M]) -> M:
     """Load ``path`` into ``model``; every mistake becomes one ConfigError line."""
-    data = read_toml(path)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(validation_lines(str(path), exc)) from None
+    result, problems = validate_finite(read_toml(path), model)
+    if problems or result is None:
+        raise ConfigError([f"{path}: {where}: {what}" for where, what in problems])
+    return result

@@ -21,14 +21,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from alerts.dispatch import Dispatcher
 from alerts.sinks import ConsoleSink, JsonlSink
 from analytics.timeutil import MS_PER_MIN, from_ms
 from ingest.broker import EmbeddedBroker
+from ingest.mqtt_ingest import BrokerSettings, MqttIngest
 from ingest.recording import RecordingError, read_csv_readings, read_inspections
-from ingest.service import IngestService, MqttIngest
+from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.configerrors import ConfigError
@@ -129,7 +130,13 @@ def run_demo(out: Path, *, examples: Path) -> int:
             )
             dispatcher = Dispatcher(site, [ConsoleSink(), JsonlSink(log_path)])
             service = IngestService(site, store, dispatcher)
-            ingest = MqttIngest(service, broker.host, broker.port, clock_ms=_now_ms)
+            # amqtt speaks MQTT 3.1.1 only (clean_session=False keeps the session).
+            settings = BrokerSettings(
+                broker.host, broker.port, protocol=MQTTProtocolVersion.MQTTv311
+            )
+            ingest = MqttIngest(
+                service, settings, clock_ms=_now_ms, client_id=f"siltwatch-demo-{info.id}"
+            )
             ingest.start()
             if not ingest.subscribed.wait(10):
                 print(

@@ -14,6 +14,7 @@ The pack files ship inside this package (``siltwatch/packs/``) because
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
@@ -22,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from siltwatch.configerrors import ConfigError, read_toml, validation_lines
+from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
 
 Verified = Literal["seed", "primary", "secondary", "default"]
 BASE_PACK = "siltwatch-defaults"
@@ -72,6 +73,43 @@ RULE_KEYS: dict[str, tuple[type, ...]] = {
     "cover.exposed_near_water_h": _NUMBER,
     "cover.graded_slopes_days": _NUMBER,
     "cover.permanent_working_days": _NUMBER,
+}
+
+# The range a numeric rule must lie in: (lowest, whether the lowest itself is
+# allowed, highest or None). A duration, cadence or interval of 0 or less would
+# make a duty due at once or a check never run; a fraction above 1 of a trap's
+# capacity is never reached. A pack or a site override outside its range is
+# refused rather than left to switch a rule off quietly.
+_POSITIVE = (0.0, False, None)
+_NON_NEGATIVE = (0.0, True, None)
+_FRACTION = (0.0, False, 1.0)
+RULE_RANGES: dict[str, tuple[float, bool, float | None]] = {
+    "rain.storm_gap_h": _POSITIVE,
+    "rain.min_storm_in": _NON_NEGATIVE,
+    "turbidity.window_s": _POSITIVE,
+    "turbidity.sustain_s": _NON_NEGATIVE,
+    "turbidity.clear_fraction": (0.0, True, 1.0),
+    "turbidity.benchmark_ntu": _NON_NEGATIVE,
+    "turbidity.notify_ntu": _NON_NEGATIVE,
+    "turbidity.dewatering_benchmark_ntu": _NON_NEGATIVE,
+    "sediment.warn_fraction": _FRACTION,
+    "sediment.cleanout_fraction": _FRACTION,
+    "drain.limit_h.infiltration_basin": _POSITIVE,
+    "drain.limit_h.infiltration_trench": _POSITIVE,
+    "drain.limit_h.dry_well": _POSITIVE,
+    "drain.limit_h.porous_pavement": _POSITIVE,
+    "drain.limit_h.vegetated_depression": _POSITIVE,
+    "inspection.routine_days": _POSITIVE,
+    "inspection.twice_weekly_over_acres": _NON_NEGATIVE,
+    "inspection.twice_weekly_min_gap_days": _NON_NEGATIVE,
+    "inspection.storm_threshold_in": _NON_NEGATIVE,
+    "inspection.storm_window_h": _POSITIVE,
+    "inspection.storm_due_h": _POSITIVE,
+    "health.offline_after_intervals": _POSITIVE,
+    "notice.before_inspection_h": _NON_NEGATIVE,
+    "cover.exposed_near_water_h": _POSITIVE,
+    "cover.graded_slopes_days": _POSITIVE,
+    "cover.permanent_working_days": _POSITIVE,
 }
 
 LIMIT_KEYS = frozenset(
@@ -150,6 +188,26 @@ def check_value(key: str, value: Any) -> str | None:
         return f"expected {expected}, got {value!r}"
     if isinstance(value, dict):
         return check_limit_shape(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _out_of_range(key, value)
+    return None
+
+
+def _out_of_range(key: str, value: float) -> str | None:
+    """Why a numeric rule value is not finite or outside :data:`RULE_RANGES`, or None."""
+    if not math.isfinite(value):
+        return not_finite(value)
+    bounds = RULE_RANGES.get(key)
+    if bounds is None:
+        return None
+    low, low_ok, high = bounds
+    too_low = value < low or (value == low and not low_ok)
+    too_high = high is not None and value > high
+    if too_low or too_high:
+        wanted = f"a number {'>=' if low_ok else '>'} {low:g}"
+        if high is not None:
+            wanted += f" and <= {high:g}"
+        return f"expected {wanted}, got {value!r}"
     return None
 
 
@@ -163,7 +221,11 @@ def check_limit_shape(value: dict[str, Any]) -> str | None:
         return "a turbidity limit needs max_ntu, over_background_ntu or over_background_pct"
     for k in numeric:
         v = value[k]
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{k} must be a number >= 0, got {v!r}"
+        if not math.isfinite(v):
+            return f"{k}: {not_finite(v)}"
+        if v < 0:
             return f"{k} must be a number >= 0, got {v!r}"
     if "pct_above_background_ntu" in value and not (
         "over_background_ntu" in value and "over_background_pct" in value

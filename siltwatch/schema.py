@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
 TOPIC_ROOT = "siltwatch/v1"
@@ -32,17 +32,98 @@ def _utc(value: datetime) -> datetime:
     """Event times must carry a zone: a naive time from a Pi is a bug, not UTC."""
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("time must carry a UTC offset or 'Z' (naive times are ambiguous)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 is in the year 10000 in UTC
+        raise ValueError(
+            f"time {value.isoformat()} cannot be converted to UTC (it falls outside years 1..9999)"
+        ) from None
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 Identifier = Annotated[str, Field(pattern=_ID_PATTERN)]
+
+# Event times a station or an inspector can send: a Pi whose clock was never set
+# reads 1970, never earlier; 2200 is far beyond any plausible clock error, and
+# keeps every time well inside what epoch milliseconds and databases hold.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def _iso_text(value: object) -> object:
+    """A wire time is an ISO 8601 string (from JSON) or a datetime (built in Python).
+
+    pydantic's lax parsing would also take a number or a digit string as Unix
+    seconds: on the wire that is a bug or an attack, not a time.
+    """
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(
+            f"time must be an ISO 8601 string such as 2026-05-04T13:00:00Z, "
+            f"not a JSON {_json_kind(value)}"
+        )
+    try:
+        return datetime.fromisoformat(value)
+    except (ValueError, OverflowError):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise ValueError(
+            f"{shown!r} is not an ISO 8601 time (expected e.g. 2026-05-04T13:00:00Z)"
+        ) from None
+
+
+def _in_range(value: datetime) -> datetime:
+    if not EARLIEST_TIME <= value < LATEST_TIME:
+        raise ValueError(
+            f"time {iso_utc(value)} is outside 1970-01-01T00:00:00Z .. 2200-01-01T00:00:00Z"
+        )
+    return value
+
+
+WireTime = Annotated[
+    datetime,
+    BeforeValidator(_iso_text),
+    AfterValidator(_utc),
+    AfterValidator(_in_range),
+    Field(description="ISO 8601 with 'Z' or an offset, between 1970 and 2200"),
+]
+"""An event time on the wire: ISO 8601 text with a zone, converted to UTC, in 1970..2200."""
+
+
+def _json_kind(value: object) -> str:
+    """The JSON type of a parsed value, as a person calls it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _exact_int(value: object) -> object:
+    """``true`` is not 1 and ``1.0`` is not 1 on the wire (pydantic's Literal takes both)."""
+    if type(value) is not int:
+        raise ValueError(f"must be the integer 1, not a JSON {_json_kind(value)}")
+    return value
+
+
+Version = Annotated[Literal[1], BeforeValidator(_exact_int)]
+# Numbers on the wire are JSON numbers: no "12.5" strings, no true/false.
+StrictNumber = Annotated[float, Field(strict=True)]
 
 
 class QualityFlag(StrEnum):
     """Why a reading should not be trusted blindly; set by the edge or by ingest."""
 
     CLOCK_UNSYNCED = "clock_unsynced"  # taken before NTP sync: the time may be wrong
+    CLOCK_AHEAD = "clock_ahead"  # set by ingest: event time ahead of arrival beyond the skew bound
     OUT_OF_RANGE = "out_of_range"  # outside the sensor's physical or configured range
     SENSOR_FAULT = "sensor_fault"  # the driver reported an error state
     UNCALIBRATED = "uncalibrated"  # no calibration on file for this probe
@@ -66,18 +147,25 @@ class ReadingItem(_Payload):
     """One measurement inside a batch: the station and site come from the batch."""
 
     sensor: Identifier
-    time: UtcDatetime
-    seq: int = Field(ge=0, description="per-sensor sequence number; survives reboots")
-    value: Annotated[float, AfterValidator(_finite)]
-    unit: str = Field(min_length=1, max_length=16)
-    raw: float | None = Field(default=None, description="the uncalibrated driver value")
+    time: WireTime
+    seq: int = Field(
+        ge=0,
+        lt=2**63,
+        strict=True,
+        description="per-sensor sequence number; survives reboots (a 64-bit signed integer)",
+    )
+    value: Annotated[StrictNumber, AfterValidator(_finite)]
+    unit: str = Field(
+        min_length=1, max_length=16, description="must be the sensor's declared unit (e.g. NTU)"
+    )
+    raw: StrictNumber | None = Field(default=None, description="the uncalibrated driver value")
     quality: list[QualityFlag] = Field(default_factory=list)
 
 
 class Reading(ReadingItem):
     """A single reading, published on ``siltwatch/v1/{site}/{station}/{sensor}/reading``."""
 
-    v: Literal[1] = 1
+    v: Version = 1
     type: Literal["reading"] = "reading"
     site: Identifier
     station: Identifier
@@ -91,7 +179,7 @@ class ReadingBatch(_Payload):
     station's reading topics.
     """
 
-    v: Literal[1] = 1
+    v: Version = 1
     type: Literal["batch"] = "batch"
     site: Identifier
     station: Identifier
@@ -106,31 +194,37 @@ class ReadingBatch(_Payload):
 
 
 class StationHealth(_Payload):
-    battery_v: float | None = None
-    cpu_temp_c: float | None = None
-    disk_free_mb: float | None = None
-    backlog: int | None = Field(default=None, ge=0, description="readings waiting in the outbox")
+    battery_v: StrictNumber | None = None
+    cpu_temp_c: StrictNumber | None = None
+    disk_free_mb: StrictNumber | None = None
+    backlog: int | None = Field(
+        default=None, ge=0, strict=True, description="readings waiting in the outbox"
+    )
     dropped: int | None = Field(
-        default=None, ge=0, description="readings evicted because the outbox cap was reached"
+        default=None,
+        ge=0,
+        strict=True,
+        description="readings evicted because the outbox cap was reached",
     )
     quarantined: int | None = Field(
         default=None,
         ge=0,
+        strict=True,
         description="readings the broker refused (e.g. ACL), kept aside for recovery",
     )
-    clock_synced: bool | None = None
-    clock_offset_s: float | None = None
+    clock_synced: bool | None = Field(default=None, strict=True)
+    clock_offset_s: StrictNumber | None = None
 
 
 class StationStatus(_Payload):
     """Retained on ``siltwatch/v1/{site}/{station}/status``; the last will says offline."""
 
-    v: Literal[1] = 1
+    v: Version = 1
     type: Literal["status"] = "status"
     site: Identifier
     station: Identifier
     state: Literal["online", "offline"]
-    time: UtcDatetime | None = None
+    time: WireTime | None = None
     firmware: str | None = None
     config_version: str | None = None
     health: StationHealth | None = None
@@ -143,10 +237,10 @@ class InspectionRecord(_Payload):
     duty open at ``time`` (replay contract, shared/contract/README.md).
     """
 
-    v: Literal[1] = 1
+    v: Version = 1
     type: Literal["inspection"] = "inspection"
     site: Identifier
-    time: UtcDatetime
+    time: WireTime
     inspector: str = Field(min_length=1, max_length=200)
     duty: str | None = None
     notes: str | None = None
@@ -200,7 +294,7 @@ class Duty(_Payload):
 class AlertMessage(Alert):
     """An alert as published on MQTT: the contract fields plus the site and version."""
 
-    v: Literal[1] = 1
+    v: Version = 1
     type: Literal["alert"] = "alert"
     site: Identifier
 
@@ -247,15 +341,22 @@ class TopicParts(BaseModel):
     sensor: str | None = None
 
 
+def _shown(text: str, limit: int = 100) -> str:
+    """``text`` quoted for a message, cut at ``limit`` characters (a topic may be 64 KiB)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def parse_topic(topic: str) -> TopicParts:
     """Split a siltwatch topic into its parts; ValueError names what is wrong."""
     prefix = TOPIC_ROOT + "/"
     if not topic.startswith(prefix):
-        raise ValueError(f"topic {topic!r} is not under {TOPIC_ROOT}/")
+        raise ValueError(f"topic {_shown(topic)} is not under {TOPIC_ROOT}/")
     parts = topic[len(prefix) :].split("/")
     for part in parts:
         if not part:
-            raise ValueError(f"topic {topic!r} has an empty level")
+            raise ValueError(f"topic {_shown(topic)} has an empty level")
     if len(parts) == 4 and parts[3] == "reading":
         return TopicParts(kind="reading", site=parts[0], station=parts[1], sensor=parts[2])
     if len(parts) == 3 and parts[2] == "status":
@@ -266,7 +367,7 @@ def parse_topic(topic: str) -> TopicParts:
         )
         return TopicParts(kind=kind, site=parts[0])
     raise ValueError(
-        f"topic {topic!r} matches none of .../{{site}}/{{station}}/{{sensor}}/reading, "
+        f"topic {_shown(topic)} matches none of .../{{site}}/{{station}}/{{sensor}}/reading, "
         ".../{site}/{station}/status, .../{site}/inspections, .../{site}/alerts"
     )
 

@@ -183,8 +183,11 @@ class MosquittoServer(_LoopbackProcess):
         port: int | None = None,
         persistence: bool = True,
         tls: bool = False,
+        extra_config: tuple[str, ...] = (),
     ) -> None:
+        """``extra_config``: more mosquitto.conf lines (e.g. ``max_queued_messages 0``)."""
         self.workdir = Path(workdir).resolve()
+        self.extra_config = extra_config
         self.users = dict(users or {})
         self.acl = acl
         self.persistence = persistence
@@ -246,6 +249,7 @@ class MosquittoServer(_LoopbackProcess):
             acl_path = self.workdir / "acl"
             acl_path.write_text(self.acl.strip() + "\n")
             lines.append(f"acl_file {acl_path}")
+        lines += list(self.extra_config)
         if self.persistence:
             lines += ["persistence true", f"persistence_location {self.data_dir}/"]
         else:

@@ -207,3 +207,69 @@ def test_smtps(tmp_path: Path) -> None:
             EmailSink(plain, SITE).send(note(recipients=(OFFICER,)))
     assert len(server.handler.received) == 1
     assert not info.value.permanent
+
+
+class AuthSpy:
+    """An aiosmtpd authenticator that records every AUTH attempt (and accepts it)."""
+
+    def __init__(self) -> None:
+        self.logins: list[tuple[bytes, bytes]] = []
+
+    def __call__(self, server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
+        self.logins.append((data.login, data.password))
+        return AuthResult(success=True)
+
+
+def plaintext_auth_server(spy: AuthSpy) -> SmtpServer:
+    """A careless server: it offers AUTH PLAIN/LOGIN on a connection without TLS."""
+    return SmtpServer(free_port(), authenticator=spy, auth_require_tls=False)
+
+
+def test_auth_is_never_sent_without_tls(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """security = "none" with a password: the server offers AUTH, we refuse to send it."""
+    spy = AuthSpy()
+    clock = FakeClock()
+    with plaintext_auth_server(spy) as server:
+        settings = SmtpSettings(
+            LOOPBACK, server.port, "siltwatch@town.example", "none", "siltwatch", "hunter2-pw"
+        )
+        channel = EmailSink(settings, SITE, clock)
+        outbox = Outbox(tmp_path / "outbox.sqlite3")
+        OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+        DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+        with pytest.raises(DeliveryFailed) as info:
+            channel.send(note(recipients=(OFFICER,)))
+    assert spy.logins == []  # the password never crossed the wire
+    assert server.handler.received == []
+    assert info.value.permanent
+    expected = (
+        f"refusing to send the SMTP password to {LOOPBACK}:{server.port} over a connection "
+        "without TLS; set security to starttls or tls"
+    )
+    assert info.value.reason == expected
+    (d,) = outbox.deliveries()
+    assert (d.state, d.last_error) == ("failed", expected)  # what the audit log shows
+    assert expected in caplog.text and "hunter2-pw" not in caplog.text
+    outbox.close()
+
+
+def test_a_loopback_relay_may_take_auth_in_clear_text_when_allowed() -> None:
+    spy = AuthSpy()
+    with plaintext_auth_server(spy) as server:
+        settings = SmtpSettings(
+            LOOPBACK, server.port, "sw@town.example", "none", "siltwatch", "pw",
+            allow_plaintext_auth=True,
+        )  # fmt: skip
+        EmailSink(settings, SITE).send(note(recipients=(OFFICER,)))
+    assert spy.logins == [(b"siltwatch", b"pw")]
+    assert len(server.handler.received) == 1
+
+
+def test_allow_plaintext_auth_does_not_reach_past_loopback() -> None:
+    """The flag alone is not enough: the send-time check wants a loopback host too."""
+    settings = SmtpSettings(
+        "smtp.town.example", 25, "sw@town.example", "none", "siltwatch", "pw",
+        allow_plaintext_auth=True,
+    )  # fmt: skip
+    assert not settings.plaintext_auth_allowed
+    assert "pw" not in repr(settings)

@@ -37,7 +37,9 @@ def gateway() -> Iterator[HttpServer]:
 def setup(
     tmp_path: Path, gateway: HttpServer, clock: FakeClock
 ) -> tuple[Outbox, OutboxSink, DeliveryWorker]:
-    channel = SmsSink(SmsSettings(gateway.url, SID, TOKEN, FROM), SITE, clock)
+    channel = SmsSink(
+        SmsSettings(gateway.url, SID, TOKEN, FROM, allow_insecure_http=True), SITE, clock
+    )
     outbox = Outbox(tmp_path / "outbox.sqlite3")
     return (
         outbox,
@@ -70,7 +72,9 @@ def test_the_gateway_gets_the_exact_request(tmp_path: Path, gateway: HttpServer)
 def test_the_stand_in_refuses_a_wrong_token(tmp_path: Path, gateway: HttpServer) -> None:
     """The gateway check is real: wrong credentials are a 400 (permanent), not a pass."""
     clock = FakeClock()
-    channel = SmsSink(SmsSettings(gateway.url, SID, "wrong", FROM), SITE, clock)
+    channel = SmsSink(
+        SmsSettings(gateway.url, SID, "wrong", FROM, allow_insecure_http=True), SITE, clock
+    )
     outbox = Outbox(tmp_path / "o.sqlite3")
     OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
     DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
@@ -137,4 +141,32 @@ def test_retries_stop_after_the_last_attempt(tmp_path: Path, gateway: HttpServer
     assert clock.t - start == sum(60 * 3**k for k in range(7))  # about 18 h 13 min
     last = outbox.audit(d.id)[-1]
     assert last.result == "failed" and "gave up after 8 attempts" in (last.error or "")
+    outbox.close()
+
+
+def test_plain_http_is_refused_before_anything_is_sent(tmp_path: Path, gateway: HttpServer) -> None:
+    """Defence in depth: settings built in code (not from NOTIFY.toml) are checked too."""
+    clock = FakeClock()
+    outbox = Outbox(tmp_path / "o.sqlite3")
+    channels = [
+        SmsSink(SmsSettings(gateway.url, SID, TOKEN, FROM), SITE, clock),  # flag not set
+        SmsSink(SmsSettings("http://sms.example", SID, TOKEN, FROM, allow_insecure_http=True),
+                SITE, clock),  # flag set, but the host is not loopback
+    ]  # fmt: skip
+    for i, channel in enumerate(channels):
+        OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,), id=f"al-{i}"))
+        DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+        clock.advance(1)
+    assert gateway.requests == []
+    errors = [(d.state, d.last_error) for d in outbox.deliveries()]
+    url = f"{gateway.url}/2010-04-01/Accounts/{SID}/Messages.json"
+    assert errors == [
+        ("failed", f"refusing to POST to {url}: http:// would carry credentials in clear text"),
+        (
+            "failed",
+            f"refusing to POST to http://sms.example/2010-04-01/Accounts/{SID}/Messages.json: "
+            "http:// is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), "
+            "not 'sms.example'",
+        ),
+    ]
     outbox.close()

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from siltwatch.config import ConfigError, load_site
+from siltwatch.config import ConfigError, SiteConfig, load_site
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+CONTRACT = Path("/work/shared/contract")
+NOT_FINITE = (
+    "(nan and inf are valid TOML but would silently switch off the check that uses this value)"
+)
 
 
 def test_reference_sites_load_unchanged() -> None:
@@ -52,6 +57,11 @@ rule_packs = ["ny-lake-george", "ny-lake-georg"]
 [[receiving_waters]]
 id = "brook"
 class = "stream"
+
+[[contacts]]
+name = "Sam Okafor"
+role = "officer"
+email = "officer@example.org"
 
 [[stations]]
 id = "s1"
@@ -150,3 +160,168 @@ def test_bad_limit_shape_and_toml_syntax(tmp_path: Path) -> None:
     assert "is not valid TOML" in info.value.lines[0]
     with pytest.raises(ConfigError, match="file not found"):
         load_site(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("name", ["lake-george-site.toml", "lake-lure-site.toml"])
+def test_contract_sites_load_with_their_areas(name: str) -> None:
+    """The reference files declare [[areas]] (contract README, "Site areas and the site log").
+
+    examples/ holds copies of the contract files; the originals are loaded too
+    where this checkout sits next to them.
+    """
+    paths = [EXAMPLES / name] + ([CONTRACT / name] if (CONTRACT / name).exists() else [])
+    for path in paths:
+        site = load_site(path)
+        if name.startswith("lake-george"):
+            assert [a.id for a in site.areas] == ["north-cut", "pad-b", "stockpile"]
+            north = site.areas[0]
+            assert (north.acres, north.slope_pct, north.distance_to_water_ft) == (0.6, 22, 650)
+            assert north.hqw_zone is False
+        else:
+            assert [a.id for a in site.areas] == ["lot-1", "drive"]
+            assert site.site.disturbed_acres == 1.6
+
+
+def _lake_george(tmp_path: Path, old: str, new: str) -> Path:
+    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
+    assert old in text, old
+    return _write(tmp_path, text.replace(old, new, 1))
+
+
+def _lines(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_site(path)
+    return info.value.lines
+
+
+def test_nan_in_a_turbidity_limit_is_refused_with_its_key_path(tmp_path: Path) -> None:
+    """``nan`` NTU is never exceeded: the legally required alert would never fire."""
+    path = _lake_george(tmp_path, "over_background_ntu = 25", "over_background_ntu = nan")
+    assert _lines(path) == [
+        f"{path}: turbidity_pairs[0].limit.over_background_ntu: expected a finite number, "
+        f"got nan {NOT_FINITE}"
+    ]
+
+
+def test_infinite_travel_time_is_refused(tmp_path: Path) -> None:
+    path = _lake_george(tmp_path, "travel_time_s = 120", "travel_time_s = inf")
+    assert _lines(path) == [
+        f"{path}: turbidity_pairs[0].travel_time_s: expected a finite number, got inf {NOT_FINITE}"
+    ]
+
+
+def test_non_finite_rule_override_and_area_are_each_reported_once(tmp_path: Path) -> None:
+    path = _lake_george(tmp_path, "acres = 0.6", "acres = -inf")
+    with path.open("a", encoding="utf-8") as f:
+        f.write('\n[rule_overrides]\n"turbidity.window_s" = nan\n"drain.limit_h.dry_well" = 0\n')
+    assert _lines(path) == [
+        f"{path}: areas[0].acres: expected a finite number, got -inf {NOT_FINITE}",
+        f"{path}: rule_overrides.turbidity.window_s: expected a finite number, got nan "
+        f"{NOT_FINITE}",
+        f"{path}: rule_overrides.drain.limit_h.dry_well: expected a number > 0, got 0",
+    ]
+
+
+def test_email_with_a_newline_is_refused(tmp_path: Path) -> None:
+    """A newline in an address would let the file add mail headers to every alert."""
+    path = _lake_george(
+        tmp_path,
+        'email = "stormwater.officer@example.org"',
+        'email = "stormwater.officer@example.org\\nBcc: all@example.net"',
+    )
+    assert _lines(path) == [
+        f"{path}: contacts[1].email: expected an email address (e.g. 'officer@town.example.org'), "
+        "got 'stormwater.officer@example.org\\nBcc: all@example.net': it contains '\\n'; "
+        "a control character such as a newline could inject mail headers"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("email", "why"),
+    [
+        ("stormwater.officer.example.org", "it has no @"),
+        ("a@b@example.org", "it has 2 @ signs"),
+        ("@example.org", "nothing before the @"),
+        ("officer@localhost", "the domain 'localhost' needs a dot between non-empty parts"),
+        ("officer @example.org", "it contains whitespace"),
+    ],
+)
+def test_email_that_is_not_an_address_is_refused(tmp_path: Path, email: str, why: str) -> None:
+    path = _lake_george(tmp_path, 'email = "stormwater.officer@example.org"', f'email = "{email}"')
+    assert _lines(path) == [
+        f"{path}: contacts[1].email: expected an email address (e.g. 'officer@town.example.org'), "
+        f"got {email!r}: {why}"
+    ]
+
+
+@pytest.mark.parametrize("phone", ["518-555-0199", "+1 518 555 0199", "+123456", "+0185550199"])
+def test_phone_that_is_not_e164_is_refused(tmp_path: Path, phone: str) -> None:
+    path = _write(
+        tmp_path,
+        (EXAMPLES / "lake-lure-site.toml")
+        .read_text(encoding="utf-8")
+        .replace('phone = "+18285550111"', f'phone = "{phone}"'),
+    )
+    assert _lines(path) == [
+        f"{path}: contacts[1].phone: expected an E.164 phone number: + then 7 to 15 digits with "
+        f"the country code, no spaces or dashes (e.g. '+15185550199'), got {phone!r}"
+    ]
+
+
+def test_contact_name_with_a_control_character_is_refused(tmp_path: Path) -> None:
+    """Names go into mail headers (``To: Sam Okafor <...>``): a CR or LF there forges headers."""
+    path = _lake_george(tmp_path, 'name = "Sam Okafor"', 'name = "Sam\\rOkafor"')
+    assert _lines(path) == [
+        f"{path}: contacts[1].name: must not contain control characters such as newlines, "
+        "got 'Sam\\rOkafor' (has '\\r')"
+    ]
+
+
+def test_a_site_without_an_officer_is_refused(tmp_path: Path) -> None:
+    """Overdue inspections go to the officer; with none, the law's escalation goes nowhere."""
+    path = _lake_george(tmp_path, 'role = "officer"', 'role = "qualified_inspector"')
+    assert _lines(path) == [
+        f'{path}: contacts: no contact has role "officer"; the ny-lake-george rules send overdue '
+        "inspections and critical turbidity, sediment-trap and drain-time alerts to the town's "
+        'officer (add one: [[contacts]] with role = "officer" and an email or phone)'
+    ]
+
+
+def test_an_officer_nobody_can_reach_is_refused(tmp_path: Path) -> None:
+    path = _lake_george(
+        tmp_path, 'email = "stormwater.officer@example.org"\nphone = "+15185550199"', ""
+    )
+    assert _lines(path) == [
+        f"{path}: contacts[1]: an officer needs an email or a phone: alerts reach the officer "
+        "only through them"
+    ]
+
+
+def test_a_site_without_rule_packs_needs_no_officer(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[site]\nid = "bare"\n')
+    assert load_site(path).contacts == []
+
+
+def test_duplicate_area_ids_are_refused(tmp_path: Path) -> None:
+    path = _lake_george(tmp_path, 'id = "pad-b"', 'id = "north-cut"')
+    assert _lines(path) == [
+        f"{path}: areas[1].id: duplicate area id 'north-cut' (also at areas[0])"
+    ]
+
+
+def test_sensor_range_that_excludes_every_reading_is_refused(tmp_path: Path) -> None:
+    path = _lake_george(
+        tmp_path, "interval_s = 60", "interval_s = 60\nmin_value = 5\nmax_value = 5"
+    )
+    assert _lines(path) == [
+        f"{path}: stations[0].sensors[0]: min_value (5) must be below max_value (5): otherwise "
+        "every reading is out of range"
+    ]
+
+
+def test_a_model_built_without_load_site_refuses_nan_too() -> None:
+    """Tests and benchmarks build SiteConfig directly: the models themselves refuse nan/inf."""
+    with pytest.raises(ValidationError, match="finite number"):
+        SiteConfig.model_validate(
+            {"site": {"id": "s", "disturbed_acres": float("nan")}},
+        )

@@ -1,4 +1,5 @@
-"""deploy/: the production broker ACL really confines each station to its own topics
+"""deploy/: the production broker ACL (generated for the example sites, see
+tests/foundation/test_broker_acl.py) really confines each station to its own topics
 (run on a real Mosquitto), and the compose file runs commands the CLI accepts."""
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from tests.test_servers import Probe
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 USERS = {
     "ingest": "ingest-secret",
-    "up-1": "up1-secret",
-    "down-1": "down1-secret",
-    "operator": "op",
+    "lg-route9n/up-1": "up1-secret",
+    "lg-route9n/down-1": "down1-secret",
+    "dana.ruiz": "op",  # the Lake George site's operator (deploy/mosquitto/operators.toml)
 }
 
 
@@ -45,21 +46,26 @@ def test_the_acl_confines_each_station_to_its_own_topics(broker: MosquittoServer
     ingest, station, operator = Probe(), Probe(), Probe()
     try:
         assert not ingest.connect(broker.host, broker.port, "ingest", USERS["ingest"]).is_failure
-        assert not station.connect(broker.host, broker.port, "up-1", USERS["up-1"]).is_failure
+        station_user = "lg-route9n/up-1"
+        assert not station.connect(
+            broker.host, broker.port, station_user, USERS[station_user]
+        ).is_failure
         assert not operator.connect(
-            broker.host, broker.port, "operator", USERS["operator"]
+            broker.host, broker.port, "dana.ruiz", USERS["dana.ruiz"]
         ).is_failure
         ingest.subscribe("siltwatch/#")
         own = "siltwatch/v1/lg-route9n/up-1/turb-up/reading"
         assert not station.publish(own, b"{}").is_failure
         assert ingest.messages.get(timeout=5).topic == own
-        # Another station's topic, the site's inspections and alerts: refused (135).
+        # Another station's topic, another site, the site's inspections and alerts: 135.
         for topic in (
             "siltwatch/v1/lg-route9n/down-1/turb-down/reading",
+            "siltwatch/v1/ll-boulevard/up-1/turb-up/reading",
             "siltwatch/v1/lg-route9n/inspections",
             "siltwatch/v1/lg-route9n/alerts",
         ):
             assert station.publish(topic, b"{}").value == 135, topic
+        assert operator.publish("siltwatch/v1/ll-boulevard/inspections", b"{}").value == 135
         assert not operator.publish("siltwatch/v1/lg-route9n/inspections", b"{}").is_failure
         assert ingest.messages.get(timeout=5).topic == "siltwatch/v1/lg-route9n/inspections"
         with pytest.raises(queue.Empty):

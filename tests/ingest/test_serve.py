@@ -73,7 +73,7 @@ def test_serve_ingests_until_interrupted_and_snapshots(
         proc.send_signal(signal.SIGINT)
         rest, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0, rest
-    assert "rejected message on siltwatch/v1/lg-route9n/up-1/turb-up/reading: not JSON" in rest
+    assert "rejected message on 'siltwatch/v1/lg-route9n/up-1/turb-up/reading': not JSON" in rest
     assert "stopped:" in rest and "readings_stored=5" in rest and "rejected=1" in rest
     store = SqliteStore(db)
     assert store.reading_count("lg-route9n") == 5

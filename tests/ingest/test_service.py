@@ -15,7 +15,9 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from alerts.dispatch import Dispatcher
 from alerts.routing import Notification
-from ingest.service import IngestService, MqttIngest
+from analytics.timeutil import iso
+from ingest.mqtt_ingest import BrokerSettings, MqttIngest
+from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import reading_topic
@@ -33,7 +35,7 @@ def reading(sensor: str, station: str, minute: int, value: float, seq: int | Non
             "site": "lg-route9n",
             "station": station,
             "sensor": sensor,
-            "time": f"2026-05-04T13:{minute:02d}:00Z",
+            "time": iso(T0 + minute * 60_000),
             "seq": minute if seq is None else seq,
             "value": value,
             "unit": "NTU",
@@ -74,23 +76,33 @@ def test_bad_payloads_are_counted_stored_and_stop_nothing(sqlite_path: Path) -> 
     reasons = [reason for _, reason in store.rejections()]
     assert reasons[0].startswith("not JSON")
     assert reasons[1].startswith("invalid payload: field 'value'")
-    assert (
-        "reading of lg-route9n/down-1/turb-down published on siltwatch/v1/lg-route9n/up-1/"
-        in reasons[2]
-    )
-    assert "'turb-x' is not a sensor of station 'up-1'" in reasons[3]
-    assert "topic is for site 'other-site'" in reasons[4]
+    assert reasons[2].startswith("wrong topic: reading of lg-route9n/down-1/turb-down published")
+    assert reasons[3].startswith("unknown sensor:") and "'turb-x'" in reasons[3]
+    assert reasons[4].startswith("wrong topic:") and "'other-site'" in reasons[4]
     assert [r.value for r in store.readings("lg-route9n", "turb-up")] == [8.0, 8.5]
 
 
-def test_same_seq_at_another_time_is_a_duplicate(sqlite_path: Path) -> None:
-    """The station's seq is the dedupe key: a resend with a re-stamped time is still a duplicate."""
+def test_an_edge_reset_that_reuses_sequence_numbers_loses_no_reading(sqlite_path: Path) -> None:
+    """A station whose outbox was wiped starts its seq again: new times are new readings.
+
+    The dedupe key is (sensor, event time); the same reading resent (same time,
+    same seq) is still a duplicate.
+    """
     store = SqliteStore(sqlite_path)
     service = IngestService(SITE, store)
     topic = reading_topic("lg-route9n", "up-1", "turb-up")
-    service.handle_message(topic, reading("turb-up", "up-1", 0, 8.0, seq=7), T0)
-    service.handle_message(topic, reading("turb-up", "up-1", 1, 8.0, seq=7), T0)
-    assert (service.stats.readings_stored, service.stats.duplicates) == (1, 1)
+    for minute in range(100):
+        service.handle_message(
+            topic, reading("turb-up", "up-1", minute, 8.0, seq=minute), T0 + 6_000_000
+        )
+    for minute in range(100, 200):  # after the reset: seq 0..99 again
+        service.handle_message(
+            topic, reading("turb-up", "up-1", minute, 8.0, seq=minute - 100), T0 + 12_000_000
+        )
+    service.handle_message(topic, reading("turb-up", "up-1", 150, 8.0, seq=50), T0 + 12_000_000)
+    assert (service.stats.readings_stored, service.stats.duplicates) == (200, 1)
+    assert store.reading_count("lg-route9n", "turb-up") == 200
+    assert store.rejections() == []
 
 
 def _plume(service: IngestService) -> None:
@@ -115,7 +127,8 @@ def _plume(service: IngestService) -> None:
                 "value": value,
                 "unit": "NTU",
             }
-            service.handle_message(topic, json.dumps(payload).encode(), T0)
+            arrived = T0 + m * 60_000 + 1_000  # a second after it was measured
+            service.handle_message(topic, json.dumps(payload).encode(), arrived)
 
 
 def test_restart_restores_the_engine_from_the_store(sqlite_path: Path) -> None:
@@ -156,18 +169,21 @@ def test_officer_hears_once_when_critical_and_once_when_resolved(sqlite_path: Pa
         assert note.alert.severity == "critical" or note.alert.kind == "inspection_overdue"
 
 
+PROTOCOL = {"mosquitto": MQTTProtocolVersion.MQTTv5, "amqtt": MQTTProtocolVersion.MQTTv311}
+
+
 def test_end_to_end_over_mosquitto(mosquitto: BrokerInfo, sqlite_path: Path) -> None:
     site: SiteConfig = SITE
     store = SqliteStore(sqlite_path)
     service = IngestService(site, store)
-    ingest = MqttIngest(
-        service,
+    broker = BrokerSettings(
         mosquitto.host,
         mosquitto.port,
         username="ingest",
         password=mosquitto.users["ingest"],
-        clock_ms=lambda: T0,
+        protocol=PROTOCOL[mosquitto.kind],
     )
+    ingest = MqttIngest(service, broker, clock_ms=lambda: T0 + 86_400_000)
     ingest.start()
     try:
         assert ingest.subscribed.wait(10)

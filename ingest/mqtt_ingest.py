@@ -1,0 +1,417 @@
+"""The MQTT side of the live service: a persistent session, acks after commit, one owner.
+
+Why each choice (issue: "a live service that loses nothing"):
+
+* **Acknowledge after commit.** paho's default acknowledges a QoS 1 message
+  the moment it is received; a crash before the store commits then loses a
+  reading the broker has forgotten. Here paho runs with ``manual_ack`` and a
+  worker thread takes what has arrived, commits it in one transaction (a
+  group commit: one fsync for many messages) and only then sends the PUBACKs.
+* **A persistent session** (MQTT v5 ``clean_start=False`` with a session
+  expiry; 3.1.1 ``clean_session=False``) under a client id that is stable per
+  instance, so the broker queues what arrives while the service is down or
+  restarting and redelivers what was never acknowledged.
+* **One owner per site.** A second ``serve`` for the same site would split
+  the data between two stores (or, with the same client id, kick the first
+  off in a loop). Each instance holds a retained *lease* on
+  ``siltwatch/v1/{site}/ingest/owner`` naming itself, with a last will that
+  clears it; a new instance that finds a live lease refuses, naming the
+  owner. A lease left behind by a dead process on the same host is taken over.
+* **Failures said plainly.** A refused login or an unreachable broker at
+  start is an :class:`MqttStartError` (the CLI prints it and exits 1);
+  disconnects and reconnects later are logged and counted while paho retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
+
+from ingest.service import Incoming, IngestService
+from siltwatch.schema import TOPIC_ROOT, inspections_topic, readings_subscription
+
+log = logging.getLogger(__name__)
+
+SESSION_EXPIRY_S = 7 * 24 * 3600  # the broker keeps our queue through a week-long outage
+CONNECT_TIMEOUT_S = 15.0
+LEASE_WAIT_S = 1.0
+SESSION_TAKEN_OVER = 142  # MQTT v5 DISCONNECT reason code
+
+
+class MqttStartError(Exception):
+    """The service could not start talking to the broker; the message says why."""
+
+
+def owner_topic(site: str) -> str:
+    return f"{TOPIC_ROOT}/{site}/ingest/owner"
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    """Where the broker is and how to log in (``mqtt://`` or ``mqtts://`` URLs)."""
+
+    host: str
+    port: int
+    tls: bool = False
+    username: str | None = None
+    password: str | None = None
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    protocol: MQTTProtocolVersion = MQTTProtocolVersion.MQTTv5
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: object) -> BrokerSettings:
+        """``mqtt://host:1883`` or ``mqtts://host:8883``; ValueError says what is wrong."""
+        parsed = urlparse(url)
+        if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
+            raise ValueError(f"broker URL {url!r}: expected mqtt://HOST:PORT or mqtts://HOST:PORT")
+        tls = parsed.scheme == "mqtts"
+        try:
+            port = parsed.port or (8883 if tls else 1883)
+        except ValueError:
+            raise ValueError(f"broker URL {url!r}: the port is not a number") from None
+        return cls(parsed.hostname, port, tls, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def url(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+@dataclass
+class MqttStats:
+    connects: int = 0
+    disconnects: int = 0
+    acked: int = 0
+    batches: int = 0
+    last_disconnect_reason: str = ""
+    largest_batch: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class MqttIngest:
+    """Subscribes to one site's readings and inspections; commits, then acknowledges."""
+
+    def __init__(
+        self,
+        service: IngestService,
+        broker: BrokerSettings,
+        *,
+        clock_ms: Callable[[], int],
+        client_id: str | None = None,
+        batch_max: int = 1_000,
+        take_over: bool = False,
+        on_fatal: Callable[[str], None] | None = None,
+    ) -> None:
+        self.service = service
+        self.broker = broker
+        self.clock_ms = clock_ms
+        self.site_id = service.site.site.id
+        self.client_id = client_id or f"siltwatch-ingest-{self.site_id}"
+        self.batch_max = batch_max
+        self.take_over = take_over
+        self.on_fatal = on_fatal
+        self.stats = MqttStats()
+        self._queue: queue.Queue[tuple[Incoming, int, int]] = queue.Queue()
+        self._stop = threading.Event()
+        self._fatal = threading.Event()
+        self._connected = threading.Event()
+        self._connect_result: str | None = None
+        self.subscribed = threading.Event()
+        self._worker = threading.Thread(target=self._work, name="ingest-commit", daemon=True)
+        self.client = self._make_client(self.client_id, persistent=True)
+        self.client.on_connect = self._on_connect
+        self.client.on_disconnect = self._on_disconnect
+        self.client.on_message = self._on_message
+        self.client.on_subscribe = lambda *args: self.subscribed.set()
+
+    # --- the client -----------------------------------------------------------------
+
+    def _make_client(self, client_id: str, *, persistent: bool) -> mqtt.Client:
+        """The session client (persistent, manual acks) or a throw-away probe."""
+        v5 = self.broker.protocol == MQTTProtocolVersion.MQTTv5
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            protocol=self.broker.protocol,
+            clean_session=None if v5 else not persistent,
+            manual_ack=persistent,
+        )
+        if self.broker.username is not None:
+            client.username_pw_set(self.broker.username, self.broker.password)
+        if self.broker.tls:
+            client.tls_set(
+                ca_certs=self.broker.ca_file,
+                certfile=self.broker.cert_file,
+                keyfile=self.broker.key_file,
+                cert_reqs=ssl.CERT_REQUIRED,
+                tls_version=ssl.PROTOCOL_TLS_CLIENT,
+            )
+        client.reconnect_delay_set(min_delay=1, max_delay=30)
+        return client
+
+    def _connect(self, client: mqtt.Client, *, persistent: bool) -> None:
+        v5 = self.broker.protocol == MQTTProtocolVersion.MQTTv5
+        props = None
+        if v5:
+            props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+            props.SessionExpiryInterval = SESSION_EXPIRY_S if persistent else 0
+            # How many unacknowledged messages the broker may have in flight to us:
+            # the group commit acknowledges in batches, so allow many.
+            props.ReceiveMaximum = 10_000
+        try:
+            client.connect(
+                self.broker.host,
+                self.broker.port,
+                keepalive=30,
+                clean_start=not persistent if v5 else mqtt.MQTT_CLEAN_START_FIRST_ONLY,
+                properties=props,
+            )
+        except (OSError, ssl.SSLError) as exc:
+            raise MqttStartError(
+                f"cannot reach the MQTT broker at {self.broker.url}: {exc}"
+            ) from None
+
+    # --- the lease --------------------------------------------------------------------
+
+    def _lease_text(self) -> str:
+        return json.dumps(
+            {
+                "client_id": self.client_id,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "since": self.clock_ms(),
+            }
+        )
+
+    def _check_lease(self) -> None:
+        """Refuse to start when another live instance holds this site's lease."""
+        found: list[bytes] = []
+        got = threading.Event()
+        connected: list[str] = []
+        probe = self._make_client(f"{self.client_id}-probe-{os.getpid()}", persistent=False)
+
+        def on_connect(c: mqtt.Client, u: object, f: object, rc: ReasonCode, p: object) -> None:
+            connected.append(str(rc))
+            if rc.is_failure:
+                got.set()
+                return
+            c.subscribe(owner_topic(self.site_id), qos=1)
+
+        def on_message(c: mqtt.Client, u: object, msg: mqtt.MQTTMessage) -> None:
+            if msg.retain:
+                found.append(bytes(msg.payload))
+            got.set()
+
+        probe.on_connect = on_connect
+        probe.on_message = on_message
+        probe.on_subscribe = lambda *a: threading.Timer(LEASE_WAIT_S, got.set).start()
+        self._connect(probe, persistent=False)
+        probe.loop_start()
+        try:
+            if not got.wait(CONNECT_TIMEOUT_S) and not connected:
+                raise MqttStartError(
+                    f"the MQTT broker at {self.broker.url} did not answer within "
+                    f"{CONNECT_TIMEOUT_S:.0f} s"
+                )
+            if connected and connected[0] != "Success":
+                raise MqttStartError(
+                    f"the MQTT broker at {self.broker.url} refused the login: {connected[0]}"
+                )
+        finally:
+            probe.disconnect()
+            probe.loop_stop()
+        if not found or not found[0].strip():
+            return
+        try:
+            owner = json.loads(found[0])
+            who = (
+                f"siltwatch serve pid {owner['pid']} on host {owner['host']} "
+                f"(client id {owner['client_id']})"
+            )
+        except (ValueError, KeyError, TypeError):
+            owner, who = {}, f"an unknown holder ({found[0][:100]!r})"
+        if self.take_over or self._stale(owner):
+            log.warning("taking over the lease of site %s from %s", self.site_id, who)
+            return
+        raise MqttStartError(
+            f"site {self.site_id!r} is already served by {who}; stop it first "
+            "(or pass --take-over if it is gone for good)"
+        )
+
+    @staticmethod
+    def _stale(owner: dict[str, object]) -> bool:
+        """A lease from a process on this host that no longer runs."""
+        if owner.get("host") != socket.gethostname():
+            return False
+        pid = owner.get("pid")
+        if not isinstance(pid, int):
+            return True
+        if pid == os.getpid():
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    # --- callbacks (paho's network thread) -------------------------------------------------
+
+    def _on_connect(
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        flags: mqtt.ConnectFlags,
+        reason: ReasonCode,
+        props: object,
+    ) -> None:
+        if reason.is_failure:
+            self._connect_result = str(reason)
+            log.error("the MQTT broker refused the connection: %s", reason)
+            self._connected.set()
+            return
+        self.stats.connects += 1
+        self._connect_result = "Success"
+        if self.stats.connects > 1:
+            log.warning(
+                "reconnected to %s (session %s)",
+                self.broker.url,
+                "resumed" if flags.session_present else "new",
+            )
+        client.publish(owner_topic(self.site_id), self._lease_text(), qos=1, retain=True)
+        client.subscribe(
+            [(readings_subscription(self.site_id), 1), (inspections_topic(self.site_id), 1)]
+        )
+        self._connected.set()
+
+    def _on_disconnect(
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        flags: object,
+        reason: ReasonCode,
+        props: object,
+    ) -> None:
+        if self._stop.is_set():
+            return
+        self.stats.disconnects += 1
+        self.stats.last_disconnect_reason = str(reason)
+        if reason.value == SESSION_TAKEN_OVER:
+            message = (
+                f"another client connected as {self.client_id!r} and took this session over; "
+                "this instance stops (two services for one site would split its data)"
+            )
+            log.error("%s", message)
+            self._fatal.set()
+            self._stop.set()
+            client.disconnect()
+            if self.on_fatal is not None:
+                self.on_fatal(message)
+            return
+        log.warning("lost the MQTT broker at %s (%s); reconnecting", self.broker.url, reason)
+
+    def _on_message(self, client: mqtt.Client, userdata: object, msg: mqtt.MQTTMessage) -> None:
+        self._queue.put(
+            (Incoming(msg.topic, bytes(msg.payload), self.clock_ms()), msg.mid, msg.qos)
+        )
+
+    # --- the commit worker --------------------------------------------------------------
+
+    def _take_batch(self) -> list[tuple[Incoming, int, int]]:
+        try:
+            first = self._queue.get(timeout=0.2)
+        except queue.Empty:
+            return []
+        batch = [first]
+        while len(batch) < self.batch_max:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._take_batch()
+            if not batch:
+                if self._stop.is_set():
+                    return
+                continue
+            self._process(batch)
+
+    def _process(self, batch: Sequence[tuple[Incoming, int, int]]) -> None:
+        def ack() -> None:
+            for _msg, mid, qos in batch:
+                if qos:
+                    self.client.ack(mid, qos)
+            self.stats.acked += len(batch)
+
+        self.stats.batches += 1
+        self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+        try:
+            self.service.handle_batch([m for m, _mid, _qos in batch], on_committed=ack)
+        except Exception as exc:  # a bug must be loud, and must not ack what was not stored
+            log.exception("ingest failed on a batch of %d messages", len(batch))
+            self.stats.errors.append(repr(exc))
+            if self.on_fatal is not None:
+                self.on_fatal(f"ingest failed: {exc!r}")
+            self._fatal.set()
+            self._stop.set()
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Check the lease, connect, subscribe; MqttStartError when that cannot be done."""
+        self._check_lease()
+        self.client.will_set(owner_topic(self.site_id), b"", qos=1, retain=True)
+        self._connect(self.client, persistent=True)
+        self.client.loop_start()
+        if not self._connected.wait(CONNECT_TIMEOUT_S):
+            self.client.loop_stop()
+            raise MqttStartError(
+                f"the MQTT broker at {self.broker.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s"
+            )
+        if self._connect_result != "Success":
+            self.client.loop_stop()
+            raise MqttStartError(
+                f"the MQTT broker at {self.broker.url} refused the login: {self._connect_result}"
+            )
+        self._worker.start()
+
+    def stop(self, drain_s: float = 10.0) -> None:
+        """Commit and acknowledge what has arrived, release the lease, disconnect."""
+        deadline = time.monotonic() + drain_s
+        while not self._queue.empty() and time.monotonic() < deadline and self._worker.is_alive():
+            time.sleep(0.02)
+        self._stop.set()
+        if self._worker.is_alive():
+            self._worker.join(timeout=max(0.5, deadline - time.monotonic()))
+        try:
+            info = self.client.publish(owner_topic(self.site_id), b"", qos=1, retain=True)
+            info.wait_for_publish(timeout=2.0)
+        except (RuntimeError, ValueError):
+            pass
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    @property
+    def failed(self) -> bool:
+        """True when the instance stopped itself (session taken over, a bug)."""
+        return self._fatal.is_set()

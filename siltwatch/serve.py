@@ -1,0 +1,279 @@
+"""``siltwatch serve``: the live service's wiring, start-up checks and orderly stop.
+
+Kept apart from cli.py because starting a service that must lose nothing is
+mostly about failing well: a bad site file, an unusable store, a store
+another instance already serves, a refused MQTT login or an unreachable
+broker each end the start with one line on stderr and exit 1 — before
+anything is acknowledged. Once running, SIGTERM (a container's stop) and
+SIGINT (Ctrl-C) both drain: what has arrived is committed and acknowledged,
+late data is applied, a snapshot is left, and the exit code is 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from siltwatch.configerrors import ConfigError
+
+EXIT_OK, EXIT_FAIL = 0, 1
+
+
+def _err(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+
+
+def _now_ms() -> int:
+    """The wall clock enters here, in the I/O shell, never in the analytics."""
+    return int(time.time() * 1000)
+
+
+class _Progress:
+    """A one-line progress bar on a terminal for a rebuild from the store; quiet otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.tty or total <= 0:
+            return
+        pct = min(100, done * 100 // total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            print(f"\rrebuilding from the store [{bar:<25}] {pct:3d}%", end="", file=sys.stderr)
+            if pct == 100:
+                print(file=sys.stderr)
+
+
+def _secret(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+
+
+def _delivery(args: argparse.Namespace, site: Any) -> Any:
+    if not args.notify:
+        return None
+    from alerts.messages import SiteLabel
+    from alerts.notify_config import Delivery, load_notify
+
+    notify = load_notify(Path(args.notify))
+    label = SiteLabel(site.site.id, site.site.name, site.site.zone)
+    return Delivery(notify, label, time.time)
+
+
+def cmd_serve(
+    args: argparse.Namespace, influx_mirror: Callable[[argparse.Namespace, Any], Any]
+) -> int:
+    """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start."""
+    from ingest.mqtt_ingest import BrokerSettings, MqttIngest, MqttStartError
+    from ingest.store import SqliteStore, StoreError
+    from siltwatch.config import load_site
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        site = load_site(Path(args.site))
+        delivery = _delivery(args, site)
+    except ConfigError as exc:
+        _err(exc.lines)
+        return EXIT_FAIL
+    try:
+        mirror = influx_mirror(args, site)
+        broker = BrokerSettings.from_url(
+            args.broker,
+            username=args.username,
+            password=_secret(args.password_file, "MQTT password"),
+            ca_file=args.ca_file,
+            cert_file=args.cert_file,
+            key_file=args.key_file,
+            protocol=_protocol(args.mqtt_version),
+        )
+    except ValueError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    try:
+        store = SqliteStore(Path(args.db), synchronous="FULL")
+        store.claim_writer(f"siltwatch serve for site {site.site.id!r}")
+    except StoreError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    return _run(args, site, store, broker, delivery, mirror, MqttIngest, MqttStartError)
+
+
+def _protocol(version: str) -> Any:
+    from paho.mqtt.enums import MQTTProtocolVersion
+
+    return MQTTProtocolVersion.MQTTv5 if version == "5" else MQTTProtocolVersion.MQTTv311
+
+
+def _run(
+    args: argparse.Namespace,
+    site: Any,
+    store: Any,
+    broker: Any,
+    delivery: Any,
+    mirror: Any,
+    mqtt_ingest: Any,
+    start_error: type[Exception],
+) -> int:
+    from alerts.dispatch import Dispatcher
+    from alerts.sinks import ConsoleSink, JsonlSink, Sink
+    from ingest.service import EventHandler, IngestService
+
+    sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
+    if delivery is not None:
+        sinks.append(delivery.sink)
+        delivery.start()
+    dispatcher: EventHandler = Dispatcher(site, sinks)
+    flusher = None
+    if mirror is not None:
+        from ingest.influx import EventFanOut, MirrorFlusher
+
+        dispatcher = EventFanOut([dispatcher, mirror])
+        flusher = MirrorFlusher(mirror)
+        flusher.start()
+        print(f"mirroring to {mirror.writer.what}")
+    stop = threading.Event()
+    fatal: list[str] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    def on_fatal(why: str) -> None:
+        fatal.append(why)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    service = None
+    ingest = None
+    try:
+        service = IngestService(
+            site,
+            store,
+            dispatcher,
+            allowed_lateness_s=args.allowed_lateness_s,
+            max_clock_skew_s=args.max_clock_skew_s,
+            mirror=mirror,
+            now_ms=_now_ms(),
+            progress=_Progress(),
+            say=lambda line: print(line, file=sys.stderr),
+        )
+        ingest = mqtt_ingest(
+            service,
+            broker,
+            clock_ms=_now_ms,
+            client_id=args.client_id,
+            take_over=args.take_over,
+            on_fatal=on_fatal,
+        )
+        try:
+            ingest.start()
+        except start_error as exc:
+            _err([str(exc)])
+            ingest = None
+            return EXIT_FAIL
+        print(
+            f"siltwatch serving site {site.site.id!r} from {broker.url}; store {args.db}; "
+            f"alert log {args.alert_log}"
+            + (f"; alerts by {delivery.describe()}" if delivery else "")
+            + "; Ctrl-C or SIGTERM to stop",
+            flush=True,
+        )
+        next_tick = time.monotonic() + args.tick_s if args.tick_s > 0 else None
+        while not stop.wait(0.2):
+            if next_tick is not None and time.monotonic() >= next_tick:
+                next_tick = time.monotonic() + args.tick_s
+                service.tick(_now_ms())
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if ingest is not None:
+            ingest.stop()
+        if service is not None:
+            service.close(_now_ms())
+        store.close()
+        if flusher is not None:
+            flusher.stop()
+            mirror.close()
+        if delivery is not None:
+            delivery.stop()  # undelivered messages stay in the outbox for the next start
+    if fatal:
+        _err(fatal)
+        return EXIT_FAIL
+    print(f"stopped: {service.stats if service else ''}", flush=True)
+    return EXIT_OK
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument(
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
+        metavar="URL",
+        help="mqtt://host:port, or mqtts://host:port for TLS",
+    )
+    p.add_argument("--username", help="MQTT user name")
+    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
+    p.add_argument(
+        "--ca-file", metavar="FILE", help="CA certificate for mqtts:// (default: system)"
+    )
+    p.add_argument("--cert-file", metavar="FILE", help="client certificate for mqtts://")
+    p.add_argument("--key-file", metavar="FILE", help="client certificate's key for mqtts://")
+    p.add_argument(
+        "--mqtt-version", choices=("5", "3.1.1"), default="5", help="MQTT protocol (default 5)"
+    )
+    p.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="MQTT client id, stable per instance (default siltwatch-ingest-SITE); "
+        "the broker keeps this session's queue while the service is down",
+    )
+    p.add_argument(
+        "--take-over",
+        action="store_true",
+        help="start even though another instance's lease on the site is still held",
+    )
+    p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
+    p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
+    p.add_argument(
+        "--notify",
+        metavar="NOTIFY.toml",
+        help="also deliver alerts by email/SMS/webhook through a persistent outbox",
+    )
+    p.add_argument(
+        "--tick-s",
+        type=float,
+        default=30.0,
+        help="seconds between clock heartbeats (0: none)",
+    )
+    p.add_argument(
+        "--allowed-lateness-s",
+        type=float,
+        default=900.0,
+        help="how late a reading may arrive and still be judged in order "
+        "(>= the stations' publishing period); later ones rebuild the history",
+    )
+    p.add_argument(
+        "--max-clock-skew-s",
+        type=float,
+        default=300.0,
+        help="a reading dated further ahead of its arrival is flagged clock_ahead and "
+        "never moves event time; an inspection so dated is refused",
+    )

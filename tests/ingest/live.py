@@ -1,0 +1,220 @@
+"""Harness for live-service tests: a real ``siltwatch serve`` process and a real publisher.
+
+Faults are made the way they happen: the service is killed with SIGKILL (no
+chance to flush anything), the broker is stopped and started, the service is
+asked to stop with SIGTERM. The publisher is an MQTT v5 client that records
+which readings the broker acknowledged (PUBACK with a success code): those,
+and only those, are what the service promised to keep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
+from paho.mqtt.reasoncodes import ReasonCode
+
+from analytics.events import SensorReading
+from analytics.timeutil import iso
+from siltwatch.config import SiteConfig
+from siltwatch.schema import reading_topic
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+# The production settings that matter for loss (deploy/mosquitto/mosquitto.conf): the
+# default queue cap of 1000 messages per client silently drops a lagging session's data.
+BROKER_CONFIG = ("max_queued_messages 0", "max_inflight_messages 0")
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to publish and the (sensor, time) keys of the readings it carries."""
+
+    topic: str
+    payload: bytes
+    keys: tuple[tuple[str, int], ...]
+
+
+def reading_messages(site: SiteConfig, readings: Iterable[SensorReading]) -> list[Outgoing]:
+    """One wire message per reading, in the order given, with a per-sensor seq."""
+    station_of = site.station_of()
+    sensors = site.sensors()
+    seq: dict[str, int] = {}
+    out = []
+    for r in readings:
+        station = station_of[r.sensor]
+        n = seq.get(r.sensor, 0)
+        seq[r.sensor] = n + 1
+        payload = {
+            "type": "reading",
+            "site": site.site.id,
+            "station": station,
+            "sensor": r.sensor,
+            "time": iso(r.t),
+            "seq": n,
+            "value": r.value,
+            "unit": sensors[r.sensor].unit,
+        }
+        out.append(
+            Outgoing(
+                reading_topic(site.site.id, station, r.sensor),
+                json.dumps(payload).encode(),
+                ((r.sensor, r.t),),
+            )
+        )
+    return out
+
+
+class ServeProcess:
+    """``siltwatch serve`` as a child process; its output is collected in the background."""
+
+    def __init__(self, args: Sequence[str], log_path: Path) -> None:
+        self.args = list(args)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[str] | None = None
+        self.outputs: list[str] = []
+        self._reader: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    def start(self, wait_s: float = 60.0) -> None:
+        self._ready.clear()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "siltwatch.cli", "serve", *self.args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        lines: list[str] = []
+        self.outputs.append("")
+        index = len(self.outputs) - 1
+        proc = self.proc
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line)
+                self.outputs[index] = "".join(lines)
+                if "siltwatch serving site" in line:
+                    self._ready.set()
+            self._ready.set()
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(wait_s) or proc.poll() is not None:
+            raise AssertionError(f"serve did not start:\n{self.outputs[index]}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        """SIGTERM and the exit code (a container's stop)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=timeout)
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        return code
+
+    def stop_quietly(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.outputs)
+
+
+@dataclass
+class PublishLog:
+    acked: set[tuple[str, int]] = field(default_factory=set)
+    refused: int = 0
+    published: int = 0
+
+
+class Publisher:
+    """A station-side MQTT v5 client that publishes at a steady rate and records PUBACKs."""
+
+    def __init__(self, host: str, port: int, username: str, password: str, client_id: str) -> None:
+        self.log = PublishLog()
+        self._pending: dict[int, tuple[tuple[str, int], ...]] = {}
+        self._early: dict[int, ReasonCode] = {}
+        self._lock = threading.Lock()
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=client_id, protocol=MQTTProtocolVersion.MQTTv5
+        )
+        self.client.username_pw_set(username, password)
+        self.client.max_queued_messages_set(0)
+        self.client.max_inflight_messages_set(100)
+        self.client.reconnect_delay_set(1, 2)
+        self.client.on_publish = self._on_publish
+        self.client.connect(host, port)
+        self.client.loop_start()
+
+    def _on_publish(
+        self, client: mqtt.Client, userdata: object, mid: int, rc: ReasonCode, props: object
+    ) -> None:
+        # paho may call this (holding its own locks) before publish() returned the mid:
+        # never take our lock around client.publish, and remember early answers.
+        with self._lock:
+            if mid in self._pending:
+                self._settle(self._pending.pop(mid), rc)
+            else:
+                self._early[mid] = rc
+
+    def _settle(self, keys: tuple[tuple[str, int], ...], rc: ReasonCode) -> None:
+        if rc.is_failure:
+            self.log.refused += 1
+        else:
+            self.log.acked.update(keys)
+
+    def publish(self, message: Outgoing) -> None:
+        info = self.client.publish(message.topic, message.payload, qos=1)
+        with self._lock:
+            self.log.published += 1
+            early = self._early.pop(info.mid, None)
+            if early is not None:
+                self._settle(message.keys, early)
+            else:
+                self._pending[info.mid] = message.keys
+
+    def publish_all(self, messages: Sequence[Outgoing], per_second: float) -> None:
+        """Publish at ``per_second`` (in 10 ms slices), whatever the broker is doing."""
+        start = time.monotonic()
+        for i, message in enumerate(messages):
+            due = start + i / per_second
+            delay = due - time.monotonic()
+            if delay > 0.01:
+                time.sleep(delay)
+            self.publish(message)
+
+    def wait_acked(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._pending:
+                    return True
+            time.sleep(0.1)
+        return False
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
