@@ -34,6 +34,7 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.replay
 	$(BIN)/python -m benchmarks.edge
+	$(BIN)/python -m benchmarks.ingest
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache .hypothesis

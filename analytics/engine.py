@@ -90,9 +90,15 @@ class EngineStats:
 
 @dataclass
 class StationClock:
-    """How far one station has got: its latest trustworthy event time and when it arrived."""
+    """How far one station has got: its latest trustworthy event time and when it arrived.
 
-    progress: int
+    ``progress`` None: a configured station not heard from yet. While it is
+    expected (within the idle time of the service's start) it holds the
+    watermark, so the first station to flush a backlog cannot make the
+    others' data late.
+    """
+
+    progress: int | None
     last_arrival: int | None = None
 
 
@@ -193,25 +199,40 @@ class Engine(TimerQueue):
         if not self._live:
             base = None if self._max_seen is None else self._max_seen - lateness
         else:
-            now = self._now
-            clocks = [c for c in self._stations.values() if c.last_arrival is not None]
-            active = [
-                c.progress
-                for c in clocks
-                if now is None or now - c.last_arrival <= self.station_idle_ms  # type: ignore[operator]
-            ]
-            if active:
-                base = min(active) - lateness
-            elif clocks and now is not None:
-                # Every station silent: event time runs on from the latest data at the
-                # pace of the service's clock, so silence and deadlines are noticed.
-                base = max(c.progress + (now - c.last_arrival) for c in clocks) - lateness  # type: ignore[operator]
-            else:
-                base = None
+            base = self._station_watermark()
         if self._floor is not None:
             floor = self._floor - lateness
             base = floor if base is None else max(base, floor)
         return base
+
+    def _station_watermark(self) -> int | None:
+        """The slowest active station's progress minus the lateness (live mode)."""
+        lateness, now = self.allowed_lateness_ms, self._now
+        active: list[int | None] = []
+        silent: list[tuple[int, int]] = []
+        for c in self._stations.values():
+            if c.last_arrival is None:
+                continue
+            if now is None or now - c.last_arrival <= self.station_idle_ms:
+                active.append(c.progress)
+            elif c.progress is not None:
+                silent.append((c.progress, c.last_arrival))
+        if active:
+            if any(p is None for p in active):
+                return None  # a station is expected but has not spoken yet
+            return min(p for p in active if p is not None) - lateness
+        if silent and now is not None:
+            # Every station silent: event time runs on from the latest data at the
+            # pace of the service's clock, so silence and deadlines are noticed.
+            return max(p + (now - arrived) for p, arrived in silent) - lateness
+        return None
+
+    def expect_stations(self, stations: Iterable[str], now: int) -> None:
+        """Stations of the site not heard from yet: wait for them (up to the idle time)."""
+        self.advance_clock_to(now)
+        for station in stations:
+            if station not in self._stations:
+                self._stations[station] = StationClock(None, now)
 
     def _note_late(self, t: int) -> None:
         if self.late_from is None or t < self.late_from:
@@ -281,7 +302,7 @@ class Engine(TimerQueue):
         if clock is None:
             self._stations[station] = StationClock(r.t, received_at)
             return
-        if r.t > clock.progress:
+        if clock.progress is None or r.t > clock.progress:
             clock.progress = r.t
         if received_at is not None and (
             clock.last_arrival is None or received_at > clock.last_arrival
@@ -344,7 +365,10 @@ class Engine(TimerQueue):
     def adopt_clock(self, other: Engine) -> None:
         """Take over another engine's station progress and clock (a rebuild replacing it)."""
         for station, clock in other._stations.items():
-            self.set_station_clock(station, clock.progress, clock.last_arrival)
+            if clock.progress is None:
+                self._stations.setdefault(station, StationClock(None, clock.last_arrival))
+            else:
+                self.set_station_clock(station, clock.progress, clock.last_arrival)
         if other._now is not None:
             self.advance_clock_to(other._now)
         if other._floor is not None and (self._floor is None or other._floor > self._floor):
@@ -357,7 +381,7 @@ class Engine(TimerQueue):
         if clock is None:
             self._stations[station] = StationClock(progress, last_arrival)
             return
-        clock.progress = max(clock.progress, progress)
+        clock.progress = progress if clock.progress is None else max(clock.progress, progress)
         if last_arrival is not None:
             clock.last_arrival = max(clock.last_arrival or last_arrival, last_arrival)
         if self._now is None or (last_arrival is not None and last_arrival > self._now):
@@ -510,7 +534,23 @@ class Engine(TimerQueue):
 
     def snapshot(self) -> bytes:
         """The whole engine state as typed, versioned JSON (analytics/statecodec.py)."""
-        state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+        return self._snapshot(self.__dict__)
+
+    def snapshot_processed(self) -> bytes:
+        """The state up to ``processed_to``, without the readings still waiting.
+
+        For a caller that keeps every input in a store (the live service): the
+        waiting readings are re-read from it after a restore (``catch_up`` from
+        ``processed_to``), so writing them again in every snapshot — thousands
+        while a backlog drains — would only cost time.
+        """
+        state = dict(self.__dict__)
+        state["_buffer"] = []
+        state["_buffered_keys"] = set()
+        return self._snapshot(state)
+
+    def _snapshot(self, fields: dict[str, Any]) -> bytes:
+        state = {k: v for k, v in fields.items() if k not in _DERIVED}
         state["_books"] = (self.ctx.alerts, self.ctx.duties)
         state["_detectors"] = self.detectors
         header = {

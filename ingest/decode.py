@@ -420,12 +420,23 @@ class _SiteIndex:
 
     @classmethod
     def of(cls, site: SiteConfig) -> _SiteIndex:
-        return cls(
+        """The index of ``site``, built once per configuration object (it is frozen)."""
+        cached = _INDEXES.get(id(site))
+        if cached is not None and cached[0] is site:
+            return cached[1]
+        index = cls(
             site.site.id,
             site.sensors(),
             site.station_of(),
             {st.id: [s.id for s in st.sensors] for st in site.stations},
         )
+        if len(_INDEXES) > 1_000:
+            _INDEXES.clear()
+        _INDEXES[id(site)] = (site, index)
+        return index
+
+
+_INDEXES: dict[int, tuple[SiteConfig, _SiteIndex]] = {}
 
 
 def _check_topic(topic: str, index: _SiteIndex) -> TopicParts:

@@ -348,13 +348,15 @@ class MqttIngest:
         return batch
 
     def _work(self) -> None:
-        while True:
+        """Commit and acknowledge batches until told to stop.
+
+        On stop the batch in hand is finished; what is still queued was never
+        acknowledged, so the broker delivers it again to the next session.
+        """
+        while not self._stop.is_set():
             batch = self._take_batch()
-            if not batch:
-                if self._stop.is_set():
-                    return
-                continue
-            self._process(batch)
+            if batch:
+                self._process(batch)
 
     def _process(self, batch: Sequence[tuple[Incoming, int, int]]) -> None:
         def ack() -> None:
@@ -396,13 +398,14 @@ class MqttIngest:
         self._worker.start()
 
     def stop(self, drain_s: float = 10.0) -> None:
-        """Commit and acknowledge what has arrived, release the lease, disconnect."""
+        """Commit and acknowledge what has arrived (for up to ``drain_s``), release the lease,
+        disconnect. The worker always finishes its batch before the store may close."""
         deadline = time.monotonic() + drain_s
         while not self._queue.empty() and time.monotonic() < deadline and self._worker.is_alive():
             time.sleep(0.02)
         self._stop.set()
         if self._worker.is_alive():
-            self._worker.join(timeout=max(0.5, deadline - time.monotonic()))
+            self._worker.join()
         try:
             info = self.client.publish(owner_topic(self.site_id), b"", qos=1, retain=True)
             info.wait_for_publish(timeout=2.0)

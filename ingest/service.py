@@ -161,6 +161,7 @@ class IngestService:
         self._rebuild_from: int | None = None
         self._rebuild_noticed_at: int | None = None
         self._late_ids = store.late_alert_ids(self.site_id)
+        self._why_not = ""
         self.engine = self._recover(now_ms)
 
     # --- start: snapshot + replay from the store ------------------------------------
@@ -173,18 +174,23 @@ class IngestService:
         )
 
     def _usable_snapshot(self, before: int | None) -> tuple[Engine, SnapshotRow | None]:
-        """The newest snapshot consistent with the store (and older than ``before``)."""
+        """The newest snapshot consistent with the store (and older than ``before``).
+
+        ``self._why_not`` keeps why the newest one could not be used, for the
+        one line a person reads when the engine is rebuilt.
+        """
+        self._why_not = ""
         for row in self.store.snapshots(self.site_id):
             if before is not None and row.processed_to is not None and row.processed_to >= before:
                 continue
             try:
                 engine = Engine.restore(self.site, row.blob)
             except SnapshotError as exc:
-                self._say(f"engine snapshot of {self.site_id} not used ({exc}); rebuilding")
+                self._why_not = self._why_not or str(exc)
                 self.store.drop_snapshot(self.site_id, row)
                 continue
             if engine.allowed_lateness_ms != round(self.allowed_lateness_s * MS_PER_S):
-                self._say(f"allowed lateness changed for {self.site_id}; rebuilding the engine")
+                self._why_not = self._why_not or "the allowed lateness changed"
                 continue
             earliest = self.store.earliest_stored_after(
                 self.site_id, row.reading_mark, row.inspection_mark
@@ -201,10 +207,11 @@ class IngestService:
     def _recover(self, now_ms: int | None) -> Engine:
         """Restore the newest usable snapshot and replay what the store holds after it."""
         engine, row = self._usable_snapshot(None)
-        if row is None and self.store.reading_count(self.site_id):
+        count = self.store.reading_count(self.site_id)
+        if row is None and count:
             self._say(
-                f"rebuilding the engine of {self.site_id} from the store "
-                f"({self.store.reading_count(self.site_id):,} readings)"
+                f"rebuilding the engine of {self.site_id} from the store ({count:,} readings): "
+                + (self._why_not or "no snapshot to start from")
             )
         return self._catch_up(engine, row, now_ms, None, late=False)
 
@@ -222,7 +229,7 @@ class IngestService:
         for station, progress, arrival in self.store.station_clocks(self.site_id):
             engine.set_station_clock(station, progress, arrival)
         if now_ms is not None:
-            engine.advance_clock_to(now_ms)
+            engine.expect_stations((st.id for st in self.site.stations if st.sensors), now_ms)
         target = engine.watermark
         if until is not None:
             target = until if target is None else max(target, until)
@@ -274,10 +281,11 @@ class IngestService:
         """Store every message's answer in one transaction; return what is new, per arrival."""
         site = self.site_id
         fresh: list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]] = []
+        # Decode first: the write transaction is held only for the inserts.
+        decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
         with self.store.transaction():
-            for msg in messages:
+            for msg, result in decoded:
                 self.stats.messages += 1
-                result = decode_message(msg.topic, msg.payload, self.site)
                 if isinstance(result, Rejected):
                     self._reject(msg, result.reason)
                     continue
@@ -488,7 +496,7 @@ class IngestService:
             self.engine.forget_closed()
             self.store.save_snapshot(
                 self.site_id,
-                self.engine.snapshot(),
+                self.engine.snapshot_processed(),
                 taken_at,
                 processed_to=self.engine.processed_to(),
                 marks=self.store.marks(),

@@ -109,7 +109,8 @@ class StoredAlert:
 
 def _connect(path: Path) -> sqlite3.Connection:
     try:
-        db = sqlite3.connect(path, check_same_thread=False)
+        # A reader waits for the live writer's commit instead of failing at once.
+        db = sqlite3.connect(path, check_same_thread=False, timeout=30.0)
         db.execute("PRAGMA journal_mode=WAL")
         return db
     except sqlite3.DatabaseError as exc:
@@ -142,6 +143,8 @@ class SqliteStore:
     def _migrate(self) -> None:
         """Create the schema, or bring a store written by an older siltwatch up to date."""
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
+        if version == SCHEMA_VERSION:
+            return  # readers (dashboards, reports, tests) never write
         tables = {
             r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }

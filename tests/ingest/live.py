@@ -35,6 +35,8 @@ EXAMPLES = ROOT / "examples"
 # The production settings that matter for loss (deploy/mosquitto/mosquitto.conf): the
 # default queue cap of 1000 messages per client silently drops a lagging session's data.
 BROKER_CONFIG = ("max_queued_messages 0", "max_inflight_messages 0")
+# Connections and subscriptions, not every message (``log_type all`` logs each one twice).
+QUIET_LOG = ("error", "warning", "notice", "information", "subscribe")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class ServeProcess:
         self.args = list(args)
         self.log_path = log_path
         self.proc: subprocess.Popen[str] | None = None
-        self.outputs: list[str] = []
+        self._lines: list[list[str]] = []  # one list of output lines per start
         self._reader: threading.Thread | None = None
         self._ready = threading.Event()
 
@@ -99,15 +101,13 @@ class ServeProcess:
             start_new_session=True,
         )
         lines: list[str] = []
-        self.outputs.append("")
-        index = len(self.outputs) - 1
+        self._lines.append(lines)
         proc = self.proc
 
         def read() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
                 lines.append(line)
-                self.outputs[index] = "".join(lines)
                 if "siltwatch serving site" in line:
                     self._ready.set()
             self._ready.set()
@@ -115,7 +115,7 @@ class ServeProcess:
         self._reader = threading.Thread(target=read, daemon=True)
         self._reader.start()
         if not self._ready.wait(wait_s) or proc.poll() is not None:
-            raise AssertionError(f"serve did not start:\n{self.outputs[index]}")
+            raise AssertionError(f"serve did not start:\n{''.join(lines)}")
 
     def kill9(self) -> None:
         assert self.proc is not None
@@ -137,6 +137,11 @@ class ServeProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+    @property
+    def outputs(self) -> list[str]:
+        """Each start's output so far."""
+        return ["".join(lines) for lines in self._lines]
 
     @property
     def output(self) -> str:
@@ -186,7 +191,16 @@ class Publisher:
         else:
             self.log.acked.update(keys)
 
+    MAX_OUTSTANDING = 5_000
+
     def publish(self, message: Outgoing) -> None:
+        """Publish with QoS 1; waits while too many are unacknowledged.
+
+        paho numbers messages 1-65535 and keys its queue by that number: with
+        more than 65,535 queued at once, new ones overwrite old ones unseen.
+        """
+        while len(self._pending) >= self.MAX_OUTSTANDING:
+            time.sleep(0.002)
         info = self.client.publish(message.topic, message.payload, qos=1)
         with self._lock:
             self.log.published += 1

@@ -42,6 +42,7 @@ from tests.conftest import require_server
 from tests.ingest.live import (
     BROKER_CONFIG,
     EXAMPLES,
+    QUIET_LOG,
     ROOT,
     Publisher,
     ServeProcess,
@@ -65,7 +66,9 @@ topic write siltwatch/#
 def broker() -> Iterator[MosquittoServer]:
     require_server("mosquitto", MosquittoServer.available())
     workdir = Path(tempfile.mkdtemp(prefix="siltwatch-chaos-"))
-    server = MosquittoServer(workdir, users=USERS, acl=ACL, extra_config=BROKER_CONFIG)
+    server = MosquittoServer(
+        workdir, users=USERS, acl=ACL, extra_config=BROKER_CONFIG, log_types=QUIET_LOG
+    )
     server.start()
     try:
         yield server

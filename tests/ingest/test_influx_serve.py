@@ -35,6 +35,7 @@ def test_serve_mirrors_readings_into_influxdb(
             "--username", "ingest", "--password-file", str(secret),
             "--db", str(tmp_path / "site.sqlite3"),
             "--alert-log", str(tmp_path / "alerts.jsonl"),
+            "--client-id", f"influx-serve-{tmp_path.name}",
             "--tick-s", "0.2",
             "--influx-url", influxdb.url, "--influx-db", "serve",
         ],

@@ -44,6 +44,9 @@ def test_serve_ingests_until_interrupted_and_snapshots(
             str(db),
             "--alert-log",
             str(tmp_path / "alerts.jsonl"),
+            # Its own session: the shared test broker keeps other tests' sessions' queues.
+            "--client-id",
+            f"serve-test-{tmp_path.name}",
             "--tick-s",
             "0.2",
             "--allowed-lateness-s",

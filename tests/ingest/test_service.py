@@ -183,7 +183,12 @@ def test_end_to_end_over_mosquitto(mosquitto: BrokerInfo, sqlite_path: Path) -> 
         password=mosquitto.users["ingest"],
         protocol=PROTOCOL[mosquitto.kind],
     )
-    ingest = MqttIngest(service, broker, clock_ms=lambda: T0 + 86_400_000)
+    ingest = MqttIngest(
+        service,
+        broker,
+        clock_ms=lambda: T0 + 86_400_000,
+        client_id=f"e2e-{sqlite_path.parent.name}",
+    )
     ingest.start()
     try:
         assert ingest.subscribed.wait(10)
