@@ -78,6 +78,44 @@ def reading_messages(site: SiteConfig, readings: Iterable[SensorReading]) -> lis
     return out
 
 
+def batch_messages(
+    site: SiteConfig, readings: Iterable[SensorReading], size: int
+) -> dict[str, list[Outgoing]]:
+    """Per station, its readings (in the order given) as batches of ``size``: an outbox flush."""
+    station_of = site.station_of()
+    sensors = site.sensors()
+    by_station: dict[str, list[SensorReading]] = {}
+    for r in readings:
+        by_station.setdefault(station_of[r.sensor], []).append(r)
+    seq: dict[str, int] = {}
+    out: dict[str, list[Outgoing]] = {}
+    for station, rs in by_station.items():
+        for i in range(0, len(rs), size):
+            part = rs[i : i + size]
+            items = []
+            for r in part:
+                n = seq.get(r.sensor, 0)
+                seq[r.sensor] = n + 1
+                items.append(
+                    {
+                        "sensor": r.sensor,
+                        "time": iso(r.t),
+                        "seq": n,
+                        "value": r.value,
+                        "unit": sensors[r.sensor].unit,
+                    }
+                )
+            payload = {"type": "batch", "site": site.site.id, "station": station, "readings": items}
+            out.setdefault(station, []).append(
+                Outgoing(
+                    reading_topic(site.site.id, station, part[0].sensor),
+                    json.dumps(payload).encode(),
+                    tuple((r.sensor, r.t) for r in part),
+                )
+            )
+    return out
+
+
 class ServeProcess:
     """``siltwatch serve`` as a child process; its output is collected in the background."""
 
