@@ -1,7 +1,8 @@
 # siltwatch — the two commands of the README's quick start, and their helpers.
 #   make demo   run siltwatch on its embedded defaults
 #   make test   ruff, mypy, pytest
-# Both create .venv at the repo root and install siltwatch with its extras first.
+# Both create .venv at the repo root and install siltwatch with all its extras first
+# (edge: the Pi's hardware drivers, server: the service's heavy parts, dev: the tools).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[edge,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[edge,server,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

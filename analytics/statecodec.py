@@ -25,6 +25,7 @@ season's state is mostly repeated keys.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import math
@@ -34,40 +35,15 @@ from datetime import date
 from types import ModuleType
 from typing import Any
 
-from analytics import (
-    calendar,
-    detector,
-    drain,
-    episodes,
-    events,
-    health,
-    inspections,
-    rain,
-    recession,
-    robust,
-    sediment,
-    trap_geometry,
-    turbidity,
-    turbidity_limits,
-)
-
 FORMAT = "siltwatch-engine-state"
 MAX_DEPTH = 64
-_MODULES: tuple[ModuleType, ...] = (
-    calendar,
-    detector,
-    drain,
-    episodes,
-    events,
-    health,
-    inspections,
-    rain,
-    recession,
-    robust,
-    sediment,
-    trap_geometry,
-    turbidity,
-    turbidity_limits,
+# The modules whose classes a snapshot may hold (the engine adds its own with ``allow``).
+_MODULE_NAMES = (
+    "calendar", "detector", "drain", "episodes", "events", "health", "inspections", "rain",
+    "recession", "robust", "sediment", "trap_geometry", "turbidity", "turbidity_limits",
+)  # fmt: skip
+_MODULES: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"analytics.{name}") for name in _MODULE_NAMES
 )
 
 

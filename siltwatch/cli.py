@@ -16,10 +16,23 @@ from typing import Any
 
 from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.configerrors import ConfigError
-from siltwatch.serve import add_serve_options
+from siltwatch.serve import add_serve_options, read_secret
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+# Top-level modules of the ``server`` extra (pyproject.toml), and what they import directly
+# (urllib3 comes with influxdb-client). A station installs ``siltwatch[edge]`` without them.
+SERVER_MODULES = frozenset(
+    {
+        "pandas",
+        "numpy",
+        "influxdb_client",
+        "urllib3",
+        "grafana_client",
+        "grafana_foundation_sdk",
+        "amqtt",
+    }
+)
 
 
 def _version() -> str:
@@ -27,6 +40,27 @@ def _version() -> str:
         return metadata.version("siltwatch")
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         return "0+unknown"
+
+
+def _version_line() -> str:
+    return f"siltwatch {_version()} (wire schema v1, Python {sys.version.split()[0]})"
+
+
+class _VersionAction(argparse.Action):
+    """``siltwatch --version``: the line ``siltwatch version`` prints, unwrapped, then exit 0."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(_version_line())
+        parser.exit(EXIT_OK)
 
 
 def _err(lines: Sequence[str]) -> None:
@@ -38,7 +72,7 @@ def _err(lines: Sequence[str]) -> None:
 
 
 def cmd_version(args: argparse.Namespace) -> int:
-    print(f"siltwatch {_version()} (wire schema v1, Python {sys.version.split()[0]})")
+    print(_version_line())
     return EXIT_OK
 
 
@@ -181,15 +215,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args, _influx_mirror)
 
 
-def _secret(path: str | None, what: str) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
-
-
 def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
     """The InfluxDB mirror ``serve`` was asked for (v1 or v2), or None; ValueError for bad options."""
     from ingest.influx import InfluxMirror, InfluxV1Writer, InfluxV2Writer, RetryPolicy
@@ -204,7 +229,7 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
             args.influx_url,
             args.influx_db,
             username=args.influx_user,
-            password=_secret(args.influx_password_file, "InfluxDB password"),
+            password=read_secret(args.influx_password_file, "InfluxDB password"),
             retry=once,
         )
     elif args.influx_v2_url:
@@ -219,7 +244,7 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
         ]
         if missing:
             raise ValueError(f"--influx-v2-url needs {', '.join(missing)}")
-        token = _secret(args.influx_token_file, "InfluxDB token") or ""
+        token = read_secret(args.influx_token_file, "InfluxDB token") or ""
         writer = InfluxV2Writer(
             args.influx_v2_url,
             org=args.influx_org,
@@ -273,8 +298,8 @@ def cmd_dashboards(args: argparse.Namespace) -> int:
             _err(["--push needs --token-file (a Grafana service account token)"])
             return EXIT_USAGE
         try:
-            token = _secret(args.token_file, "Grafana token") or ""
-            secret = _secret(args.influx_secret_file, "InfluxDB password or token")
+            token = read_secret(args.token_file, "Grafana token") or ""
+            secret = read_secret(args.influx_secret_file, "InfluxDB password or token")
             result = push(args.push, token, sites, source, influx_secret=secret)
         except (ValueError, PushError) as exc:
             _err([str(exc)])
@@ -311,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Watch construction-site stormwater controls and alert when a site breaks the "
         "erosion and sediment control law.",
     )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("version", help="print the version")
@@ -428,6 +454,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except ModuleNotFoundError as exc:
+        # One place for every command: without the server extra, say so in one line.
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in SERVER_MODULES:
+            raise
+        command = " ".join(filter(None, (args.command, getattr(args, "config_command", None))))
+        _err(
+            [
+                f"'siltwatch {command}' needs the server parts (missing module {missing!r}): "
+                "pip install 'siltwatch[server]'"
+            ]
+        )
+        return EXIT_FAIL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

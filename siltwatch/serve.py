@@ -56,7 +56,8 @@ class _Progress:
                 print(file=sys.stderr)
 
 
-def _secret(path: str | None, what: str) -> str | None:
+def read_secret(path: str | None, what: str) -> str | None:
+    """A secret from a file (never from the command line, where ps shows it)."""
     if path is None:
         return None
     try:
@@ -98,7 +99,7 @@ def cmd_serve(
         broker = BrokerSettings.from_url(
             args.broker,
             username=args.username,
-            password=_secret(args.password_file, "MQTT password"),
+            password=read_secret(args.password_file, "MQTT password"),
             ca_file=args.ca_file,
             cert_file=args.cert_file,
             key_file=args.key_file,

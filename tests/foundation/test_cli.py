@@ -28,6 +28,8 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_version_and_help() -> None:
     out = run("version")
     assert out.returncode == 0 and out.stdout.startswith("siltwatch ")
+    flag = run("--version")
+    assert flag.returncode == 0 and flag.stdout == out.stdout, flag.stderr
     for args in (
         ["--help"],
         ["replay", "--help"],

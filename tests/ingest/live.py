@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from analytics.events import SensorReading
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import reading_topic
+from tests.conftest import require_server
+from tests.servers import MosquittoServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -114,6 +118,43 @@ def batch_messages(
                 )
             )
     return out
+
+
+# A service account and a station account that may write anywhere under siltwatch/.
+SERVICE_USERS = {"ingest": "ingest-pw", "station": "station-pw"}
+SERVICE_ACL = """
+user ingest
+topic readwrite siltwatch/#
+
+user station
+topic write siltwatch/#
+"""
+
+
+def loopback_broker(
+    prefix: str,
+    *,
+    users: dict[str, str] = SERVICE_USERS,
+    acl: str = SERVICE_ACL,
+    tls: bool = False,
+    log_types: tuple[str, ...] = QUIET_LOG,
+) -> Iterator[MosquittoServer]:
+    """A fresh Mosquitto for one test, with production queue settings (a fixture body).
+
+    Under /tmp directly (not tmp_path) so Mosquitto can drop to its own user;
+    fresh per test so no lease, session or retained message leaks between tests.
+    """
+    require_server("mosquitto", MosquittoServer.available())
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    server = MosquittoServer(
+        workdir, users=users, acl=acl, tls=tls, extra_config=BROKER_CONFIG, log_types=log_types
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 class ServeProcess:

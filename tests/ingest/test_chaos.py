@@ -20,10 +20,8 @@ the replay's end does.
 from __future__ import annotations
 
 import csv
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,44 +36,26 @@ from ingest.recording import read_csv_readings
 from ingest.replay import load_jsonl
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
-from tests.conftest import require_server
 from tests.ingest.live import (
-    BROKER_CONFIG,
     EXAMPLES,
-    QUIET_LOG,
     ROOT,
+    SERVICE_USERS,
     Publisher,
     ServeProcess,
     batch_messages,
+    loopback_broker,
     reading_messages,
 )
 from tests.servers import MosquittoServer
 
 SITE_FILE = EXAMPLES / "lake-george-site.toml"
 RATE = 2_000.0
-USERS = {"ingest": "ingest-pw", "station": "station-pw"}
-ACL = """
-user ingest
-topic readwrite siltwatch/#
-
-user station
-topic write siltwatch/#
-"""
+USERS = SERVICE_USERS
 
 
 @pytest.fixture
 def broker() -> Iterator[MosquittoServer]:
-    require_server("mosquitto", MosquittoServer.available())
-    workdir = Path(tempfile.mkdtemp(prefix="siltwatch-chaos-"))
-    server = MosquittoServer(
-        workdir, users=USERS, acl=ACL, extra_config=BROKER_CONFIG, log_types=QUIET_LOG
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    yield from loopback_broker("siltwatch-chaos-")
 
 
 def storm_with_a_next_morning() -> list[SensorReading]:

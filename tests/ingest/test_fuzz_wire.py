@@ -10,8 +10,6 @@ and they are counted apart.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -24,15 +22,13 @@ from ingest.recording import read_csv_readings
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import inspections_topic, readings_subscription
-from tests.conftest import require_server
 from tests.ingest.hostile import EXPECTED_REASONS, hostile_payloads
 from tests.ingest.live import (
-    BROKER_CONFIG,
     EXAMPLES,
-    QUIET_LOG,
     Outgoing,
     Publisher,
     ServeProcess,
+    loopback_broker,
     reading_messages,
 )
 from tests.servers import MosquittoServer
@@ -52,17 +48,7 @@ topic write #
 
 @pytest.fixture
 def broker() -> Iterator[MosquittoServer]:
-    require_server("mosquitto", MosquittoServer.available())
-    workdir = Path(tempfile.mkdtemp(prefix="siltwatch-fuzz-"))
-    server = MosquittoServer(
-        workdir, users=USERS, acl=ACL, extra_config=BROKER_CONFIG, log_types=QUIET_LOG
-    )
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    yield from loopback_broker("siltwatch-fuzz-", users=USERS, acl=ACL)
 
 
 @pytest.mark.integration

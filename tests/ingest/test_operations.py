@@ -18,11 +18,9 @@ import json
 import pathlib
 import pickle
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
@@ -42,21 +40,20 @@ from ingest.mqtt_ingest import owner_topic
 from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
-from tests.conftest import require_server
-from tests.ingest.live import BROKER_CONFIG, EXAMPLES, ROOT, ServeProcess, reading_messages
+from tests.ingest.live import (
+    EXAMPLES,
+    ROOT,
+    SERVICE_USERS,
+    ServeProcess,
+    loopback_broker,
+    reading_messages,
+)
 from tests.servers import MosquittoServer, free_port
 
 SITE_FILE = EXAMPLES / "lake-george-site.toml"
 SITE_ID = "lg-route9n"
 INGEST_CLIENT = f"siltwatch-ingest-{SITE_ID}"
-USERS = {"ingest": "ingest-pw", "station": "station-pw"}
-ACL = """
-user ingest
-topic readwrite siltwatch/#
-
-user station
-topic write siltwatch/#
-"""
+USERS = SERVICE_USERS
 START_S = 20.0  # bound on a serve that should start (or refuse to)
 STOP_S = 25.0  # bound on a SIGTERM drain
 STORE_S = 10.0  # bound on a published reading reaching the store
@@ -66,28 +63,15 @@ MINUTE_MS = 60_000
 # --- fixtures ---------------------------------------------------------------------------
 
 
-def _broker(tls: bool) -> Iterator[MosquittoServer]:
-    require_server("mosquitto", MosquittoServer.available())
-    # Directly under /tmp (not tmp_path) so Mosquitto can drop to its own user.
-    workdir = Path(tempfile.mkdtemp(prefix="siltwatch-ops-"))
-    server = MosquittoServer(workdir, users=USERS, acl=ACL, tls=tls, extra_config=BROKER_CONFIG)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
 @pytest.fixture
 def broker() -> Iterator[MosquittoServer]:
     """A fresh broker per test: no lease, session or retained message leaks between tests."""
-    yield from _broker(tls=False)
+    yield from loopback_broker("siltwatch-ops-", log_types=("all",))
 
 
 @pytest.fixture
 def tls_broker() -> Iterator[MosquittoServer]:
-    yield from _broker(tls=True)
+    yield from loopback_broker("siltwatch-ops-", tls=True, log_types=("all",))
 
 
 @pytest.fixture
