@@ -40,6 +40,7 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
+from analytics.quality import usable
 from analytics.recession import RecessionForecast, RunningLine, recession_forecast
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, iso
 from siltwatch.config import InfiltrationPractice, SiteConfig
@@ -52,11 +53,6 @@ FORECAST_KIND = "drain_time_forecast"
 # exponential and the constant-rate recession model (analytics/recession.py).
 DECISIVE_FRACTION = 0.25
 
-# Readings with these flags are not evidence (analytics/detector.py: a flagged
-# reading must never silently drive a regulatory alert); they are counted.
-UNTRUSTED_FLAGS = frozenset(
-    {"out_of_range", "sensor_fault", "spike", "flatline", "clock_unsynced", "uncalibrated"}
-)
 
 SMOOTH_READINGS = 3  # the centred median of three readings drives every decision
 FILL_TOLERANCES = 2.0  # a fill is a rise of more than two tolerances (drained: within one)
@@ -262,7 +258,8 @@ class DrainTimeDetector(Detector):
     # --- engine callbacks -----------------------------------------------------------
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
-        if reading.flags & UNTRUSTED_FLAGS or not math.isfinite(reading.value):
+        # Not evidence unless usable (analytics/quality.py); counted, never silently dropped.
+        if not usable(reading.flags) or not math.isfinite(reading.value):
             self.ignored_readings += 1
             return
         t = reading.t

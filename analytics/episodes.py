@@ -5,7 +5,7 @@ one SMS for one plume, not forty. Its id is derived from the data (site, kind,
 subject, start time), so the same readings give the same id whether they were
 seen live, backfilled or replayed. Severity may change inside an episode; each
 change is kept in ``escalations`` and ``severity`` is the highest reached
-(shared/contract/README.md, ALERTS.jsonl).
+(docs/replay-contract.md, "Outputs", ALERTS.jsonl).
 
 A *duty* is an inspection the law requires by a deadline; it stays open until
 an inspection completes it.

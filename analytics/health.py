@@ -24,7 +24,8 @@ zero for days; a basin level or a sediment depth legitimately holds still for
 days and legitimately jumps (a storm fills a basin, a cleanout empties a trap).
 A causal screen cannot tell those jumps from outliers, and the drain, sediment
 and rain detectors drop spike-flagged readings, so flagging them would hide
-exactly the events those detectors exist for.
+exactly the events those detectors exist for. Which flags each detector
+honours is one shared policy, :mod:`analytics.quality`.
 
 Why a spike is a *soft* flag for turbidity: without lookahead the screen cannot
 know whether a jump is isolated; at 15-minute data every real plume starts
@@ -32,7 +33,8 @@ with readings that look like spikes. The turbidity contrast therefore keeps
 spike-flagged readings in its median windows (a median over the window *is*
 the isolation test, made with hindsight: one or two outliers cannot move it)
 and counts them in its evidence, so they never drive an alert silently.
-Readings with an :data:`UNUSABLE_FLAGS` flag are never used by it.
+Readings with a hard flag (:data:`analytics.quality.HARD_FLAGS`) are never
+used by it, nor by the spike test here (:func:`analytics.quality.usable_in_median`).
 
 Offline detection keeps one outstanding timer per sensor at
 ``last reading + k × interval``; when it fires it checks whether data came
@@ -54,6 +56,7 @@ from zoneinfo import ZoneInfo
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
+from analytics.quality import usable_in_median
 from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
@@ -67,20 +70,6 @@ OUT_OF_RANGE = QualityFlag.OUT_OF_RANGE.value
 SENSOR_FAULT = QualityFlag.SENSOR_FAULT.value
 SPIKE = QualityFlag.SPIKE.value
 FLATLINE = QualityFlag.FLATLINE.value
-
-# Flags that make a reading unusable as evidence: the value is wrong (out of
-# range, fault, frozen), not in calibrated units, or its time cannot be trusted.
-UNUSABLE_FLAGS = frozenset(
-    {
-        OUT_OF_RANGE,
-        SENSOR_FAULT,
-        FLATLINE,
-        QualityFlag.CLOCK_UNSYNCED.value,
-        QualityFlag.UNCALIBRATED.value,
-    }
-)
-# Flags that mark a reading worth counting in evidence, but still usable.
-SOFT_FLAGS = frozenset({SPIKE})
 
 _FLAG_OOR = frozenset({OUT_OF_RANGE})
 _FLAG_SPIKE = frozenset({SPIKE})
@@ -250,11 +239,7 @@ class SensorHealth(Detector):
                     self._problem_off(st, "flatline", t, value, ctx)
 
         history = st.history
-        if (
-            history is not None
-            and added is None
-            and not (flags and not flags.isdisjoint(UNUSABLE_FLAGS))
-        ):
+        if history is not None and added is None and usable_in_median(flags):
             rule = st.spike
             prev = st.prev
             # Cheap test first: a reading continuous with the previous one is no spike.

@@ -1,7 +1,7 @@
 """Rainfall: depths per interval → rolling totals, storm events and a daily log.
 
 A rain reading is the depth that fell during the interval ending at its time
-(shared/contract/README.md, "Recording"), in the sensor's unit (``in`` or
+(docs/replay-contract.md, "Recording"), in the sensor's unit (``in`` or
 ``mm``); the interval is the sensor's ``interval_s``. Inside this module depths
 are whole nanometres (1 in = 25 400 000 nm, a 0.2 mm tip = 200 000 nm), so totals are
 exact and "24.0 mm" never becomes 23.999999 against a threshold.
@@ -37,6 +37,7 @@ from typing import Protocol
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
+from analytics.quality import usable
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
@@ -45,10 +46,6 @@ from siltwatch.units import mm_to, to_mm
 NM_PER_MM = 1_000_000
 NM_PER_IN = 25_400_000
 DEFAULT_WINDOW_H = 24.0
-
-# Quality flags that make a rain reading unusable for storms and duties. A backfilled,
-# simulated or uncalibrated tipping bucket still counts tips of its nominal size.
-UNTRUSTED_FLAGS = frozenset({"clock_unsynced", "out_of_range", "sensor_fault", "spike", "flatline"})
 
 
 # --- storm segmentation (pure) ----------------------------------------------------------
@@ -373,8 +370,9 @@ class RainDetector(Detector):
         if total is None:
             total = g.days[day] = DayTotal()
         value = reading.value
-        if (reading.flags & UNTRUSTED_FLAGS) or not math.isfinite(value) or value < 0:
-            # Counted, never silently used: a flagged tip must not create a duty.
+        if not usable(reading.flags) or not math.isfinite(value) or value < 0:
+            # Counted, never silently used (analytics/quality.py): a flagged tip must not
+            # create a duty.
             total.excluded += 1
             g.excluded += 1
             return

@@ -39,6 +39,7 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
+from analytics.quality import usable
 from analytics.recession import RunningLine
 from analytics.timeutil import iso
 from analytics.trap_geometry import TrapGeometry
@@ -49,9 +50,6 @@ from siltwatch.units import from_metres, to_metres, to_mm
 
 KIND = "sediment_capacity"
 
-UNTRUSTED_FLAGS = frozenset(
-    {"out_of_range", "sensor_fault", "spike", "flatline", "clock_unsynced", "uncalibrated"}
-)
 SMOOTH_READINGS = 5
 MIN_READINGS = 3  # no decision before three readings of a trap
 CLEANOUT_DROP = 0.10  # a cleanout removes at least 10 % of the design volume
@@ -158,7 +156,8 @@ class SedimentCapacityDetector(Detector):
     # --- engine callbacks -------------------------------------------------------------
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
-        if reading.flags & UNTRUSTED_FLAGS or not math.isfinite(reading.value):
+        # Depths and rain alike: not evidence unless usable (analytics/quality.py); counted.
+        if not usable(reading.flags) or not math.isfinite(reading.value):
             self.ignored_readings += 1
             return
         unit = self.rain_units.get(reading.sensor)

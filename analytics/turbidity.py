@@ -12,9 +12,9 @@ respect is a function of that background and of the receiving water's class
 Decisions, in the order a downstream reading meets them:
 
 * **Usable data.** A side needs at least half a window of usable readings
-  (readings with an :data:`analytics.health.UNUSABLE_FLAGS` flag are never
-  used; ``spike``-flagged ones are, because the median is what discards an
-  isolated outlier, and they are counted in the evidence). Without them the
+  (the shared policy, analytics/quality.py: readings with a hard flag are
+  never used; ``spike``-flagged ones are, because the median is what discards
+  an isolated outlier, and they are counted in the evidence). Without them the
   contrast *cannot be judged*: after that has lasted ``max(sustain, window +
   travel time)`` a ``data_quality`` alert on the pair says so — never a silent
   pass, never a violation guessed from one probe. The delay is the sustain
@@ -48,7 +48,8 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
-from analytics.health import SOFT_FLAGS, UNUSABLE_FLAGS, duration_text, local_time
+from analytics.health import duration_text, local_time
+from analytics.quality import UNUSABLE, grade, unusable_reasons
 from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from analytics.turbidity_limits import LimitRule
@@ -160,26 +161,21 @@ class TurbidityContrast(Detector):
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
         flags = reading.flags
-        grade = 0
-        if flags:
-            if not flags.isdisjoint(UNUSABLE_FLAGS):
-                grade = 2
-            elif not flags.isdisjoint(SOFT_FLAGS):
-                grade = 1
+        g = grade(flags)  # analytics/quality.py: usable, soft (kept and counted) or unusable
         t = reading.t
         if reading.sensor == self.up:
             win = self.up_win
-            win.push(t, reading.value, grade)
-            if grade == 2:
-                self.up_bad = tuple(sorted(flags & UNUSABLE_FLAGS))
+            win.push(t, reading.value, g)
+            if g == UNUSABLE:
+                self.up_bad = unusable_reasons(flags)
             pending = win.pending
             cutoff = t - self.travel_ms - self.window_ms - UPSTREAM_HORIZON_MS
             if pending[0][0] < cutoff:
                 win.drop_pending_before(cutoff)
             return
-        self.down_win.add_latest(t, reading.value, grade)
-        if grade == 2:
-            self.down_bad = tuple(sorted(flags & UNUSABLE_FLAGS))
+        self.down_win.add_latest(t, reading.value, g)
+        if g == UNUSABLE:
+            self.down_bad = unusable_reasons(flags)
         self._evaluate(t, ctx)
 
     # --- the decision -----------------------------------------------------------------

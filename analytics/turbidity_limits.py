@@ -1,7 +1,7 @@
 """Turbidity limits: the downstream level the law allows, given the upstream background.
 
 Pure arithmetic on one limit table (a rule-pack value or a pair's ``limit``,
-shared/contract/README.md) and one background level, so every shape can be
+docs/replay-contract.md) and one background level, so every shape can be
 checked by hand. All numbers are in the sensors' unit (NTU; FNU is treated as
 numerically equal).
 

@@ -44,7 +44,7 @@ def dashboard_uid(site_id: str) -> str:
 
 
 class InfluxQL(Builder[cogvariants.Dataquery]):
-    """A raw InfluxQL target; the SDK has no InfluxDB query builder (shared/dependencies.md)."""
+    """A raw InfluxQL target; the SDK has no InfluxDB query builder."""
 
     def __init__(self, ref_id: str, query: str, *, result_format: str = "time_series") -> None:
         self.data: dict[str, Any] = {

@@ -8,7 +8,7 @@ dashboard serves any of them. Grafana fills in the macros before sending:
 dashboard's constant variable). tests/dashboards substitutes them the same way
 and runs every query against a real InfluxDB 1.x.
 
-Only siltwatch may be imported here (shared/design.md, "Layout"): the limit and
+Only siltwatch may be imported here (README.md, "Folders"): the limit and
 geometry arithmetic that the analytics do per reading is repeated in the small
 form a reference line needs, and the tests compare the two.
 """

@@ -10,12 +10,13 @@ dashboards. Two transports send the same line protocol (ingest/influx_lp.py):
 
 Both batch (``batch_size`` lines a request) and neither drops data silently:
 the client library's default batching writer only logs failed writes
-(shared/dependencies.md), so it is not used. A retryable failure (a 429/5xx
-answer or no connection) is retried with exponential backoff, honouring
-``Retry-After``; a failure that persists, or one that retrying cannot fix
-(bad data, bad token), raises :class:`InfluxWriteError` carrying the HTTP
-status and the server's own reason. Writes are idempotent (a point with the
-same series and time replaces itself), so a retried batch never duplicates.
+(docs/dashboards.md, "Writing: durable, never silent"), so it is not used. A
+retryable failure (a 429/5xx answer or no connection) is retried with
+exponential backoff, honouring ``Retry-After``; a failure that persists, or
+one that retrying cannot fix (bad data, bad token), raises
+:class:`InfluxWriteError` carrying the HTTP status and the server's own reason.
+Writes are idempotent (a point with the same series and time replaces itself),
+so a retried batch never duplicates.
 
 :class:`InfluxMirror` is what the live service holds: it queues lines, tries to
 write them on every call without ever sleeping under the ingest lock, and

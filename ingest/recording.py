@@ -1,6 +1,6 @@
 """Recordings: sensor data captured to a file, read back for replay.
 
-Two formats (shared/contract/README.md, "Recording (input)"):
+Two formats (docs/replay-contract.md, "Recording (input)"):
 
 * CSV with a header ``time,sensor,value``, one reading a row, any order;
   ``time`` ISO 8601 with ``Z`` or an offset, ``value`` in the sensor's unit.

@@ -55,7 +55,7 @@ WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happ
 class EventHandler(Protocol):
     """Where engine events go next (alerts.dispatch.Dispatcher in the wired system).
 
-    ingest does not import alerts (shared/design.md): the CLI hands the
+    ingest does not import alerts (README.md, "Folders"): the CLI hands the
     dispatcher in.
     """
 

@@ -1,7 +1,7 @@
 """Broker accounts and the Mosquitto ACL, generated from the site configurations.
 
 Why generated: the broker is where "a device may publish only under its own
-station's topic" (shared/design.md) is enforced, and a hand-written ACL drifts from
+station's topic" (docs/wire-format.md) is enforced, and a hand-written ACL drifts from
 the sites it guards. A pattern such as ``pattern write siltwatch/v1/+/%u/#`` lets
 station ``up-1`` write under *every* site that has (or will have) an ``up-1``, and
 any account named like a station id gets that station's topics. Here every account

@@ -15,7 +15,8 @@ phone numbers) must be well formed and free of control characters.
 
 Keys carry their unit in their name (``design_level_ft``, ``tolerance_m``); the
 ``*_m()`` helpers give the value in metres, the unit the analytics use.
-The reference configs in shared/contract/ must load unchanged.
+The reference configs in examples/ must load unchanged (docs/replay-contract.md,
+"Site configuration").
 """
 
 from __future__ import annotations

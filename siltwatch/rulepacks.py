@@ -165,7 +165,8 @@ class RuleValue:
         """The citation as an alert text shows it.
 
         A site override says so; a value only seen in a summary says "per"
-        (shared/rules.md: "A rule that is only secondary ... alert texts say per").
+        (README.md, "Site configuration and rule packs": a secondary value is cited
+        as "per …" in alerts).
         """
         if self.site_override and self.pack == "site":
             return f"site configuration ({self.key})"

@@ -6,9 +6,10 @@ field. The JSON Schemas exported by ``siltwatch schema --out DIR`` are the
 documentation integrators read (docs/wire-format.md).
 
 Times are event times in UTC: the moment a sensor measured, not the moment a
-message arrived. The per-sensor ``seq`` is the dedupe key: the edge agent keeps
-it on disk so it survives reboots, and ingest drops a (site, sensor, seq) it has
-already stored.
+message arrived. Ingest deduplicates on (sensor, event time); the per-sensor
+``seq`` is the station's own order, kept as a record (the edge agent keeps it
+on disk so it survives reboots; an outbox reset starts it again, and those new
+readings must not be taken for resends).
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ class InspectionRecord(_Payload):
     """An inspection recorded in the field, on ``siltwatch/v1/{site}/inspections``.
 
     ``duty`` empty means a full site inspection: it completes every inspection
-    duty open at ``time`` (replay contract, shared/contract/README.md).
+    duty open at ``time`` (docs/replay-contract.md).
     """
 
     v: Version = 1

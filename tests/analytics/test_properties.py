@@ -14,14 +14,19 @@ The reference is the recording fed in event-time order in one call.
 
 from __future__ import annotations
 
+import json
 import random
+import statistics
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 from hypothesis import Phase, event, find, given, settings
 from hypothesis import strategies as st
 
 from analytics.engine import Engine
 from analytics.events import SensorReading
+from analytics.timeutil import MS_PER_MIN
 from tests.analytics.strategies import PROPERTY_SETTINGS, Recording, recordings
 
 LATENESS_S = 600.0
@@ -136,8 +141,89 @@ def _finds(kind: str) -> Callable[[Recording], bool]:
     return lambda rec: f'"kind":"{kind}"' in reference(rec)[0]
 
 
+def _values(rec: Recording, sensor: str, start: int, end: int) -> list[float]:
+    """The raw values ``sensor`` reported with ``start < t <= end``, in time order."""
+    return [r.value for r in rec.readings if r.sensor == sensor and start < r.t <= end]
+
+
+def _turbidity_plume_in_readings(rec: Recording, alert: dict[str, Any]) -> bool:
+    """The raw probes show the plume: over the 15 minutes before the alert opened,
+    downstream exceeds the limit the site is governed by (its own 25 NTU over
+    background, or NCG01's 50 NTU stream cap with no increase above it)."""
+    pair = next(p for p in rec.site.turbidity_pairs if p.id == alert["subject"])
+    opened = _ms(alert["opened_at"])
+    up = _values(rec, pair.upstream, opened - 15 * MS_PER_MIN, opened)
+    down = _values(rec, pair.downstream, opened - 15 * MS_PER_MIN, opened)
+    if not up or not down:
+        return False
+    up_level, down_level = statistics.median(up), statistics.median(down)
+    if pair.limit is not None:
+        return down_level - up_level > float(pair.limit["over_background_ntu"])
+    return down_level > up_level and (down_level > 50.0 or up_level > 50.0)
+
+
+def _silence_in_readings(rec: Recording, alert: dict[str, Any]) -> bool:
+    """The sensor really was silent: no reading in the two intervals before the alert opened."""
+    opened = _ms(alert["opened_at"])
+    interval_ms = round(rec.site.sensor(alert["subject"]).interval_s * 1000)
+    return not _values(rec, alert["subject"], opened - 2 * interval_ms - 1, opened)
+
+
+def _usable(rec: Recording, sensor: str) -> list[tuple[int, bool]]:
+    """Each reading's time and whether a person would trust it: not far below 0 NTU
+    (no water reads that) and not the 60th or later identical value in a row (a
+    frozen probe)."""
+    out: list[tuple[int, bool]] = []
+    previous, run = None, 0
+    for r in rec.readings:
+        if r.sensor != sensor:
+            continue
+        run = run + 1 if r.value == previous else 1
+        previous = r.value
+        out.append((r.t, r.value > -10.0 and run < 60))
+    return out
+
+
+def _bad_data_in_readings(rec: Recording, alert: dict[str, Any]) -> bool:
+    """A probe alert: the probe had sent an untrustworthy reading by the time it opened.
+    A pair alert: in the 30 minutes before it opened, one of its probes sent fewer than
+    two thirds of its readings in a usable state (the pair could not be judged)."""
+    opened = _ms(alert["opened_at"])
+    pair = next((p for p in rec.site.turbidity_pairs if p.id == alert["subject"]), None)
+    if pair is None:
+        return any(not ok for t, ok in _usable(rec, alert["subject"]) if t <= opened)
+    for sensor in (pair.upstream, pair.downstream):
+        expected = 30 * MS_PER_MIN / (rec.site.sensor(sensor).interval_s * 1000)
+        usable = sum(ok for t, ok in _usable(rec, sensor) if opened - 30 * MS_PER_MIN < t <= opened)
+        if usable < 2 / 3 * expected:
+            return True
+    return False
+
+
+def _ms(iso: str) -> int:
+    return round(datetime.fromisoformat(iso).timestamp() * 1000)
+
+
+_IN_THE_READINGS: dict[str, Callable[[Recording, dict[str, Any]], bool]] = {
+    "turbidity_contrast": _turbidity_plume_in_readings,
+    "sensor_offline": _silence_in_readings,
+    "data_quality": _bad_data_in_readings,
+}
+
+
 def test_generated_recordings_do_produce_plumes_gaps_and_faults() -> None:
-    """Each kind of episode appears in some generated recording (else the properties are vacuous)."""
-    for kind in ("turbidity_contrast", "sensor_offline", "data_quality"):
+    """Each kind of episode appears in some generated recording (else the properties are
+    vacuous), and each is real: the raw readings, checked here without the detectors,
+    show the plume, the silence or the bad data the alert reports."""
+    for kind, in_the_readings in _IN_THE_READINGS.items():
         rec = find(recordings(), _finds(kind), settings=_FIND)
-        assert f'"kind":"{kind}"' in reference(rec)[0]
+        alerts = [json.loads(line) for line in reference(rec)[0].splitlines()]
+        found = [a for a in alerts if a["kind"] == kind]
+        assert found, rec.plan
+        for alert in found:
+            assert in_the_readings(rec, alert), (
+                kind,
+                alert["subject"],
+                alert["opened_at"],
+                rec.plan,
+            )

@@ -1,8 +1,7 @@
 """A real HTTP server on loopback that records requests and answers from a script.
 
 Why real: grafana-client speaks through niquests and influxdb-client through
-urllib3, and neither is intercepted by requests-mock or responses
-(shared/dependencies.md); a socket on 127.0.0.1 is what both really talk to, so
+urllib3, and neither is intercepted by requests-mock or responses; a socket on 127.0.0.1 is what both really talk to, so
 the test sees the bytes a production server would see.
 
 Used as the stand-in for InfluxDB 2.x's ``/api/v2/write`` (a recorded contract:

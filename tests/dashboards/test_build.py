@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,31 @@ def test_every_panel_has_the_datasource_and_a_raw_influxql_query(site: SiteConfi
     assert board["templating"]["list"][0]["query"] == site.site.id
 
 
-def test_builds_are_byte_identical_and_uids_stable(site: SiteConfig) -> None:
-    assert dashboard_json(site) == dashboard_json(site)
+def test_builds_are_byte_identical_and_uids_stable(site: SiteConfig, tmp_path: Path) -> None:
+    # Determinism across processes, not within one: ``siltwatch dashboards`` run as a
+    # user runs it, with its own hash seed (set and dict iteration orders differ),
+    # must write the bytes this process builds.
+    source = next(p for p in EXAMPLES.glob("*-site.toml") if load_site(p).site.id == site.site.id)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "siltwatch.cli",
+            "dashboards",
+            "--site",
+            str(source),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=EXAMPLES.parent,
+        env={**os.environ, "PYTHONHASHSEED": "12345"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "dashboards" / f"{site.site.id}.json").read_text(encoding="utf-8")
+    assert written == dashboard_json(site)
     board = build_dashboard(site)
     assert board["uid"] == f"siltwatch-{site.site.id}"
     assert [p["id"] for p in board["panels"]] == list(range(1, len(board["panels"]) + 1))

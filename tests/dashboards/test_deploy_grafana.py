@@ -19,6 +19,20 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_deploy_grafana_is_up_to_date(tmp_path: Path) -> None:
     sites = [load_site(ROOT / "examples" / f"{n}-site.toml") for n in ("lake-george", "lake-lure")]
     written = write_provisioning(tmp_path, sites, InfluxSource("http://influxdb:8086", "siltwatch"))
+    # What Grafana reads: the data source, the dashboard provider, one dashboard per
+    # reference site (named by the site ids in examples/) — and nothing else is
+    # committed that the code no longer writes.
+    expected = {
+        "provisioning/datasources/siltwatch.yaml",
+        "provisioning/dashboards/siltwatch.yaml",
+        "dashboards/lg-route9n.json",
+        "dashboards/ll-boulevard.json",
+    }
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in written) == sorted(expected)
+    committed_files = ROOT / "deploy" / "grafana"
+    assert {
+        p.relative_to(committed_files).as_posix() for p in committed_files.rglob("*") if p.is_file()
+    } == expected, "deploy/grafana/ holds files the code does not write: remove them"
     for path in written:
         rel = path.relative_to(tmp_path)
         committed = ROOT / "deploy" / "grafana" / rel

@@ -1,4 +1,4 @@
-"""Who may import whom (shared/design.md, "Layout"): the direction is checked, not hoped for."""
+"""Who may import whom (README.md, "Folders"): the direction is checked, not hoped for."""
 
 from __future__ import annotations
 

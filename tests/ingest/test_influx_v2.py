@@ -1,7 +1,7 @@
 """The v2 write path against a recorded contract: what influxdb-client sends to
 ``/api/v2/write`` and how siltwatch takes InfluxDB 2.x's answers.
 
-No InfluxDB 2.x is installable here (shared/dependencies.md), so a loopback HTTP
+No InfluxDB 2.x is installable here, so a loopback HTTP
 server records the request and answers as 2.x does: 204 with no body on success,
 otherwise a JSON body ``{"code": ..., "message": ...}`` (the 2.x API reference:
 401 unauthorized, 404 bucket not found, 422 unprocessable, 503 unavailable with
