@@ -23,6 +23,7 @@ from typing import Any
 
 from alerts.routing import Notification
 from siltwatch.schema import Alert
+from siltwatch.vocabulary import AlertKind, Severity, severity_rank
 
 SMS_MAX_CHARS = 320
 ELLIPSIS = "…"
@@ -134,7 +135,7 @@ def how_much(alert: Alert) -> str:
     """By how much, from the evidence of the kinds siltwatch knows; '' when unknown."""
     ev = alert.evidence
     kind = alert.kind
-    if kind == "turbidity_contrast":
+    if kind == AlertKind.TURBIDITY_CONTRAST:
         down, limit, unit = _num(ev.get("downstream_level")), _num(ev.get("limit")), ev.get("unit")
         peak, peak_limit = _num(ev.get("peak_downstream_level")), _num(ev.get("peak_limit"))
         if down and limit:
@@ -142,18 +143,18 @@ def how_much(alert: Alert) -> str:
             if peak and peak_limit and peak != down:
                 text += f" (peak {peak} vs {peak_limit})"
             return text
-    elif kind == "sediment_capacity":
+    elif kind == AlertKind.SEDIMENT_CAPACITY:
         lost, cleanout = ev.get("fraction_lost"), ev.get("cleanout_fraction")
         if isinstance(lost, int | float) and not isinstance(lost, bool):
             text = f"{lost * 100:.0f}% of storage lost"
             if isinstance(cleanout, int | float) and not isinstance(cleanout, bool):
                 text += f" (clean out at {cleanout * 100:.0f}%)"
             return text
-    elif kind in ("drain_time", "drain_time_forecast"):
+    elif kind in (AlertKind.DRAIN_TIME, AlertKind.DRAIN_TIME_FORECAST):
         hours, limit_h = _num(ev.get("hours_since_peak"), 0), _num(ev.get("limit_h"), 0)
         if hours and limit_h:
             return f"not drained {hours} h after peak (limit {limit_h} h)"
-    elif kind == "inspection_overdue":
+    elif kind == AlertKind.INSPECTION_OVERDUE:
         late = _num(ev.get("overdue_h"))
         if late:
             return f"{late} h overdue (due {ev.get('due_at', '?')})"
@@ -227,9 +228,6 @@ class Held:
     rule: str
 
 
-_SEV_RANK = {"critical": 0, "warning": 1, "info": 2}
-
-
 def sms_summary(
     held: Sequence[Held], site: SiteLabel, since: str, limit: int = SMS_MAX_CHARS
 ) -> str:
@@ -238,8 +236,9 @@ def sms_summary(
     Critical items are listed before the rest and each carries its citation; what
     does not fit is counted in ``+N more``. Details are in email and the alert log.
     """
-    items = sorted(held, key=lambda h: (_SEV_RANK.get(h.severity, 3), h.event != "opened"))
-    crit = sum(1 for h in held if h.severity == "critical")
+    # Most severe first (an unknown severity ranks below info), openings first within one.
+    items = sorted(held, key=lambda h: (-severity_rank(h.severity), h.event != "opened"))
+    crit = sum(1 for h in held if h.severity == Severity.CRITICAL)
     head = (
         f"siltwatch {site.id}: {len(held)} alert updates held by the SMS limit since "
         f"{local_time(since, site.zone, short=True)}"

@@ -13,9 +13,15 @@ from dataclasses import dataclass
 
 from siltwatch.config import Contact, SiteConfig
 from siltwatch.schema import Alert
+from siltwatch.vocabulary import AlertKind, Severity
 
 REGULATORY = frozenset(
-    {"turbidity_contrast", "sediment_capacity", "drain_time", "inspection_overdue"}
+    {
+        AlertKind.TURBIDITY_CONTRAST,
+        AlertKind.SEDIMENT_CAPACITY,
+        AlertKind.DRAIN_TIME,
+        AlertKind.INSPECTION_OVERDUE,
+    }
 )
 
 
@@ -32,8 +38,8 @@ class Notification:
 def officer_cares(alert: Alert) -> bool:
     """The episode is the town's business: an overdue inspection, or a regulatory alert
     that reached critical (``severity`` is the highest the episode reached)."""
-    return alert.kind == "inspection_overdue" or (
-        alert.kind in REGULATORY and alert.severity == "critical"
+    return alert.kind == AlertKind.INSPECTION_OVERDUE or (
+        alert.kind in REGULATORY and alert.severity == Severity.CRITICAL
     )
 
 
@@ -45,13 +51,13 @@ def first_officer_event(event: str, alert: Alert) -> bool:
     """
     if not officer_cares(alert):
         return False
-    if alert.kind == "inspection_overdue" or event == "opened":
+    if alert.kind == AlertKind.INSPECTION_OVERDUE or event == "opened":
         return event == "opened"
     if event != "escalated":
         return False
-    criticals = [e for e in alert.escalations if e.severity == "critical"]
+    criticals = [e for e in alert.escalations if e.severity == Severity.CRITICAL]
     last = alert.escalations[-1]
-    return last.severity == "critical" and len(criticals) == 1
+    return last.severity == Severity.CRITICAL and len(criticals) == 1
 
 
 def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from alerts.routing import Notification
+from siltwatch.vocabulary import Severity
 
 
 class Sink(Protocol):
@@ -30,7 +31,7 @@ class ConsoleSink:
             f"[{note.at}] {note.event.upper():9} {a.severity:8} {a.kind} {a.subject} -> {who}",
             file=self.stream,
         )
-        if note.event != "escalated" or a.severity == "critical":
+        if note.event != "escalated" or a.severity == Severity.CRITICAL:
             print(f"    {a.message}", file=self.stream)
             print(f"    rule: {a.rule}", file=self.stream)
         self.stream.flush()

@@ -44,11 +44,11 @@ from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
 from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
 from alerts.routing import Notification
+from siltwatch.vocabulary import Severity, severity_rank
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-SEVERITY_ORDER = ("info", "warning", "critical")
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class DeliveryWorker:
         text = sms_summary(held, self.site, utc_text(since))
         key = "\x1f".join(sorted(d.id for d in group))
         ident = "sum-" + hashlib.sha256(key.encode()).hexdigest()[:28]
-        worst = max((d.severity for d in items), key=_rank)
+        worst = max((d.severity for d in items), key=severity_rank)
         return NewDelivery(
             id=ident,
             channel=self.sms_channel,
@@ -217,7 +217,7 @@ class DeliveryWorker:
             kind="summary",
             severity=worst,
             subject=f"{len(items)} notifications",
-            rule="; ".join(sorted({d.rule for d in items if d.severity == "critical"})),
+            rule="; ".join(sorted({d.rule for d in items if d.severity == Severity.CRITICAL})),
             message={"body": text},
         )
 
@@ -256,10 +256,6 @@ class DeliveryWorker:
         self.outbox.mark_retry(d.id, now, now + wait, exc.reason)
         log.warning("%s to %s failed (attempt %d), retry in %.0f s: %s",
                     d.channel, d.recipient, d.attempts, wait, exc.reason)  # fmt: skip
-
-
-def _rank(severity: str) -> int:
-    return SEVERITY_ORDER.index(severity) if severity in SEVERITY_ORDER else -1
 
 
 class DeliveryThread:

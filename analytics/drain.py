@@ -21,7 +21,9 @@ Models and thresholds are documented in docs/drain-time.md. In short:
   sensor whose datum drifts (the PWD record drifts between −0.65 and 0 ft).
 * A fill starts when the rise exceeds twice the tolerance; the practice is
   drained when it falls back within the tolerance (the hysteresis keeps a
-  level wobbling around the tolerance from making many small events).
+  level wobbling around the tolerance from making many small events). The
+  tolerance is at least 1 mm; siltwatch/rulemath.py computes it and the
+  drained level the dashboards draw.
 * The clock starts at the peak. A refill before drain-down (the rise climbs
   again by ``max(2·tolerance, 10 % of the peak rise)`` above its lowest point
   since the peak) restarts the clock from the new peak.
@@ -44,11 +46,13 @@ from analytics.quality import usable
 from analytics.recession import RecessionForecast, RunningLine, recession_forecast
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, iso
 from siltwatch.config import InfiltrationPractice, SiteConfig
+from siltwatch.rulemath import drain_tolerance_m
 from siltwatch.rulepacks import RuleValue
 from siltwatch.units import from_metres, to_metres
+from siltwatch.vocabulary import AlertKind, Severity
 
-KIND = "drain_time"
-FORECAST_KIND = "drain_time_forecast"
+KIND = AlertKind.DRAIN_TIME
+FORECAST_KIND = AlertKind.DRAIN_TIME_FORECAST
 # Share of the limit after which the falling limb is long enough to choose between the
 # exponential and the constant-rate recession model (analytics/recession.py).
 DECISIVE_FRACTION = 0.25
@@ -69,7 +73,6 @@ TREND_MIN_RISE_TOLS = 4.0  # events rising less than 4 tolerances are too small 
 STALE_MIN_MS = (
     6 * MS_PER_H
 )  # no alert at the deadline on a reading older than this (or 6 intervals)
-MIN_TOLERANCE_M = 0.001
 
 TYPE_LABEL = {
     "infiltration_basin": "infiltration basin",
@@ -230,7 +233,7 @@ class DrainTimeDetector(Detector):
         self.unit = unit
         self.mode = practice.baseline
         self.design_m = practice.design_level_metres()
-        self.tol_m = max(practice.tolerance_metres(), MIN_TOLERANCE_M)
+        self.tol_m = drain_tolerance_m(practice.tolerance_metres())
         # Lake George §148-11 I(3): the drain-down limit by practice type, or the site's override.
         self.limit_h: float | None = None if rule is None else float(rule.value)
         self.rule_cite: str | None = None if rule is None else rule.cite()
@@ -465,7 +468,7 @@ class DrainTimeDetector(Detector):
             KIND,
             self.practice_id,
             t,
-            "critical",
+            Severity.CRITICAL,
             rule=self.rule_cite or "",
             message=(
                 f"{self._label()} has not drained: {(t - ev.peak_at) / MS_PER_H:.1f} h after "
@@ -551,7 +554,7 @@ class DrainTimeDetector(Detector):
                 FORECAST_KIND,
                 subject,
                 t,
-                "warning",
+                Severity.WARNING,
                 rule=self.rule_cite or "",
                 message=message,
                 evidence=evidence,

@@ -19,7 +19,8 @@ from typing import Any
 
 from analytics.events import AlertEvent, DutyEvent, EngineEvent
 from analytics.timeutil import iso
-from siltwatch.schema import SEVERITY_RANK, Alert, Duty, Escalation, Severity
+from siltwatch.schema import Alert, Duty, Escalation
+from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason, Severity, severity_rank
 
 
 def stable_id(prefix: str, *parts: object) -> str:
@@ -69,15 +70,15 @@ class AlertBook:
         self._open: dict[tuple[str, str], Episode] = {}
         self.pending: list[EngineEvent] = []
 
-    def get_open(self, kind: str, subject: str) -> Episode | None:
+    def get_open(self, kind: AlertKind, subject: str) -> Episode | None:
         return self._open.get((kind, subject))
 
-    def is_open(self, kind: str, subject: str) -> bool:
+    def is_open(self, kind: AlertKind, subject: str) -> bool:
         return (kind, subject) in self._open
 
     def open(
         self,
-        kind: str,
+        kind: AlertKind,
         subject: str,
         at: int,
         severity: Severity,
@@ -111,7 +112,7 @@ class AlertBook:
 
     def update(
         self,
-        kind: str,
+        kind: AlertKind,
         subject: str,
         at: int,
         *,
@@ -132,14 +133,14 @@ class AlertBook:
             ep.rule = rule
         if severity is not None and severity != ep.current_severity:
             ep.escalations.append((at, severity))
-            if SEVERITY_RANK[severity] > SEVERITY_RANK[ep.severity]:
+            if severity_rank(severity) > severity_rank(ep.severity):
                 ep.severity = severity
             self.pending.append(AlertEvent("escalated", at, ep.to_alert()))
         return ep
 
     def resolve(
         self,
-        kind: str,
+        kind: AlertKind,
         subject: str,
         at: int,
         *,
@@ -197,7 +198,14 @@ class DutyBook:
         self.pending: list[EngineEvent] = []
 
     def create(
-        self, *, kind: str, reason: str, subject: str, created_at: int, due_at: int, rule: str
+        self,
+        *,
+        kind: DutyKind,
+        reason: DutyReason,
+        subject: str,
+        created_at: int,
+        due_at: int,
+        rule: str,
     ) -> DutyRecord:
         """Create a duty; the same (reason, subject, created_at) twice is the same duty."""
         duty_id = stable_id("du", self.site_id, kind, reason, subject, created_at)

@@ -61,10 +61,11 @@ from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
+from siltwatch.vocabulary import AlertKind, Severity
 
 NAME = "health"
-OFFLINE = "sensor_offline"
-DATA_QUALITY = "data_quality"
+OFFLINE = AlertKind.SENSOR_OFFLINE
+DATA_QUALITY = AlertKind.DATA_QUALITY
 
 OUT_OF_RANGE = QualityFlag.OUT_OF_RANGE.value
 SENSOR_FAULT = QualityFlag.SENSOR_FAULT.value
@@ -304,7 +305,7 @@ class SensorHealth(Detector):
             OFFLINE,
             st.sensor,
             at,
-            "warning",
+            Severity.WARNING,
             rule=self.offline_rule,
             message=(
                 f"Sensor {st.sensor} (station {st.station}, {site}) has sent no reading since "
@@ -402,7 +403,7 @@ class SensorHealth(Detector):
             DATA_QUALITY,
             st.sensor,
             t,
-            "warning",
+            Severity.WARNING,
             rule=rule,
             message=message,
             evidence=self._evidence(st, value),

@@ -55,9 +55,10 @@ from analytics.rain import NM_PER_IN, NM_PER_MM, RainDetector, StormRecord
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
+from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason, Severity
 
-KIND = "inspection"
-ALERT_KIND = "inspection_overdue"
+KIND = DutyKind.INSPECTION
+ALERT_KIND = AlertKind.INSPECTION_OVERDUE
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,12 @@ class InspectionDetector(Detector):
             f"in {_fmt_hours(rule.window_ms)}, threshold {rule.threshold_in:g} in)"
         )
         rec = ctx.duties.create(
-            kind=KIND, reason="storm", subject=storm.id, created_at=end, due_at=due, rule=rule.cite
+            kind=KIND,
+            reason=DutyReason.STORM,
+            subject=storm.id,
+            created_at=end,
+            due_at=due,
+            rule=rule.cite,
         )
         self.storm_duties[storm.id] = rec.id
         self.notes[rec.id] = DutyNote(
@@ -355,7 +361,7 @@ class InspectionDetector(Detector):
         due = self.calendar.end_of_calendar_days(t, rule.days)
         rec = ctx.duties.create(
             kind=KIND,
-            reason="routine",
+            reason=DutyReason.ROUTINE,
             subject=self.site_id,
             created_at=t,
             due_at=due,
@@ -385,7 +391,7 @@ class InspectionDetector(Detector):
         last_first_day = period + timedelta(days=6 - (rule.min_gap_days + 1))
         rec = ctx.duties.create(
             kind=KIND,
-            reason="routine",
+            reason=DutyReason.ROUTINE,
             subject=self.site_id,
             created_at=t,
             due_at=cal.end_of_day(last_first_day),
@@ -411,7 +417,7 @@ class InspectionDetector(Detector):
         last_day = max(period + timedelta(days=6), earliest)
         rec = ctx.duties.create(
             kind=KIND,
-            reason="routine",
+            reason=DutyReason.ROUTINE,
             subject=self.site_id,
             created_at=at,
             due_at=self.calendar.end_of_day(last_day),
@@ -441,7 +447,7 @@ class InspectionDetector(Detector):
         cal = self.calendar
         rec = ctx.duties.create(
             kind=KIND,
-            reason="quarterly",
+            reason=DutyReason.QUARTERLY,
             subject=self.site_id,
             created_at=max(t, cal.start_of_day(q_start)),
             due_at=cal.start_of_day(nxt),
@@ -485,7 +491,11 @@ class InspectionDetector(Detector):
         for rec in done:
             if rec.id == self.routine_duty:
                 restart = True
-            elif rec.reason == "storm" and self.storm is not None and self.storm.resets_routine:
+            elif (
+                rec.reason == DutyReason.STORM
+                and self.storm is not None
+                and self.storm.resets_routine
+            ):
                 # NCG01 Part III §A: a rain-event inspection resets the 7-day clock.
                 restart = True
             if rec.id in self.tw_first:
@@ -541,7 +551,7 @@ class InspectionDetector(Detector):
                 ALERT_KIND,
                 rec.id,
                 rec.due_at,
-                "critical",
+                Severity.CRITICAL,
                 rule=note.cite,
                 message=message,
                 evidence=evidence,

@@ -3,7 +3,7 @@
 Lake George §148-10 A and Big Flats 17.37.100 A require removing sediment from
 a trap or pond when its design capacity is reduced by 50 %. A sediment-depth
 sensor gives the height of the sediment surface above the trap bottom; the
-trap's geometry (trapezoid or stage-storage table, analytics/trap_geometry.py)
+trap's geometry (trapezoid or stage-storage table, siltwatch/rulemath.py)
 turns it into the fraction of the design *volume* lost.
 
 One ``sediment_capacity`` episode per fill cycle: it opens as a warning at
@@ -44,11 +44,12 @@ from analytics.recession import RunningLine
 from analytics.timeutil import iso
 from analytics.trap_geometry import TrapGeometry
 from siltwatch.config import SedimentTrap, SiteConfig
+from siltwatch.rulemath import warn_fraction
 from siltwatch.rulepacks import RuleValue
-from siltwatch.schema import SEVERITY_RANK, Severity
 from siltwatch.units import from_metres, to_metres, to_mm
+from siltwatch.vocabulary import AlertKind, Severity, severity_rank
 
-KIND = "sediment_capacity"
+KIND = AlertKind.SEDIMENT_CAPACITY
 
 SMOOTH_READINGS = 5
 MIN_READINGS = 3  # no decision before three readings of a trap
@@ -114,8 +115,7 @@ class SedimentCapacityDetector(Detector):
         self.unit = unit
         self.geometry = geometry
         self.rain_units = dict(rain_sensors)  # rain sensor id -> unit, in config order
-        self.warn_fraction = float(trap.warn_fraction) if trap.warn_fraction else float(warn.value)
-        self.warn_source = "trap warn_fraction" if trap.warn_fraction else warn.cite()
+        self.warn_fraction, self.warn_source = warn_fraction(trap.warn_fraction, warn)
         # Lake George §148-10 A / Big Flats 17.37.100 A: remove sediment at 50 % loss of design capacity.
         self.cleanout_fraction = float(cleanout.value)
         self.rule_cite = cleanout.cite()
@@ -225,12 +225,13 @@ class SedimentCapacityDetector(Detector):
         env = self.envelope_fraction
         target: Severity | None = None
         if env >= self.cleanout_fraction:
-            target = "critical"  # Lake George §148-10 A: design capacity reduced by 50 %: clean out
+            # Lake George §148-10 A: design capacity reduced by 50 %: clean out
+            target = Severity.CRITICAL
         elif env >= self.warn_fraction:
-            target = "warning"
+            target = Severity.WARNING
         if target is None:
             return
-        if self._level is not None and SEVERITY_RANK[target] < SEVERITY_RANK[self._level]:
+        if self._level is not None and severity_rank(target) < severity_rank(self._level):
             target = self._level  # no de-escalation: sediment does not shrink
         message = self._message(target)
         evidence = self._evidence(t)
@@ -280,7 +281,7 @@ class SedimentCapacityDetector(Detector):
             f"({self._volume_text(env * design)} of {self._volume_text(design)}; sediment "
             f"{from_metres(self.envelope_depth_m, self.unit):.2f} {self.unit} deep, as of {since})"
         )
-        if severity == "critical":
+        if severity == Severity.CRITICAL:
             return (
                 f"{lost}: at or past the {pct(self.cleanout_fraction)} at which {self.rule_cite} "
                 "requires removing the sediment. Clean the trap out now."
@@ -323,14 +324,6 @@ class SedimentCapacityDetector(Detector):
         }
 
 
-def trap_geometry(site: SiteConfig, trap: SedimentTrap) -> TrapGeometry:
-    if trap.shape is not None:
-        return TrapGeometry(shape=trap.shape.metres())
-    table = site.stage_storage_m(trap)
-    assert table is not None
-    return TrapGeometry(table=tuple(table))
-
-
 def rain_sensors(site: SiteConfig) -> dict[str, str]:
     """The site's rain gauges (sensor id -> unit); all rain sensors if no gauge is declared."""
     sensors = site.sensors()
@@ -349,7 +342,7 @@ def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     return [
         SedimentCapacityDetector(
             trap=trap,
-            geometry=trap_geometry(site, trap),
+            geometry=TrapGeometry.of(site, trap),
             site_name=site.site.name,
             unit=sensors[trap.depth_sensor].unit,
             rain_sensors=rain,

@@ -54,11 +54,12 @@ from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from analytics.turbidity_limits import LimitRule
 from siltwatch.config import SiteConfig, TurbidityPair
+from siltwatch.rulemath import choose_limit
 from siltwatch.rulepacks import Rules
-from siltwatch.schema import Severity
+from siltwatch.vocabulary import AlertKind, Severity
 
-KIND = "turbidity_contrast"
-DATA_QUALITY = "data_quality"
+KIND = AlertKind.TURBIDITY_CONTRAST
+DATA_QUALITY = AlertKind.DATA_QUALITY
 
 DEFAULT_CRITICAL_NTU = 250.0  # WA CSWGP S5.A notify level, the yardstick where no pack sets one
 CRITICAL_CONTRAST_MULTIPLE = 2.0
@@ -80,23 +81,9 @@ def min_usable(window_s: float, interval_s: float) -> int:
 def resolve_limit(
     pair: TurbidityPair, water_class: str, rules: Rules
 ) -> tuple[LimitRule | None, str]:
-    """The pair's limit table and the citation an alert shows for it."""
-    by_class = rules.get(f"turbidity.limit.{water_class}") or rules.get("turbidity.limit.any")
-    standard = rules.get("turbidity.standard")
-    if pair.limit is not None:
-        if by_class is not None:
-            cite = f"site override of {by_class.citation}"
-        elif standard is not None:
-            # Lake George §148-9 B is narrative ("substantial visible contrast"):
-            # the pair's limit is the site's numeric proxy for it.
-            cite = f"site proxy for {standard.cite()}"
-        else:
-            cite = f"site limit of turbidity pair {pair.id}"
-        return LimitRule.from_shape(pair.limit), cite
-    if by_class is not None:
-        return LimitRule.from_shape(by_class.value), by_class.cite()
-    cite = standard.cite() if standard is not None else "no turbidity rule"
-    return None, cite
+    """The pair's limit (siltwatch.rulemath.choose_limit) and the citation an alert shows for it."""
+    table, cite = choose_limit(pair.limit, water_class, rules, pair.id)
+    return (None if table is None else LimitRule.from_shape(table)), cite
 
 
 class TurbidityContrast(Detector):
@@ -147,7 +134,7 @@ class TurbidityContrast(Detector):
         # Episode state (plain data: part of the engine snapshot).
         self.exceed_since: int | None = None
         self.open = False
-        self.severity: Severity = "warning"
+        self.severity: Severity = Severity.WARNING
         self.clear_since: int | None = None
         self.peak: tuple[int, float, float, float] | None = None  # (t, downstream, bg, limit)
         self.blind_since: int | None = None
@@ -223,7 +210,7 @@ class TurbidityContrast(Detector):
     def _open(self, t: int, bg: float, dn: float, limit: float, ctx: Context) -> None:
         self.open = True
         self.clear_since = None
-        severity: Severity = "critical" if self._is_critical(bg, dn, limit) else "warning"
+        severity = Severity.CRITICAL if self._is_critical(bg, dn, limit) else Severity.WARNING
         self.severity = severity
         ctx.alerts.open(
             KIND,
@@ -240,9 +227,9 @@ class TurbidityContrast(Detector):
         new_peak = peak is None or dn - limit > peak[1] - peak[3]
         if new_peak:
             self.peak = (t, dn, bg, limit)
-        escalate = self.severity != "critical" and self._is_critical(bg, dn, limit)
+        escalate = self.severity != Severity.CRITICAL and self._is_critical(bg, dn, limit)
         if escalate:
-            self.severity = "critical"
+            self.severity = Severity.CRITICAL
         if escalate or new_peak:
             ctx.alerts.update(
                 KIND,
@@ -276,7 +263,7 @@ class TurbidityContrast(Detector):
         severity_text = (
             f" It reached critical (twice the allowed contrast or {self.critical_ntu:g} "
             f"{self.unit}, {self.critical_rule})."
-            if self.severity == "critical"
+            if self.severity == Severity.CRITICAL
             else ""
         )
         ctx.alerts.resolve(
@@ -297,7 +284,7 @@ class TurbidityContrast(Detector):
         self.exceed_since = None
         self.clear_since = None
         self.peak = None
-        self.severity = "warning"
+        self.severity = Severity.WARNING
 
     # --- cannot judge -----------------------------------------------------------------
 
@@ -364,7 +351,7 @@ class TurbidityContrast(Detector):
             DATA_QUALITY,
             self.pair,
             t,
-            "warning",
+            Severity.WARNING,
             rule=self.rule,
             message=message,
             evidence=evidence,
@@ -404,7 +391,7 @@ class TurbidityContrast(Detector):
             f"{local_time(since, ctx.zone)} ({duration_text(t - since)}); limit: "
             f"{self.limit_text} ({self.rule})."
         )
-        if self.severity == "critical":
+        if self.severity == Severity.CRITICAL:
             text += (
                 f" Critical: the contrast is at least twice what is allowed, or the downstream "
                 f"level reached {self.critical_ntu:g} {u} ({self.critical_rule})."

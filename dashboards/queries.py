@@ -8,17 +8,18 @@ dashboard serves any of them. Grafana fills in the macros before sending:
 dashboard's constant variable). tests/dashboards substitutes them the same way
 and runs every query against a real InfluxDB 1.x.
 
-Only siltwatch may be imported here (README.md, "Folders"): the limit and
-geometry arithmetic that the analytics do per reading is repeated in the small
-form a reference line needs, and the tests compare the two.
+Only siltwatch may be imported here (README.md, "Folders"): the limit, trap
+geometry and drained-level arithmetic behind the reference lines is the one the
+detectors use, in siltwatch/rulemath.py (tests/foundation/test_rulemath.py).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from siltwatch import measurements as m
+from siltwatch import rulemath
 from siltwatch.config import InfiltrationPractice, SedimentTrap, SiteConfig, TurbidityPair
 from siltwatch.units import from_metres
 
@@ -92,24 +93,11 @@ def alert_annotations() -> str:
 # --- reference lines ------------------------------------------------------------------
 
 
-def _num(shape: dict[str, float | bool], key: str) -> float | None:
-    value = shape.get(key)
-    if value is None or isinstance(value, bool):
-        return None
-    return float(value)
-
-
-def limit_shape(site: SiteConfig, pair: TurbidityPair) -> dict[str, float | bool] | None:
-    """The pair's limit table, picked as analytics.turbidity.resolve_limit picks it."""
-    if pair.limit is not None:
-        return pair.limit
-    rules = site.rules()
+def limit_shape(site: SiteConfig, pair: TurbidityPair) -> Mapping[str, float | bool] | None:
+    """The pair's limit table, as the detector picks it (siltwatch.rulemath.choose_limit)."""
     water_class = site.water(pair.receiving_water).water_class
-    by_class = rules.get(f"turbidity.limit.{water_class}") or rules.get("turbidity.limit.any")
-    if by_class is None:
-        return None
-    value: dict[str, float | bool] = by_class.value
-    return value
+    table, _cite = rulemath.choose_limit(pair.limit, water_class, site.rules(), pair.id)
+    return table
 
 
 @dataclass(frozen=True)
@@ -123,13 +111,11 @@ class LimitLines:
     note: str = ""
 
 
-def limit_lines(shape: dict[str, float | bool] | None) -> LimitLines:
+def limit_lines(shape: Mapping[str, float | bool] | None) -> LimitLines:
     if shape is None:
         return LimitLines(note="no numeric turbidity limit applies to this pair")
-    cap = _num(shape, "max_ntu")
-    delta = _num(shape, "over_background_ntu")
-    pct = _num(shape, "over_background_pct")
-    knee = _num(shape, "pct_above_background_ntu")
+    rule = rulemath.LimitRule.from_shape(shape)
+    cap, delta, pct, knee = rule.cap, rule.delta, rule.pct, rule.knee
     notes = []
     lines: list[tuple[str, str]] = []
     if delta is not None:
@@ -143,7 +129,7 @@ def limit_lines(shape: dict[str, float | bool] | None) -> LimitLines:
         )
     elif len(lines) > 1:
         notes.append("the lower limit line governs")
-    if cap is not None and shape.get("no_increase_over_background") is True:
+    if cap is not None and rule.no_increase:
         notes.append(f"above a background of {cap:g} the limit is no increase over background")
     return LimitLines(cap=cap, computed=lines, note="; ".join(notes))
 
@@ -151,13 +137,10 @@ def limit_lines(shape: dict[str, float | bool] | None) -> LimitLines:
 def practice_levels(site: SiteConfig, practice: InfiltrationPractice) -> tuple[float, float, str]:
     """(design level, design level + tolerance, unit) in the level sensor's unit."""
     unit = site.sensor(practice.level_sensor).unit
-    design = from_metres(practice.design_level_metres(), unit)
-    drained = from_metres(practice.design_level_metres() + practice.tolerance_metres(), unit)
+    design_m = practice.design_level_metres()
+    design = from_metres(design_m, unit)
+    drained = from_metres(rulemath.drained_level_m(design_m, practice.tolerance_metres()), unit)
     return round(design, 6), round(drained, 6), unit
-
-
-def _trapezoid_volume(length: float, width: float, z: float, h: float) -> float:
-    return length * width * h + z * h * h * (length + width) + (4.0 / 3.0) * z * z * h**3
 
 
 def depth_at_fraction(site: SiteConfig, trap: SedimentTrap, fraction: float) -> float:
@@ -165,31 +148,14 @@ def depth_at_fraction(site: SiteConfig, trap: SedimentTrap, fraction: float) -> 
     design storage is lost — by volume, as the law counts capacity: a trap widens
     upward, so half its volume lies well above half its depth."""
     unit = site.sensor(trap.depth_sensor).unit
-    if trap.stage_storage is not None:
-        table = trap.stage_storage
-        target = fraction * table[-1][1]
-        vols = [v for _, v in table]
-        i = max(1, bisect_left(vols, target))
-        (d0, v0), (d1, v1) = table[i - 1], table[i]
-        depth = d1 if v1 == v0 else d0 + (d1 - d0) * (target - v0) / (v1 - v0)
-        return round(depth, 4)
-    assert trap.shape is not None
-    length, width, z, full = trap.shape.metres()
-    target = fraction * _trapezoid_volume(length, width, z, full)
-    lo, hi = 0.0, full
-    for _ in range(60):  # bisection: the volume grows monotonically with depth
-        mid = (lo + hi) / 2
-        if _trapezoid_volume(length, width, z, mid) < target:
-            lo = mid
-        else:
-            hi = mid
-    return round(from_metres((lo + hi) / 2, unit), 4)
+    depth_m = rulemath.TrapGeometry.of(site, trap).depth_at_fraction(fraction)
+    return round(from_metres(depth_m, unit), 4)
 
 
 def trap_fractions(site: SiteConfig, trap: SedimentTrap) -> tuple[float, float]:
     """(warn fraction, cleanout fraction) for a trap: its own warn level, else the packs'."""
     rules = site.rules()
-    warn = trap.warn_fraction
-    if warn is None:
-        warn = rules.number("sediment.warn_fraction")
+    warn, _source = rulemath.warn_fraction(
+        trap.warn_fraction, rules.require("sediment.warn_fraction")
+    )
     return warn, rules.number("sediment.cleanout_fraction")

@@ -37,6 +37,7 @@ from siltwatch.configerrors import (
     read_toml,
     validate_finite,
 )
+from siltwatch.rulemath import class_limit
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
 from siltwatch.units import UNITS_BY_KIND, to_metres, volume_to_m3
@@ -515,23 +516,23 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                     f"no receiving water {water_id!r} (known: {known})",
                 )
             )
-        elif "limit" not in pair and rules is not None:
-            by_class = rules.get(f"turbidity.limit.{water.get('class')}") or rules.get(
-                "turbidity.limit.any"
+        elif (
+            "limit" not in pair
+            and rules is not None
+            and class_limit(rules, str(water.get("class"))) is None
+        ):
+            standard = rules.get("turbidity.standard")
+            why = (
+                f"the rule packs set only a narrative standard ({standard.citation})"
+                if standard
+                else "no rule pack sets a turbidity limit"
             )
-            if by_class is None:
-                standard = rules.get("turbidity.standard")
-                why = (
-                    f"the rule packs set only a narrative standard ({standard.citation})"
-                    if standard
-                    else "no rule pack sets a turbidity limit"
+            out.append(
+                (
+                    f"turbidity_pairs[{i}].limit",
+                    f"is required: {why}; set a numeric proxy such as limit = {{ over_background_ntu = 25 }}",
                 )
-                out.append(
-                    (
-                        f"turbidity_pairs[{i}].limit",
-                        f"is required: {why}; set a numeric proxy such as limit = {{ over_background_ntu = 25 }}",
-                    )
-                )
+            )
     for i, pr in enumerate(_items(data, "infiltration_practices")):
         ref(f"infiltration_practices[{i}].level_sensor", pr.get("level_sensor"), "water_level")
     for i, trap in enumerate(_items(data, "sediment_traps")):

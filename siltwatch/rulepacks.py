@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
+from siltwatch.rulemath import LIMIT_KEYS
 
 Verified = Literal["seed", "primary", "secondary", "default"]
 BASE_PACK = "siltwatch-defaults"
@@ -111,16 +112,6 @@ RULE_RANGES: dict[str, tuple[float, bool, float | None]] = {
     "cover.graded_slopes_days": _POSITIVE,
     "cover.permanent_working_days": _POSITIVE,
 }
-
-LIMIT_KEYS = frozenset(
-    {
-        "max_ntu",
-        "over_background_ntu",
-        "over_background_pct",
-        "pct_above_background_ntu",
-        "no_increase_over_background",
-    }
-)
 
 
 class RuleEntry(BaseModel):

@@ -20,7 +20,17 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
+
+from siltwatch.vocabulary import Severity
 
 SCHEMA_VERSION = 1
 TOPIC_ROOT = "siltwatch/v1"
@@ -252,13 +262,18 @@ class InspectionRecord(_Payload):
         return value or None
 
 
-Severity = Literal["info", "warning", "critical"]
-SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+# Severity (info < warning < critical) and the kinds/reasons: siltwatch/vocabulary.py.
+# On the wire a severity is one of its strings; the JSON Schema spells the values
+# inline, as it did when Severity was a Literal (docs/schema is unchanged).
+WireSeverity = Annotated[
+    Severity,
+    WithJsonSchema({"enum": [s.value for s in Severity], "title": "Severity", "type": "string"}),
+]
 
 
 class Escalation(_Payload):
     at: UtcDatetime
-    severity: Severity
+    severity: WireSeverity
 
 
 class Alert(_Payload):
@@ -270,7 +285,7 @@ class Alert(_Payload):
     id: str
     kind: str
     subject: str
-    severity: Severity
+    severity: WireSeverity
     escalations: list[Escalation]
     opened_at: UtcDatetime
     resolved_at: UtcDatetime | None
