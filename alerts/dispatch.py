@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from alerts.routing import route
 from alerts.sinks import Sink
 from analytics.events import AlertEvent, EngineEvent
-from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
+from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class Dispatcher:
             if not isinstance(event, AlertEvent):
                 continue
             alert = event.alert
-            note = route(self.site, event.type, iso(event.at), alert)
+            note = route(self.site, event.type, utc_iso(event.at), alert)
             for sink in self.sinks:
                 try:
                     sink.send(note)

@@ -18,11 +18,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, tzinfo
 from typing import Any
 
 from alerts.routing import Notification
 from siltwatch.schema import Alert
+from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import AlertKind, Severity, severity_rank
 
 SMS_MAX_CHARS = 320
@@ -49,21 +50,6 @@ def sms_length(text: str) -> int:
 def one_line(text: str) -> str:
     """Collapse whitespace (newlines included): a header or an SMS is one line."""
     return re.sub(r"\s+", " ", text).strip()
-
-
-def local_time(value: datetime | str | None, zone: tzinfo, *, short: bool = False) -> str:
-    """A time as the site's people read it, e.g. ``Tue 2026-05-05 12:56 EDT``."""
-    if value is None:
-        return "—"
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return str(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    here = value.astimezone(zone)
-    return here.strftime("%m-%d %H:%M %Z" if short else "%a %Y-%m-%d %H:%M %Z")
 
 
 # --- email ---------------------------------------------------------------------
@@ -96,17 +82,20 @@ def email_body(note: Notification, site: SiteLabel) -> str:
     """Plain text: the message, the rule, the evidence, the times; nothing needs HTML."""
     a = note.alert
     z = site.zone
-    history = ", ".join(f"{e.severity} at {local_time(e.at, z)}" for e in a.escalations) or "—"
-    resolved = local_time(a.resolved_at, z) if a.resolved_at else "— (still open)"
+    history = (
+        ", ".join(f"{e.severity} at {local_time(e.at, z, weekday=True)}" for e in a.escalations)
+        or "—"
+    )
+    resolved = local_time(a.resolved_at, z, weekday=True) if a.resolved_at else "— (still open)"
     lines = [
         f"{a.severity.upper()}: {a.kind} at {a.subject}, site {site.title()}",
-        f"Event: {note.event} at {local_time(note.at, z)}",
+        f"Event: {note.event} at {local_time(note.at, z, weekday=True)}",
         "",
         a.message,
         "",
         f"Rule: {a.rule}",
         "",
-        f"Opened:   {local_time(a.opened_at, z)}",
+        f"Opened:   {local_time(a.opened_at, z, weekday=True)}",
         f"Resolved: {resolved}",
         f"Severity: {history}",
         "",

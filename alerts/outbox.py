@@ -48,6 +48,7 @@ from pathlib import Path
 
 from alerts.channel import Message
 from alerts.http import redact_url
+from siltwatch.timefmt import utc_iso
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -146,7 +147,7 @@ _COLUMNS = (
 
 def utc_text(t: float) -> str:
     """Epoch seconds as ISO 8601 UTC with ``Z`` (the audit log's readable time)."""
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_iso(datetime.fromtimestamp(t, UTC), timespec="milliseconds")
 
 
 class Outbox:

@@ -44,6 +44,7 @@ from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
 from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
 from alerts.routing import Notification
+from siltwatch import backoff
 from siltwatch.vocabulary import Severity, severity_rank
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ Clock = Callable[[], float]
 class RetryPolicy:
     """Seconds to wait after attempt 1, 2, ...; ``len(delays_s) + 1`` attempts in all."""
 
-    delays_s: tuple[float, ...] = tuple(60.0 * 3**k for k in range(7))
+    delays_s: tuple[float, ...] = tuple(backoff.delay(k, 60.0, factor=3) for k in range(7))
 
     @property
     def max_attempts(self) -> int:

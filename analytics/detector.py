@@ -9,18 +9,34 @@ operation give the same alerts.
 
 Ordering guarantee: a timer scheduled for time ``d`` fires after every reading
 and inspection with ``t <= d`` and before any with ``t > d``.
+
+Detectors talk to each other only through typed events
+(:class:`~analytics.events.DetectorEvent`): one publishes with
+``ctx.publish(event)``, and every detector whose ``handles`` names the event's
+type (or a base of it) gets ``on_event(event, ctx)`` at once, synchronously
+and in detector order — so events arrive in event-time order, interleaved
+deterministically with everything else. Who listens is derived from the
+detectors' classes, never stored in a snapshot.
+
+Roles a detector may play besides detecting are declared by hooks the engine
+collects: ``screen()`` (the quality screen every reading passes) and
+``rain_days()`` (its part of the site's daily rain record).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 from zoneinfo import ZoneInfo
 
 from analytics.episodes import AlertBook, DutyBook
-from analytics.events import Inspection, SensorReading
+from analytics.events import DetectorEvent, Inspection, RainDay, SensorReading
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
+
+# The quality screen: every reading passes it, in event-time order, before any detector.
+Screen = Callable[[SensorReading, "Context"], Iterable[SensorReading]]
 
 
 @dataclass
@@ -45,6 +61,14 @@ class Context:
         """
         self._engine.schedule(detector.name, at, tag)
 
+    def publish(self, event: DetectorEvent) -> None:
+        """Hand ``event`` to every detector that ``handles`` its type, now, in detector order.
+
+        ``event.at`` is the event time being processed; delivery is synchronous,
+        so a subscriber sees it before anything later in event time.
+        """
+        self._engine.publish(event)
+
     @property
     def processed_to(self) -> int | None:
         """Event time up to which every input in order has been processed (None at the start).
@@ -66,11 +90,16 @@ class TimerQueue:
     def processed_to(self) -> int | None:
         raise NotImplementedError
 
+    def publish(self, event: DetectorEvent) -> None:
+        raise NotImplementedError
+
 
 class Detector:
     """Base class: override what you need. ``name`` must be unique within a site."""
 
     name: str = ""
+    # The event types (and their subclasses) this detector's ``on_event`` receives.
+    handles: ClassVar[tuple[type[DetectorEvent], ...]] = ()
 
     def sensors(self) -> Iterable[str]:
         """The sensor ids whose readings this detector consumes."""
@@ -91,3 +120,21 @@ class Detector:
 
     def on_finish(self, end: int, ctx: Context) -> None:
         """The run ends at ``end`` (the last reading's time in a replay)."""
+
+    def on_event(self, event: DetectorEvent, ctx: Context) -> None:
+        """Another detector published ``event`` (of a type in ``handles``) at ``event.at``."""
+
+    # --- roles the engine collects ------------------------------------------------
+
+    def screen(self) -> Screen | None:
+        """The quality screen this detector provides (at most one per site), or None.
+
+        The screen is called with every reading before any detector sees it; it
+        must be part of the detector's state (the detector itself, typically),
+        because the engine snapshots it with the detectors.
+        """
+        return None
+
+    def rain_days(self) -> Sequence[RainDay]:
+        """This detector's part of the site's daily rain record (NCG01 Part III §A item 1)."""
+        return ()

@@ -48,6 +48,7 @@ from analytics.timeutil import MS_PER_H, MS_PER_MIN, iso
 from siltwatch.config import InfiltrationPractice, SiteConfig
 from siltwatch.rulemath import drain_tolerance_m
 from siltwatch.rulepacks import RuleValue
+from siltwatch.timefmt import local_time
 from siltwatch.units import from_metres, to_metres
 from siltwatch.vocabulary import AlertKind, Severity
 
@@ -358,8 +359,8 @@ class DrainTimeDetector(Detector):
         self._fill = None
         gap_h = (t - self._last_t) / MS_PER_H
         note = (
-            f"{self._label()}: no level readings for {gap_h:.0f} h (from {iso(self._last_t)} to "
-            f"{iso(t)}); the sensor's datum drifts, so the event of {iso(ev.start_at)} is closed "
+            f"{self._label()}: no level readings for {gap_h:.0f} h (from {local_time(self._last_t, ctx.zone)} to "
+            f"{local_time(t, ctx.zone)}); the sensor's datum drifts, so the event of {local_time(ev.start_at, ctx.zone)} is closed "
             "without a verdict. Check the practice on site."
         )
         for kind in (KIND, FORECAST_KIND):
@@ -434,8 +435,8 @@ class DrainTimeDetector(Detector):
                 subject,
                 t,
                 message=(
-                    f"{self._label()} drained back to its design level at {iso(t)}, "
-                    f"{drain_h:.1f} h after the peak of {iso(ev.peak_at)} "
+                    f"{self._label()} drained back to its design level at {local_time(t, ctx.zone)}, "
+                    f"{drain_h:.1f} h after the peak of {local_time(ev.peak_at, ctx.zone)} "
                     f"(limit {self._limit_text()}, {self.rule_cite})."
                 ),
                 evidence=self._evidence(ev, t, rise),
@@ -446,7 +447,7 @@ class DrainTimeDetector(Detector):
                 subject,
                 t,
                 message=(
-                    f"{self._label()} drained at {iso(t)}, {drain_h:.1f} h after its peak "
+                    f"{self._label()} drained at {local_time(t, ctx.zone)}, {drain_h:.1f} h after its peak "
                     f"(limit {self._limit_text()}, {self.rule_cite})."
                 ),
                 evidence=self._evidence(ev, t, rise),
@@ -472,7 +473,7 @@ class DrainTimeDetector(Detector):
             rule=self.rule_cite or "",
             message=(
                 f"{self._label()} has not drained: {(t - ev.peak_at) / MS_PER_H:.1f} h after "
-                f"its peak of {self._level_text(ev.peak_level_m)} at {iso(ev.peak_at)} the water "
+                f"its peak of {self._level_text(ev.peak_level_m)} at {local_time(ev.peak_at, ctx.zone)} the water "
                 f"is still {self._rise_text(rise)} above {self._base_text()} (level {level}); "
                 f"the limit is {self._limit_text()} ({self.rule_cite}). Inspect it for clogging "
                 "or a blocked outlet, keep sediment out of it and restore infiltration."
@@ -486,7 +487,7 @@ class DrainTimeDetector(Detector):
                 t,
                 message=(
                     f"{self._label()}: the forecast exceedance came true; "
-                    f"superseded by the drain_time alert at {iso(t)}."
+                    f"superseded by the drain_time alert at {local_time(t, ctx.zone)}."
                 ),
             )
 
@@ -541,9 +542,9 @@ class DrainTimeDetector(Detector):
             )
         message = (
             f"{self._label()} is draining too slowly: since its peak of "
-            f"{self._level_text(ev.peak_level_m)} at {iso(ev.peak_at)} {outlook}; the limit is "
+            f"{self._level_text(ev.peak_level_m)} at {local_time(ev.peak_at, ctx.zone)} {outlook}; the limit is "
             f"{self._limit_text()} ({self.rule_cite}), due "
-            f"{iso(ev.peak_at + self._limit_ms())}. Inspect it for clogging or a blocked "
+            f"{local_time(ev.peak_at + self._limit_ms(), ctx.zone)}. Inspect it for clogging or a blocked "
             "outlet now."
         )
         evidence = self._evidence(ev, t, fill.last_rise_m, fc)

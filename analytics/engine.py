@@ -45,19 +45,20 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from analytics import statecodec
-from analytics.detector import Context, Detector, TimerQueue
+from analytics.detector import Context, Detector, Screen, TimerQueue
+from analytics.detectors import build_detectors
 from analytics.episodes import AlertBook, DutyBook
-from analytics.events import EngineEvent, Inspection, SensorReading
+from analytics.events import DetectorEvent, EngineEvent, Inspection, RainDay, SensorReading
 from analytics.timeutil import MS_PER_S
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty, QualityFlag
 
-SNAPSHOT_VERSION = 2
+SNAPSHOT_VERSION = 3  # 3: storms reach the duties as engine events (no stored sink)
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
@@ -68,8 +69,6 @@ UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD})
 # Order of kinds at one instant: readings first, then inspections.
 _READING = 0
 _INSPECTION = 1
-
-Screen = Callable[[SensorReading, Context], Iterable[SensorReading]]
 
 
 @dataclass
@@ -106,7 +105,9 @@ statecodec.allow(EngineStats)
 statecodec.allow(StationClock)
 
 # Engine attributes rebuilt from the site configuration, never written to a snapshot.
-_DERIVED = frozenset({"site", "ctx", "_sensor_set", "_station_of", "detectors", "_by_sensor"})
+_DERIVED = frozenset(
+    {"site", "ctx", "_sensor_set", "_station_of", "detectors", "_by_sensor", "_subscribers"}
+)
 
 
 class Engine(TimerQueue):
@@ -136,11 +137,12 @@ class Engine(TimerQueue):
             _engine=self,
         )
         if detectors is None:
-            from analytics.detectors import build_detectors, build_screen
-
             detectors = build_detectors(site, self.ctx)
-            if screen is None:
-                screen = build_screen(site, self.ctx, detectors)
+        if screen is None:
+            screens = [s for s in (det.screen() for det in detectors) if s is not None]
+            if len(screens) > 1:
+                raise ValueError("more than one detector provides the quality screen")
+            screen = screens[0] if screens else None
         self.detectors: dict[str, Detector] = {}
         for det in detectors:
             if det.name in self.detectors:
@@ -172,6 +174,8 @@ class Engine(TimerQueue):
         """Hot-path lookups derived from the detectors (not part of the snapshot)."""
         self._sensor_set = frozenset(self._by_sensor)
         self._station_of = self.site.station_of()
+        # Event type -> its subscribers in detector order (filled as types are published).
+        self._subscribers: dict[type[DetectorEvent], list[Detector]] = {}
 
     # --- TimerQueue -------------------------------------------------------------
 
@@ -183,6 +187,17 @@ class Engine(TimerQueue):
 
     def processed_to(self) -> int | None:
         return self._released_to
+
+    def publish(self, event: DetectorEvent) -> None:
+        """Deliver a detector's event now to the detectors that handle its type, in order."""
+        kind = type(event)
+        subscribers = self._subscribers.get(kind)
+        if subscribers is None:
+            subscribers = self._subscribers[kind] = [
+                det for det in self.detectors.values() if issubclass(kind, det.handles)
+            ]
+        for det in subscribers:
+            det.on_event(event, self.ctx)
 
     @property
     def clock(self) -> int | None:
@@ -518,6 +533,10 @@ class Engine(TimerQueue):
 
     def duties(self) -> list[Duty]:
         return self.ctx.duties.duties()
+
+    def rain_log(self) -> list[RainDay]:
+        """The site's daily rain record: every detector's ``rain_days``, in detector order."""
+        return [day for det in self.detectors.values() for day in det.rain_days()]
 
     # --- snapshot / restore -----------------------------------------------------
 

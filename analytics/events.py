@@ -8,6 +8,7 @@ dataclasses: cheap to create in the hot path and trivially snapshotted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal
 
 from siltwatch.schema import Alert, Duty
@@ -59,3 +60,33 @@ class DutyEvent:
 
 
 EngineEvent = AlertEvent | DutyEvent
+
+
+class DetectorEvent:
+    """Base of the typed events detectors publish to each other through the engine.
+
+    A detector publishes one with :meth:`analytics.detector.Context.publish` at
+    event time ``at`` (the time it is processing); the engine hands it at once,
+    synchronously, to every detector whose ``handles`` names its type, in
+    detector order. These events are never engine output and never engine
+    state: subscribers keep what they need in their own state.
+    """
+
+    __slots__ = ()
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class RainDay:
+    """One local day of one rain gauge's daily record, in the gauge's unit.
+
+    NCG01 Part III §A item 1 ("read and record the rain gauge daily"): what
+    :meth:`analytics.engine.Engine.rain_log` returns and the replay writes.
+    """
+
+    day: date
+    gauge: str
+    depth: float
+    unit: str
+    readings: int
+    excluded: int

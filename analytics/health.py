@@ -2,12 +2,13 @@
 
 One object, :class:`SensorHealth`, plays two parts:
 
-* the engine's *screen* (``build_screen``): called with every reading, in
+* the engine's *screen* (declared by ``SensorHealth.screen``, which the engine
+  collects from its detectors): called with every reading, in
   event-time order per sensor, before any detector sees it. It adds quality
   flags and never holds a reading back (a screen that waited for the next
   reading would break the engine's ordering guarantee), so every test here is
   *causal*: it looks only at the reading and the ones before it;
-* a *detector* (``build_detectors``) that owns one timer per sensor for
+* a *detector* (``build``) that owns one timer per sensor for
   offline detection (a detector, because only detectors get timers).
 
 What it flags, and when a person is told (``data_quality`` / ``sensor_offline``):
@@ -50,17 +51,16 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from analytics.detector import Context, Detector
+from analytics.detector import Context, Detector, Screen
 from analytics.events import SensorReading
 from analytics.quality import usable_in_median
 from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
+from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import AlertKind, Severity
 
 NAME = "health"
@@ -108,21 +108,6 @@ FLATLINE_RULES: dict[str, FlatlineRule] = {"turbidity": FlatlineRule(60, 2 * MS_
 
 def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
-
-
-def local_time(ms: int, zone: ZoneInfo) -> str:
-    """An event time as a person on site reads it: ``2017-08-05 14:45 EDT``."""
-    return datetime.fromtimestamp(ms / 1000, tz=zone).strftime("%Y-%m-%d %H:%M %Z")
-
-
-def duration_text(ms: int) -> str:
-    minutes = round(ms / 60_000)
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {rest:02d} min"
-    return f"{hours / 24:.1f} days"
 
 
 @dataclass(slots=True)
@@ -194,6 +179,10 @@ class SensorHealth(Detector):
             )
 
     # --- the screen ---------------------------------------------------------------
+
+    def screen(self) -> Screen:
+        """This detector is the site's quality screen (the same object: one snapshot, one state)."""
+        return self
 
     def __call__(self, r: SensorReading, ctx: Context) -> tuple[SensorReading, ...]:
         st = self._states.get(r.sensor)
@@ -309,7 +298,7 @@ class SensorHealth(Detector):
             rule=self.offline_rule,
             message=(
                 f"Sensor {st.sensor} (station {st.station}, {site}) has sent no reading since "
-                f"{local_time(last, ctx.zone)}: {duration_text(at - last)}, "
+                f"{local_time(last, ctx.zone)}: {duration((at - last) / 1000)}, "
                 f"{self.offline_after:g} × its {st.interval_s:g} s interval "
                 f"({self.offline_rule}). Check the station's power, link and outbox; "
                 "detections that use this sensor cannot see the site meanwhile."
@@ -342,7 +331,7 @@ class SensorHealth(Detector):
             message=(
                 f"Sensor {st.sensor} (station {st.station}, {self.site_name}) "
                 f"{'backfilled data from' if late else 'resumed at'} "
-                f"{local_time(t, ctx.zone)} after a gap of {duration_text(gap)} "
+                f"{local_time(t, ctx.zone)} after a gap of {duration(gap / 1000)} "
                 f"since {local_time(last, ctx.zone)} ({self.offline_rule})."
             ),
             evidence=evidence,
@@ -436,7 +425,7 @@ class SensorHealth(Detector):
             t,
             message=(
                 f"{before} Resolved: it reads plausibly again at {local_time(t, ctx.zone)} "
-                f"({value:g} {st.unit}), {duration_text(t - ended[problem])} after the "
+                f"({value:g} {st.unit}), {duration((t - ended[problem]) / 1000)} after the "
                 f"{problem.replace('_', ' ')} began."
             ),
             evidence=evidence,
@@ -452,11 +441,3 @@ class SensorHealth(Detector):
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     return [SensorHealth(site, ctx)]
-
-
-def screen_of(detectors: list[Detector]) -> SensorHealth | None:
-    """The health screen among ``detectors`` (the same object: one snapshot, one state)."""
-    for det in detectors:
-        if isinstance(det, SensorHealth):
-            return det
-    return None

@@ -50,11 +50,12 @@ from typing import Any
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
-from analytics.events import Inspection, SensorReading
-from analytics.rain import NM_PER_IN, NM_PER_MM, RainDetector, StormRecord
+from analytics.events import DetectorEvent, Inspection, SensorReading
+from analytics.rain import NM_PER_IN, NM_PER_MM, RainDetector, StormEnded, StormRecord
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
+from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason, Severity
 
 KIND = DutyKind.INSPECTION
@@ -147,6 +148,7 @@ class InspectionDetector(Detector):
     """Creates inspection duties, completes them on inspections, alerts when overdue."""
 
     name = "inspection-duties"
+    handles = (StormEnded,)  # finished storms, from the rain detector
 
     def __init__(
         self,
@@ -280,7 +282,11 @@ class InspectionDetector(Detector):
 
     # --- storms (from the rain detector) ------------------------------------------------
 
-    def on_storm(self, storm: StormRecord, now: int, ctx: Context) -> None:
+    def on_event(self, event: DetectorEvent, ctx: Context) -> None:
+        if isinstance(event, StormEnded):
+            self._storm_ended(event.storm, event.at, ctx)
+
+    def _storm_ended(self, storm: StormRecord, now: int, ctx: Context) -> None:
         rule = self.storm
         if rule is None or storm.qualified_at is None or storm.id in self.storm_duties:
             return
@@ -570,7 +576,7 @@ class InspectionDetector(Detector):
         } | note.evidence
 
     def _local(self, t: int) -> str:
-        return self.calendar.local(t).strftime("%a %Y-%m-%d %H:%M %Z")
+        return local_time(t, self.calendar.zone, weekday=True)
 
     def _prune(self, now: int) -> None:
         horizon = now - self.lookback_ms
@@ -600,7 +606,6 @@ def build(site: SiteConfig, ctx: Context) -> list[Detector]:
         calendar,
         qualify_nm=None if duties.storm is None else duties.storm.threshold_nm,
         window_h=24.0 if duties.storm is None else duties.storm.window_ms / MS_PER_H,
-        sink=duties if duties.storm is not None else None,
     )
     out: list[Detector] = []
     if rain is not None:

@@ -18,11 +18,14 @@ least ``iet + 15 min`` apart, which is a dry period of at least ``iet``
 
 The end of a storm (when the rain stopped: the end of its last wet interval)
 is only *known* once the dry gap has passed without rain: the detector sets a
-timer for that moment and then hands the finished storm to its sink (the
-inspection-duty detector).
+timer for that moment and then publishes the finished storm as a typed
+engine event, :class:`StormEnded` (``ctx.publish``); the inspection-duty
+detector subscribes to it (``handles``).
 
 NCG01 Part III §A item 1 requires the rain gauge to be read and recorded
-daily: :meth:`RainDetector.daily_log` is that record, per local day of the site.
+daily: :meth:`RainDetector.daily_log` is that record, per local day of the site;
+the detector offers it to the engine as its ``rain_days`` role
+(:meth:`analytics.engine.Engine.rain_log`).
 """
 
 from __future__ import annotations
@@ -32,11 +35,10 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Protocol
 
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
-from analytics.events import SensorReading
+from analytics.events import DetectorEvent, RainDay, SensorReading
 from analytics.quality import usable
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
@@ -242,10 +244,18 @@ class StormRecord:
         return mm_to(self.peak_window_nm / NM_PER_MM, unit or self.unit)
 
 
-class StormSink(Protocol):
-    """Who hears about finished storms (the inspection-duty detector)."""
+@dataclass(frozen=True, slots=True)
+class StormEnded(DetectorEvent):
+    """A storm is finished (its dry gap passed), or the record ended while it was open.
 
-    def on_storm(self, storm: StormRecord, now: int, ctx: Context) -> None: ...
+    Published by :class:`RainDetector` at event time ``at``: when the dry gap
+    passed, when the next storm's first wet reading closed it, or at the end of
+    the record (then ``storm.closed`` is False). Storms shallower than
+    ``rain.min_storm_in`` are traces and are not published.
+    """
+
+    storm: StormRecord
+    at: int
 
 
 @dataclass
@@ -291,7 +301,7 @@ class RainDetector(Detector):
     """Rain accounting for every gauge of a site.
 
     Keeps, per gauge: the rolling total over the storm window (24 h), storm
-    events, and the daily log. Finished storms go to ``sink``.
+    events, and the daily log. Finished storms are published as :class:`StormEnded`.
     """
 
     name = "rain"
@@ -304,7 +314,6 @@ class RainDetector(Detector):
         window_ms: int = round(DEFAULT_WINDOW_H * MS_PER_H),
         qualify_nm: int | None = None,
         min_storm_nm: int = 0,
-        sink: StormSink | None = None,
     ) -> None:
         self.gauges = {g.gauge_id: g for g in gauges}
         self.by_sensor = {g.sensor: g for g in gauges}
@@ -312,7 +321,6 @@ class RainDetector(Detector):
         self.window_ms = window_ms
         self.qualify_nm = qualify_nm
         self.min_storm_nm = min_storm_nm
-        self.sink = sink
 
     @classmethod
     def from_site(
@@ -323,7 +331,6 @@ class RainDetector(Detector):
         *,
         qualify_nm: int | None = None,
         window_h: float = DEFAULT_WINDOW_H,
-        sink: StormSink | None = None,
     ) -> RainDetector | None:
         if not site.rain_gauges:
             return None
@@ -354,7 +361,6 @@ class RainDetector(Detector):
             window_ms=round(window_h * MS_PER_H),
             qualify_nm=qualify_nm,
             min_storm_nm=0 if min_storm is None else round(float(min_storm.value) * NM_PER_IN),
-            sink=sink,
         )
 
     def sensors(self) -> Iterable[str]:
@@ -413,7 +419,7 @@ class RainDetector(Detector):
         """A storm still open at the end of the record is reported as it stands.
 
         It has not been seen to end; its ``end`` is the last wet reading. If it
-        qualified, the sink still creates its duty (the rain did qualify).
+        qualified, its subscriber still creates a duty (the rain did qualify).
         """
         for g in self.gauges.values():
             span = g.segmenter.peek()
@@ -445,8 +451,7 @@ class RainDetector(Detector):
         if record.depth_nm < self.min_storm_nm:
             return  # a trace, not a storm
         g.storms.append(record)
-        if self.sink is not None:
-            self.sink.on_storm(record, now, ctx)
+        ctx.publish(StormEnded(record, now))
 
     # --- what the CLI and dashboards read -------------------------------------------------
 
@@ -470,6 +475,16 @@ class RainDetector(Detector):
             (day, round(mm_to(total.depth_nm / NM_PER_MM, out_unit), 4))
             for day, total in sorted(g.days.items())
         ]
+
+    def rain_days(self) -> list[RainDay]:
+        """The daily log of every gauge, in site order, with reading counts (engine role)."""
+        out: list[RainDay] = []
+        for g in self.gauges.values():
+            totals = dict(self.daily_totals(g.gauge_id))
+            for day, depth in self.daily_log(g.gauge_id):
+                total = totals[day]
+                out.append(RainDay(day, g.gauge_id, depth, g.unit, total.readings, total.excluded))
+        return out
 
     def daily_totals(self, gauge: str | None = None) -> list[tuple[date, DayTotal]]:
         """The daily log with reading counts (a day with excluded readings is not trustworthy)."""

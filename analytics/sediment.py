@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import tzinfo
 from statistics import median
 from typing import Any
 
@@ -46,6 +47,7 @@ from analytics.trap_geometry import TrapGeometry
 from siltwatch.config import SedimentTrap, SiteConfig
 from siltwatch.rulemath import warn_fraction
 from siltwatch.rulepacks import RuleValue
+from siltwatch.timefmt import local_time
 from siltwatch.units import from_metres, to_metres, to_mm
 from siltwatch.vocabulary import AlertKind, Severity, severity_rank
 
@@ -213,7 +215,7 @@ class SedimentCapacityDetector(Detector):
                 self.trap_id,
                 at,
                 message=(
-                    f"{self._label()} was cleaned out at {iso(at)}: storage lost fell from "
+                    f"{self._label()} was cleaned out at {local_time(at, ctx.zone)}: storage lost fell from "
                     f"{pct(event.fraction_before)} to {pct(event.fraction_after)} of the design "
                     f"volume ({self._volume_text(event.removed_m3)} removed); "
                     f"{self.rule_cite} is met again."
@@ -233,7 +235,7 @@ class SedimentCapacityDetector(Detector):
             return
         if self._level is not None and severity_rank(target) < severity_rank(self._level):
             target = self._level  # no de-escalation: sediment does not shrink
-        message = self._message(target)
+        message = self._message(target, ctx.zone)
         evidence = self._evidence(t)
         if self._level is None:
             ctx.alerts.open(
@@ -272,10 +274,10 @@ class SedimentCapacityDetector(Detector):
             "of rain."
         )
 
-    def _message(self, severity: Severity) -> str:
+    def _message(self, severity: Severity, zone: tzinfo) -> str:
         env = self.envelope_fraction
         design = self.geometry.design_volume_m3
-        since = iso(self.envelope_at) if self.envelope_at is not None else "?"
+        since = local_time(self.envelope_at, zone) if self.envelope_at is not None else "?"
         lost = (
             f"{self._label()} has lost {pct(env)} of its design storage "
             f"({self._volume_text(env * design)} of {self._volume_text(design)}; sediment "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from siltwatch.timefmt import utc_iso
+
 MS_PER_S = 1000
 MS_PER_MIN = 60_000
 MS_PER_H = 3_600_000
@@ -27,6 +29,4 @@ def from_ms(ms: int) -> datetime:
 
 def iso(ms: int) -> str:
     """ISO 8601 UTC with ``Z`` and whole seconds unless milliseconds are present."""
-    dt = from_ms(ms)
-    text = dt.isoformat(timespec="milliseconds" if ms % 1000 else "seconds")
-    return text.replace("+00:00", "Z")
+    return utc_iso(ms)

@@ -48,7 +48,6 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
-from analytics.health import duration_text, local_time
 from analytics.quality import UNUSABLE, grade, unusable_reasons
 from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
@@ -56,6 +55,7 @@ from analytics.turbidity_limits import LimitRule
 from siltwatch.config import SiteConfig, TurbidityPair
 from siltwatch.rulemath import choose_limit
 from siltwatch.rulepacks import Rules
+from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import AlertKind, Severity
 
 KIND = AlertKind.TURBIDITY_CONTRAST
@@ -274,7 +274,7 @@ class TurbidityContrast(Detector):
                 f"Turbidity contrast at {self.pair} ({self.water}, {self.site_name}) cleared at "
                 f"{local_time(cleared, ctx.zone)}: downstream {dn:.1f} {self.unit} against an "
                 f"upstream background of {bg:.1f} (limit {limit:.1f}). It exceeded the limit "
-                f"from {local_time(since, ctx.zone)} for {duration_text(cleared - since)}"
+                f"from {local_time(since, ctx.zone)} for {duration((cleared - since) / MS_PER_S)}"
                 f"{peak_text} ({self.rule}).{severity_text} Record the corrective action in the "
                 "site log."
             ),
@@ -373,7 +373,7 @@ class TurbidityContrast(Detector):
             t,
             message=(
                 f"Turbidity contrast at {self.pair} ({self.water}, {self.site_name}) can be judged "
-                f"again from {local_time(t, ctx.zone)}, after {duration_text(t - since)} without "
+                f"again from {local_time(t, ctx.zone)}, after {duration((t - since) / MS_PER_S)} without "
                 f"usable data ({self.rule})."
             ),
             evidence=evidence,
@@ -388,7 +388,7 @@ class TurbidityContrast(Detector):
             f"Turbidity contrast at {self.pair} ({self.water}, {self.site_name}): downstream "
             f"{dn:.1f} {u} against an upstream background of {bg:.1f} {u} exceeds the allowed "
             f"{limit:.1f} {u} by {dn - limit:.1f} {u}, sustained since "
-            f"{local_time(since, ctx.zone)} ({duration_text(t - since)}); limit: "
+            f"{local_time(since, ctx.zone)} ({duration((t - since) / MS_PER_S)}); limit: "
             f"{self.limit_text} ({self.rule})."
         )
         if self.severity == Severity.CRITICAL:

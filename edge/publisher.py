@@ -45,6 +45,7 @@ from pydantic import ValidationError
 from edge.clock import Clock
 from edge.config import AgentConfig
 from edge.outbox import Outbox, Row
+from siltwatch import backoff
 from siltwatch.schema import (
     QualityFlag,
     Reading,
@@ -64,12 +65,6 @@ FIRMWARE = "siltwatch-edge 0.1.0"
 # outbox ten times a second. A fresh reading waits at most IDLE_WAIT_S to go out.
 BUSY_WAIT_S = 0.1
 IDLE_WAIT_S = 1.0
-
-
-def backoff_delay(attempt: int, low: float, high: float, rng: random.Random) -> float:
-    """Exponential backoff with "equal jitter": half fixed, half random, capped at ``high``."""
-    base = min(high, low * 2.0 ** min(attempt, 30))
-    return base / 2 + rng.uniform(0, base / 2)
 
 
 @dataclass
@@ -215,7 +210,14 @@ class Publisher:
 
     def _schedule_retry(self, why: str) -> None:
         b = self.config.broker
-        delay = backoff_delay(self._attempt, b.backoff_min_s, b.backoff_max_s, self.rng)
+        # "equal jitter": half of the capped exponential wait fixed, half random
+        delay = backoff.delay(
+            min(self._attempt, 30),
+            b.backoff_min_s,
+            b.backoff_max_s,
+            jitter_fraction=0.5,
+            rng=self.rng,
+        )
         self._attempt += 1
         self._next_attempt = time.monotonic() + delay
         log.warning("%s; retrying in %.1f s (attempt %d)", why, delay, self._attempt)

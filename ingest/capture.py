@@ -16,7 +16,8 @@ from typing import IO, Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from analytics.timeutil import iso
+from siltwatch.schema import site_subscription
+from siltwatch.timefmt import utc_iso
 
 
 class Recorder:
@@ -43,7 +44,7 @@ class Recorder:
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"siltwatch-record-{site}")
         if username is not None:
             self.client.username_pw_set(username, password)
-        self.client.on_connect = lambda c, *a: c.subscribe(f"siltwatch/v1/{site}/#", qos=1)
+        self.client.on_connect = lambda c, *a: c.subscribe(site_subscription(site), qos=1)
         self.client.on_subscribe = lambda *a: self.subscribed.set()
         self.client.on_message = self._on_message
         self.host, self.port = host, port
@@ -55,7 +56,7 @@ class Recorder:
             payload = bytes(msg.payload).decode("utf-8", errors="replace")
         entry: dict[str, Any] = {"topic": msg.topic, "payload": payload}
         if self._clock_ms is not None:
-            entry["received_at"] = iso(int(self._clock_ms()))
+            entry["received_at"] = utc_iso(int(self._clock_ms()))
         with self._lock:
             if self._fh is not None:
                 self._fh.write(json.dumps(entry) + "\n")

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
 from ingest.influx_lp import alert_line, duty_line, reading_lines
+from siltwatch import backoff
 from siltwatch.config import SiteConfig
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int, retry_after_s: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        wait = float(min(self.max_backoff_s, self.first_backoff_s * 2 ** (attempt - 1)))
+        wait = backoff.delay(attempt - 1, self.first_backoff_s, self.max_backoff_s)
         if retry_after_s is not None:
             wait = max(wait, min(retry_after_s, self.max_backoff_s))
         return wait
@@ -397,7 +398,9 @@ class InfluxMirror:
                 self._trim()
                 self.stats.pending = len(self.pending)
             self._failures_in_row += 1
-            wait = min(self.max_backoff_s, self.first_backoff_s * 2 ** (self._failures_in_row - 1))
+            wait = backoff.delay(
+                self._failures_in_row - 1, self.first_backoff_s, self.max_backoff_s
+            )
             self._next_attempt = self.clock() + wait
             log.warning(
                 "InfluxDB mirror: %d points queued, next attempt in %.0f s: %s",
@@ -419,7 +422,7 @@ class InfluxMirror:
             if self.flush(force=True):
                 break
             if attempt + 1 < attempts:
-                sleep(min(self.max_backoff_s, self.first_backoff_s * 2**attempt))
+                sleep(backoff.delay(attempt, self.first_backoff_s, self.max_backoff_s))
         if self.pending:
             log.error(
                 "InfluxDB mirror stopped with %d points unwritten (they remain in SQLite): %s",

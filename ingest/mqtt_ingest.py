@@ -43,7 +43,11 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ingest.service import Incoming, IngestService
-from siltwatch.schema import TOPIC_ROOT, inspections_topic, readings_subscription
+from siltwatch.schema import (
+    ingest_owner_topic,
+    inspections_topic,
+    readings_subscription,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,7 @@ class MqttStartError(Exception):
     """The service could not start talking to the broker; the message says why."""
 
 
-def owner_topic(site: str) -> str:
-    return f"{TOPIC_ROOT}/{site}/ingest/owner"
+owner_topic = ingest_owner_topic  # the old name, still imported by callers
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ class MqttIngest:
             if rc.is_failure:
                 got.set()
                 return
-            c.subscribe(owner_topic(self.site_id), qos=1)
+            c.subscribe(ingest_owner_topic(self.site_id), qos=1)
 
         def on_message(c: mqtt.Client, u: object, msg: mqtt.MQTTMessage) -> None:
             if msg.retain:
@@ -295,7 +298,7 @@ class MqttIngest:
                 self.broker.url,
                 "resumed" if flags.session_present else "new",
             )
-        client.publish(owner_topic(self.site_id), self._lease_text(), qos=1, retain=True)
+        client.publish(ingest_owner_topic(self.site_id), self._lease_text(), qos=1, retain=True)
         client.subscribe(
             [(readings_subscription(self.site_id), 1), (inspections_topic(self.site_id), 1)]
         )
@@ -382,7 +385,7 @@ class MqttIngest:
     def start(self) -> None:
         """Check the lease, connect, subscribe; MqttStartError when that cannot be done."""
         self._check_lease()
-        self.client.will_set(owner_topic(self.site_id), b"", qos=1, retain=True)
+        self.client.will_set(ingest_owner_topic(self.site_id), b"", qos=1, retain=True)
         self._connect(self.client, persistent=True)
         self.client.loop_start()
         if not self._connected.wait(CONNECT_TIMEOUT_S):
@@ -407,7 +410,7 @@ class MqttIngest:
         if self._worker.is_alive():
             self._worker.join()
         try:
-            info = self.client.publish(owner_topic(self.site_id), b"", qos=1, retain=True)
+            info = self.client.publish(ingest_owner_topic(self.site_id), b"", qos=1, retain=True)
             info.wait_for_publish(timeout=2.0)
         except (RuntimeError, ValueError):
             pass

@@ -19,13 +19,11 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine, EngineStats
-from analytics.events import EngineEvent, Inspection, SensorReading
-from analytics.rain import RainDetector
+from analytics.events import EngineEvent, Inspection, RainDay, SensorReading
 from ingest.recording import read_inspections, read_recording, readings_from_frame
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
@@ -34,31 +32,13 @@ CHUNK = 10_000
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class RainLogRow:
-    """One local day of one gauge, in the gauge's unit."""
-
-    day: date
-    gauge: str
-    depth: float
-    unit: str
-    readings: int
-    excluded: int
+# One local day of one gauge, in the gauge's unit (the engine's daily rain record).
+RainLogRow = RainDay
 
 
 def rain_log(engine: Engine) -> list[RainLogRow]:
-    """The daily rainfall log of every gauge of the site, from the engine's rain detector."""
-    det = engine.detectors.get("rain")
-    if not isinstance(det, RainDetector):
-        return []
-    rows = []
-    for gauge in engine.site.rain_gauges:
-        unit = engine.site.sensor(gauge.sensor).unit
-        totals = dict(det.daily_totals(gauge.id))
-        for day, depth in det.daily_log(gauge.id):
-            total = totals[day]
-            rows.append(RainLogRow(day, gauge.id, depth, unit, total.readings, total.excluded))
-    return rows
+    """The daily rainfall log of every gauge of the site (``Engine.rain_log``)."""
+    return engine.rain_log()
 
 
 @dataclass

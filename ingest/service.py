@@ -39,11 +39,12 @@ from typing import Protocol
 from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, Engine
 from analytics.events import AlertEvent, DutyEvent, EngineEvent, Inspection, SensorReading
 from analytics.statecodec import SnapshotError
-from analytics.timeutil import MS_PER_S, from_ms, iso
+from analytics.timeutil import MS_PER_S, from_ms
 from ingest.decode import Decoded, Rejected, decode_message
 from ingest.store import SnapshotRow, SqliteStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty
+from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
 
@@ -319,7 +320,7 @@ class IngestService:
                 ahead_s = (ins.t - msg.received_at) / MS_PER_S
                 self._reject(
                     msg,
-                    f"clock ahead: inspection time {iso(ins.t)} is {ahead_s:,.0f} s after it "
+                    f"clock ahead: inspection time {utc_iso(ins.t)} is {ahead_s:,.0f} s after it "
                     f"arrived (at most {self.max_skew_ms / MS_PER_S:,.0f} s is accepted)",
                 )
                 return [], None
@@ -401,9 +402,11 @@ class IngestService:
             engine, row = self._usable_snapshot(start)
             log.info(
                 "late data from %s for %s: rebuilding from %s",
-                iso(start),
+                utc_iso(start),
                 self.site_id,
-                "the start" if row is None or row.processed_to is None else iso(row.processed_to),
+                "the start"
+                if row is None or row.processed_to is None
+                else utc_iso(row.processed_to),
             )
             engine.adopt_clock(old)
             self.engine = self._catch_up(engine, row, now_ms, until, late=True)

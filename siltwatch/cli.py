@@ -182,6 +182,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     import time
 
     from ingest.capture import Recorder
+    from siltwatch.schema import site_subscription
 
     host, port = _broker(args.broker)
     rec = Recorder(
@@ -195,7 +196,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     rec.start()
     print(
-        f"recording siltwatch/v1/{args.site_id}/# from mqtt://{host}:{port} to {args.out}; Ctrl-C to stop"
+        f"recording {site_subscription(args.site_id)} from mqtt://{host}:{port} to {args.out}; "
+        "Ctrl-C to stop"
     )
     try:
         deadline = None if args.seconds is None else time.monotonic() + args.seconds

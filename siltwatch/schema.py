@@ -30,6 +30,7 @@ from pydantic import (
     field_validator,
 )
 
+from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Severity
 
 SCHEMA_VERSION = 1
@@ -348,6 +349,16 @@ def readings_subscription(site: str = "+") -> str:
     return f"{TOPIC_ROOT}/{site}/+/+/reading"
 
 
+def site_subscription(site: str) -> str:
+    """The filter for everything published under one site (what ``siltwatch record`` takes)."""
+    return f"{TOPIC_ROOT}/{site}/#"
+
+
+def ingest_owner_topic(site: str) -> str:
+    """Retained by the ingest service that owns ``site``'s subscription (its lease)."""
+    return f"{TOPIC_ROOT}/{site}/ingest/owner"
+
+
 class TopicParts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -399,4 +410,4 @@ WIRE_MODELS: dict[str, type[BaseModel]] = {
 
 def iso_utc(value: datetime) -> str:
     """ISO 8601 with ``Z``: the one time format siltwatch writes everywhere."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return utc_iso(value)

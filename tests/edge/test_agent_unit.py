@@ -15,8 +15,9 @@ from edge.clock import ClockSync, ManualClock, ScaledClock
 from edge.config import AgentConfig, load_config
 from edge.health import HealthProbe, cpu_temp_c
 from edge.outbox import Outbox
-from edge.publisher import Publisher, backoff_delay
+from edge.publisher import Publisher
 from hardware.base import Sample, SensorReadError
+from siltwatch import backoff
 from siltwatch.configerrors import ConfigError
 from siltwatch.schema import QualityFlag, Reading, ReadingBatch
 from tests.edge.helpers import agent_toml
@@ -94,7 +95,7 @@ def test_payload_single_reading_then_batch_with_backfilled_flag(tmp_path: Path) 
 
 def test_backoff_grows_exponentially_is_capped_and_jittered() -> None:
     rng = random.Random(1)
-    delays = [backoff_delay(n, 1.0, 60.0, rng) for n in range(10)]
+    delays = [backoff.delay(n, 1.0, 60.0, jitter_fraction=0.5, rng=rng) for n in range(10)]
     for n, delay in enumerate(delays):
         base = min(60.0, 2.0**n)
         assert base / 2 <= delay <= base
