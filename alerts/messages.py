@@ -22,9 +22,10 @@ from datetime import UTC, tzinfo
 from typing import Any
 
 from alerts.routing import Notification
+from siltwatch.detections import alert_spec
 from siltwatch.schema import Alert
 from siltwatch.timefmt import local_time
-from siltwatch.vocabulary import AlertKind, Severity, severity_rank
+from siltwatch.vocabulary import Severity, severity_rank
 
 SMS_MAX_CHARS = 320
 ELLIPSIS = "…"
@@ -114,40 +115,11 @@ def email_body(note: Notification, site: SiteLabel) -> str:
 # --- SMS -----------------------------------------------------------------------
 
 
-def _num(value: Any, digits: int = 1) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{value:.0f}"
-
-
-def how_much(alert: Alert) -> str:
-    """By how much, from the evidence of the kinds siltwatch knows; '' when unknown."""
-    ev = alert.evidence
-    kind = alert.kind
-    if kind == AlertKind.TURBIDITY_CONTRAST:
-        down, limit, unit = _num(ev.get("downstream_level")), _num(ev.get("limit")), ev.get("unit")
-        peak, peak_limit = _num(ev.get("peak_downstream_level")), _num(ev.get("peak_limit"))
-        if down and limit:
-            text = f"{down} {unit or ''} vs limit {limit}".replace("  ", " ")
-            if peak and peak_limit and peak != down:
-                text += f" (peak {peak} vs {peak_limit})"
-            return text
-    elif kind == AlertKind.SEDIMENT_CAPACITY:
-        lost, cleanout = ev.get("fraction_lost"), ev.get("cleanout_fraction")
-        if isinstance(lost, int | float) and not isinstance(lost, bool):
-            text = f"{lost * 100:.0f}% of storage lost"
-            if isinstance(cleanout, int | float) and not isinstance(cleanout, bool):
-                text += f" (clean out at {cleanout * 100:.0f}%)"
-            return text
-    elif kind in (AlertKind.DRAIN_TIME, AlertKind.DRAIN_TIME_FORECAST):
-        hours, limit_h = _num(ev.get("hours_since_peak"), 0), _num(ev.get("limit_h"), 0)
-        if hours and limit_h:
-            return f"not drained {hours} h after peak (limit {limit_h} h)"
-    elif kind == AlertKind.INSPECTION_OVERDUE:
-        late = _num(ev.get("overdue_h"))
-        if late:
-            return f"{late} h overdue (due {ev.get('due_at', '?')})"
-    return ""
+def how_much(alert: Alert, zone: tzinfo = UTC) -> str:
+    """By how much, from the kind's typed evidence (its description in
+    siltwatch/detections/); '' for a kind or evidence this release does not know."""
+    spec = alert_spec(alert.kind)
+    return "" if spec is None else spec.how_much(alert.evidence, zone)
 
 
 def _first_sentence(text: str) -> str:
@@ -195,7 +167,7 @@ def sms_text(note: Notification, site: SiteLabel, limit: int = SMS_MAX_CHARS) ->
     a = note.alert
     head = f"{a.severity.upper()} {note.event}: {a.kind} {a.subject}, {site.id}."
     parts = []
-    amount = how_much(a)
+    amount = how_much(a, site.zone)
     if note.event == "resolved":
         parts.append(f"Cleared {local_time(a.resolved_at or note.at, site.zone, short=True)}.")
     else:

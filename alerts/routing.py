@@ -3,8 +3,10 @@
 Episodes already collapse a plume into one alert; routing decides the people.
 The site operator and the qualified inspector hear every opening, change of
 severity and resolution. The town's officer hears only what the law makes the
-town's business: an inspection overdue, and a regulatory alert that reached
-``critical`` — once when it does, and once when it clears.
+town's business, as each kind's description says (``Officer`` in
+siltwatch/detections/base.py): a missed legal deadline such as an inspection
+overdue from its opening, a regulatory alert once it reached ``critical`` —
+once when it does, and once when it clears.
 """
 
 from __future__ import annotations
@@ -12,17 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from siltwatch.config import Contact, SiteConfig
+from siltwatch.detections import alert_spec
+from siltwatch.detections.base import Officer
 from siltwatch.schema import Alert
-from siltwatch.vocabulary import AlertKind, Severity
-
-REGULATORY = frozenset(
-    {
-        AlertKind.TURBIDITY_CONTRAST,
-        AlertKind.SEDIMENT_CAPACITY,
-        AlertKind.DRAIN_TIME,
-        AlertKind.INSPECTION_OVERDUE,
-    }
-)
+from siltwatch.vocabulary import Severity
 
 
 @dataclass(frozen=True)
@@ -35,11 +30,19 @@ class Notification:
     recipients: tuple[Contact, ...]
 
 
+def officer_policy(alert: Alert) -> Officer:
+    """When the officer hears this kind, from its description (siltwatch/detections/);
+    a kind this release does not know is not the officer's business."""
+    spec = alert_spec(alert.kind)
+    return Officer.NEVER if spec is None else spec.officer
+
+
 def officer_cares(alert: Alert) -> bool:
-    """The episode is the town's business: an overdue inspection, or a regulatory alert
-    that reached critical (``severity`` is the highest the episode reached)."""
-    return alert.kind == AlertKind.INSPECTION_OVERDUE or (
-        alert.kind in REGULATORY and alert.severity == Severity.CRITICAL
+    """The episode is the town's business: a kind the officer hears from its opening,
+    or one heard on critical that reached it (``severity`` is the highest it reached)."""
+    policy = officer_policy(alert)
+    return policy == Officer.ON_OPEN or (
+        policy == Officer.ON_CRITICAL and alert.severity == Severity.CRITICAL
     )
 
 
@@ -51,7 +54,7 @@ def first_officer_event(event: str, alert: Alert) -> bool:
     """
     if not officer_cares(alert):
         return False
-    if alert.kind == AlertKind.INSPECTION_OVERDUE or event == "opened":
+    if officer_policy(alert) == Officer.ON_OPEN or event == "opened":
         return event == "opened"
     if event != "escalated":
         return False

@@ -1,26 +1,33 @@
-"""Which detectors a site gets: one line per detection, built from its config.
+"""Which detectors a site gets: every described detection's, in its order.
 
-Each detection module exposes ``build(site, ctx) -> list[Detector]``. Adding a
-detection is adding a line here. Roles beyond detecting are declared by the
-detectors themselves and collected by the engine: the quality screen
-(``Detector.screen``, provided by :class:`analytics.health.SensorHealth`) and
-the daily rain record (``Detector.rain_days``). Detectors that need each
-other's results subscribe to typed events (``Detector.handles``), so no
-wiring between them is done here.
+The descriptions (siltwatch/detections/, one module per detection kind) name
+the analytics module whose ``build(site, ctx) -> list[Detector]`` makes a
+site's detectors; nothing here changes when a detection is added. Roles beyond
+detecting are declared by the detectors themselves and collected by the
+engine: the quality screen (``Detector.screen``, provided by
+:class:`analytics.health.SensorHealth`, whose description comes first) and the
+daily rain record (``Detector.rain_days``). Detectors that need each other's
+results subscribe to typed events (``Detector.handles``), so no wiring between
+them is done here either.
 """
 
 from __future__ import annotations
 
-from analytics import drain, health, inspections, sediment, turbidity
+import importlib
+from collections.abc import Callable
+from typing import cast
+
 from analytics.detector import Context, Detector
 from siltwatch.config import SiteConfig
+from siltwatch.detections import descriptions
+
+Build = Callable[[SiteConfig, Context], list[Detector]]
 
 
 def build_detectors(site: SiteConfig, ctx: Context) -> list[Detector]:
     detectors: list[Detector] = []
-    detectors += health.build(site, ctx)  # sensor health: offline timers and the quality screen
-    detectors += turbidity.build(site, ctx)  # turbidity contrast per pair (Lake George §148-9 B)
-    detectors += drain.build(site, ctx)  # infiltration drain time (Lake George §148-11 I(3))
-    detectors += sediment.build(site, ctx)  # sediment-trap capacity (Lake George §148-10 A)
-    detectors += inspections.build(site, ctx)  # rain, storms, inspection duties (NCG01 III §A)
+    for description in descriptions():
+        module = importlib.import_module(description.engine_module)
+        build = cast(Build, module.build)
+        detectors += build(site, ctx)
     return detectors

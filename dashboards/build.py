@@ -3,7 +3,9 @@
 Why code: the panels follow the site file (one turbidity panel per pair, one
 level panel per practice...), so a site that adds a trap gets its panel by
 rebuilding, and the tests check every query against a real InfluxDB instead of
-trusting a hand-edited JSON export.
+trusting a hand-edited JSON export. What each detection's row shows, and the
+reference lines its rules draw, is in its description (siltwatch/detections/);
+this module renders them.
 
 The dashboard is deterministic: the same site file gives byte-identical JSON
 (stable uid from the site id, panel ids in build order), so provisioning and
@@ -28,6 +30,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
+from siltwatch.detections import descriptions
+from siltwatch.detections.base import Panel, Series
 
 DATASOURCE_UID = "siltwatch-influxdb"
 DATASOURCE_TYPE = "influxdb"
@@ -129,112 +133,42 @@ def _unit(sensor_unit: str) -> str:
     )
 
 
-def turbidity_panel(site: SiteConfig, pair_index: int) -> timeseries.Panel:
-    pair = site.turbidity_pairs[pair_index]
-    lines = q.limit_lines(q.limit_shape(site, pair))
-    unit = site.sensor(pair.downstream).unit
-    rules = site.rules()
-    window_s = pair.window_s or rules.number("turbidity.window_s")
-    about = (
-        f"Medians of {pair.upstream} (upstream background) and {pair.downstream} "
-        f"(below the discharge) per interval of at least the detector's window "
-        f"({window_s / 60:g} min). The limit is drawn from the upstream median"
-        + (f"; {lines.note}" if lines.note else "")
-        + (
-            f". Plume travel time {pair.travel_time_s:g} s is not shifted out."
-            if pair.travel_time_s
-            else "."
-        )
-    )
-    panel = (
-        _ts(f"Turbidity {pair.id}: upstream vs downstream", _unit(unit), about)
-        .interval(f"{round(window_s)}s")
-        .with_target(InfluxQL("A", q.series(pair.upstream, "median", "upstream")))
-        .with_target(InfluxQL("B", q.series(pair.downstream, "median", "downstream")))
-    )
-    for i, (alias, expr) in enumerate(lines.computed):
-        panel = panel.with_target(
-            InfluxQL(chr(ord("C") + i), q.computed(pair.upstream, expr, alias))
-        )
-        panel = panel.override_by_name(
-            alias,
-            [
-                dash_m.DynamicConfigValue(
-                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
-                ),
-                dash_m.DynamicConfigValue(
-                    id_val="color", value={"mode": "fixed", "fixedColor": "red"}
-                ),
-            ],
-        )
-    if lines.cap is not None:
-        panel = panel.thresholds(
-            _thresholds([(None, "green"), (lines.cap, "red")])
-        ).thresholds_style(_line_style())
+_DASHED_RED = [
+    dash_m.DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+    dash_m.DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
+]
+_LINE_ON_RIGHT = [
+    dash_m.DynamicConfigValue(id_val="custom.drawStyle", value="line"),
+    dash_m.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+    dash_m.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
+]
+
+
+def _query(series: Series) -> str:
+    if series.rolling_h is not None:
+        return q.rain_rolling_total(series.sensor, series.alias, series.rolling_h)
+    if series.expression is not None:
+        return q.computed(series.sensor, series.expression, series.alias)
+    return q.series(series.sensor, series.aggregate, series.alias, fill=series.fill)
+
+
+def render_panel(spec: Panel) -> timeseries.Panel:
+    """A description's panel (siltwatch/detections/base.py) as Grafana's: one InfluxQL
+    target per series (refs A, B, ...), reference series dashed red, thresholds dashed."""
+    panel = _ts(spec.title, _unit(spec.unit), spec.description)
+    if spec.interval_s is not None:
+        panel = panel.interval(f"{round(spec.interval_s)}s")
+    for i, series in enumerate(spec.series):
+        panel = panel.with_target(InfluxQL(chr(ord("A") + i), _query(series)))
+        if series.expression is not None:
+            panel = panel.override_by_name(series.alias, _DASHED_RED)
+        elif series.right_axis:
+            panel = panel.override_by_name(series.alias, _LINE_ON_RIGHT)
+    if spec.bars:
+        panel = panel.draw_style(common_m.GraphDrawStyle.BARS).fill_opacity(60)
+    if spec.thresholds:
+        panel = panel.thresholds(_thresholds(list(spec.thresholds))).thresholds_style(_line_style())
     return panel
-
-
-def rain_panel(site: SiteConfig, gauge_index: int) -> timeseries.Panel:
-    gauge = site.rain_gauges[gauge_index]
-    unit = site.sensor(gauge.sensor).unit
-    total = f"{q.ROLLING_RAIN_H} h total"
-    return (
-        _ts(
-            f"Rain {gauge.id}",
-            _unit(unit),
-            "Bars: rain per interval. Line: the rain of the 24 h up to the end of each hour "
-            "(right axis), what storm-triggered inspections count.",
-        )
-        .with_target(InfluxQL("A", q.series(gauge.sensor, "sum", "rain", fill="0")))
-        .with_target(InfluxQL("B", q.rain_rolling_total(gauge.sensor, total)))
-        .draw_style(common_m.GraphDrawStyle.BARS)
-        .fill_opacity(60)
-        .override_by_name(
-            total,
-            [
-                dash_m.DynamicConfigValue(id_val="custom.drawStyle", value="line"),
-                dash_m.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
-                dash_m.DynamicConfigValue(id_val="custom.axisPlacement", value="right"),
-            ],
-        )
-    )
-
-
-def level_panel(site: SiteConfig, practice_index: int) -> timeseries.Panel:
-    practice = site.infiltration_practices[practice_index]
-    design, drained, unit = q.practice_levels(site, practice)
-    return (
-        _ts(
-            f"Water level {practice.id} ({practice.type.replace('_', ' ')})",
-            _unit(unit),
-            f"Mean level of {practice.level_sensor}. Dashed lines: the design level "
-            f"({design:g} {unit}) and design level + tolerance ({drained:g} {unit}), "
-            "below which the practice counts as drained.",
-        )
-        .with_target(InfluxQL("A", q.series(practice.level_sensor, "mean", "level")))
-        .thresholds(_thresholds([(None, "green"), (design, "blue"), (drained, "orange")]))
-        .thresholds_style(_line_style())
-    )
-
-
-def sediment_panel(site: SiteConfig, trap_index: int) -> timeseries.Panel:
-    trap = site.sediment_traps[trap_index]
-    unit = site.sensor(trap.depth_sensor).unit
-    warn, clean = q.trap_fractions(site, trap)
-    warn_d = q.depth_at_fraction(site, trap, warn)
-    clean_d = q.depth_at_fraction(site, trap, clean)
-    return (
-        _ts(
-            f"Sediment depth {trap.id}",
-            _unit(unit),
-            f"Mean depth of {trap.depth_sensor}. Dashed lines: the depths at which "
-            f"{warn:.0%} ({warn_d:g} {unit}) and {clean:.0%} ({clean_d:g} {unit}) of the "
-            "design storage volume is lost; cleanout is due at the second.",
-        )
-        .with_target(InfluxQL("A", q.series(trap.depth_sensor, "mean", "depth")))
-        .thresholds(_thresholds([(None, "green"), (warn_d, "orange"), (clean_d, "red")]))
-        .thresholds_style(_line_style())
-    )
 
 
 def _date_column(name: str) -> list[dash_m.DynamicConfigValue]:
@@ -304,22 +238,11 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
         )
     )
     d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
-    if site.turbidity_pairs:
-        d = d.with_row(dash_b.Row("Turbidity"))
-        for i in range(len(site.turbidity_pairs)):
-            d = d.with_panel(turbidity_panel(site, i))
-    if site.rain_gauges:
-        d = d.with_row(dash_b.Row("Rain"))
-        for i in range(len(site.rain_gauges)):
-            d = d.with_panel(rain_panel(site, i))
-    if site.infiltration_practices:
-        d = d.with_row(dash_b.Row("Infiltration practices"))
-        for i in range(len(site.infiltration_practices)):
-            d = d.with_panel(level_panel(site, i))
-    if site.sediment_traps:
-        d = d.with_row(dash_b.Row("Sediment traps"))
-        for i in range(len(site.sediment_traps)):
-            d = d.with_panel(sediment_panel(site, i))
+    rows = [d.dashboard(site) for d in descriptions() if d.dashboard is not None]
+    for row in sorted(filter(None, rows), key=lambda r: r.position):
+        d = d.with_row(dash_b.Row(row.title))
+        for spec in row.panels:
+            d = d.with_panel(render_panel(spec))
     model = d.build()
     for number, panel in enumerate(model.panels or [], start=1):
         panel.id_val = number  # stable ids: Grafana links and diffs rely on them

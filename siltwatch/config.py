@@ -37,7 +37,8 @@ from siltwatch.configerrors import (
     read_toml,
     validate_finite,
 )
-from siltwatch.rulemath import class_limit
+from siltwatch.detections import descriptions
+from siltwatch.detections.base import ConfigView
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
 from siltwatch.units import UNITS_BY_KIND, to_metres, volume_to_m3
@@ -459,31 +460,31 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
             if "tip_in" in sensor and "tip_mm" in sensor:
                 out.append((f"{here}", "set only one of tip_in, tip_mm"))
     dupes("receiving_waters", "receiving water")
-    dupes("turbidity_pairs", "turbidity pair")
-    dupes("infiltration_practices", "practice")
-    dupes("sediment_traps", "trap")
-    dupes("rain_gauges", "rain gauge")
+    for description in descriptions():
+        if description.config_section:
+            dupes(description.config_section, description.config_label)
     dupes("areas", "area")
+    rules, pack_ids = _pack_problems(data, out)
+    view = ConfigView(data, sensors, rules)
+    for description in descriptions():
+        if description.check_config is not None:
+            description.check_config(view)
+    out += view.problems
+    overrides = data.get("rule_overrides")
+    if isinstance(overrides, dict):
+        for key, value in overrides.items():
+            problem = check_value(key, value)
+            # A nan/inf is reported once, at its own key, by load_site's scan.
+            if problem and NOT_FINITE not in problem:
+                out.append((f"rule_overrides.{key}", problem))
+    out += _officer_problems(data, pack_ids, rules)
+    return out
 
-    def ref(path: str, sensor_id: Any, kind: str) -> None:
-        if not isinstance(sensor_id, str):
-            return
-        sensor = sensors.get(sensor_id)
-        if sensor is None:
-            known = (
-                ", ".join(sorted(k for k, v in sensors.items() if v.get("kind") == kind)) or "none"
-            )
-            out.append(
-                (path, f"no sensor {sensor_id!r} on any station (known {kind} sensors: {known})")
-            )
-        elif sensor.get("kind") != kind:
-            out.append(
-                (
-                    path,
-                    f"sensor {sensor_id!r} is a {sensor.get('kind')} sensor, expected a {kind} sensor",
-                )
-            )
 
+def _pack_problems(
+    data: dict[str, Any], out: list[tuple[str, str]]
+) -> tuple[Rules | None, list[str]]:
+    """The site's rule packs resolved (None when one is unknown or broken; said in ``out``)."""
     site = data.get("site") if isinstance(data.get("site"), dict) else {}
     assert isinstance(site, dict)
     pack_ids = site.get("rule_packs", [])
@@ -500,54 +501,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
             rules = Rules.resolve(pack_ids)
         except ConfigError as exc:
             out.extend(("site.rule_packs", line) for line in exc.lines)
-    waters = {w.get("id"): w for w in _items(data, "receiving_waters")}
-    for i, pair in enumerate(_items(data, "turbidity_pairs")):
-        ref(f"turbidity_pairs[{i}].upstream", pair.get("upstream"), "turbidity")
-        ref(f"turbidity_pairs[{i}].downstream", pair.get("downstream"), "turbidity")
-        if pair.get("upstream") is not None and pair.get("upstream") == pair.get("downstream"):
-            out.append((f"turbidity_pairs[{i}].downstream", "must differ from upstream"))
-        water_id = pair.get("receiving_water")
-        water = waters.get(water_id)
-        if water is None:
-            known = ", ".join(str(k) for k in waters) or "none"
-            out.append(
-                (
-                    f"turbidity_pairs[{i}].receiving_water",
-                    f"no receiving water {water_id!r} (known: {known})",
-                )
-            )
-        elif (
-            "limit" not in pair
-            and rules is not None
-            and class_limit(rules, str(water.get("class"))) is None
-        ):
-            standard = rules.get("turbidity.standard")
-            why = (
-                f"the rule packs set only a narrative standard ({standard.citation})"
-                if standard
-                else "no rule pack sets a turbidity limit"
-            )
-            out.append(
-                (
-                    f"turbidity_pairs[{i}].limit",
-                    f"is required: {why}; set a numeric proxy such as limit = {{ over_background_ntu = 25 }}",
-                )
-            )
-    for i, pr in enumerate(_items(data, "infiltration_practices")):
-        ref(f"infiltration_practices[{i}].level_sensor", pr.get("level_sensor"), "water_level")
-    for i, trap in enumerate(_items(data, "sediment_traps")):
-        ref(f"sediment_traps[{i}].depth_sensor", trap.get("depth_sensor"), "sediment_depth")
-    for i, gauge in enumerate(_items(data, "rain_gauges")):
-        ref(f"rain_gauges[{i}].sensor", gauge.get("sensor"), "rain")
-    overrides = data.get("rule_overrides")
-    if isinstance(overrides, dict):
-        for key, value in overrides.items():
-            problem = check_value(key, value)
-            # A nan/inf is reported once, at its own key, by load_site's scan.
-            if problem and NOT_FINITE not in problem:
-                out.append((f"rule_overrides.{key}", problem))
-    out += _officer_problems(data, pack_ids, rules)
-    return out
+    return rules, pack_ids
 
 
 def _join(words: list[str]) -> str:
@@ -566,9 +520,10 @@ def _officer_problems(
 ) -> list[tuple[str, str]]:
     """A site under a rule pack must name the town's officer, and the officer must be reachable.
 
-    alerts/routing.py (which siltwatch may not import) sends every overdue
-    inspection, and every turbidity, sediment-trap or drain-time episode that
-    reaches critical, to the contacts with role ``officer``, whatever the pack.
+    alerts/routing.py sends the officer what each detection's description says
+    (``officer_sends`` in siltwatch/detections/: overdue inspections, and the
+    turbidity, sediment-trap or drain-time episodes that reach critical) to the
+    contacts with role ``officer``, whatever the pack.
     With no officer those messages go nowhere and nobody notices: the law's
     escalation is off. So any rule pack requires one.
     """
@@ -586,23 +541,10 @@ def _officer_problems(
         return out
     if rules is None:  # a pack did not resolve (reported above): say what packs generally do
         return [*out, ("contacts", _NO_OFFICER.format(packs=_join(pack_ids), what=_GENERIC))]
-    sends: list[str] = []
-    quarterly = rules.get("inspection.quarterly")
-    if (
-        rules.get("inspection.routine_days")
-        or rules.get("inspection.storm_threshold_in")
-        or (quarterly is not None and quarterly.value is True)
-    ):
-        sends.append("overdue inspections")
-    kinds = [
-        label
-        for key, label in (
-            ("turbidity_pairs", "turbidity"),
-            ("sediment_traps", "sediment-trap"),
-            ("infiltration_practices", "drain-time"),
-        )
-        if _items(data, key)
-    ]
+    view = ConfigView(data, {}, rules)
+    said = [d.officer_sends(view) for d in descriptions() if d.officer_sends is not None]
+    sends = [words for kind, words in filter(None, said) if kind == "duty"]
+    kinds = [words for kind, words in filter(None, said) if kind == "critical"]
     if kinds:
         sends.append(f"critical {_join(kinds)} alerts")
     what = _join(sends) if sends else _GENERIC

@@ -24,6 +24,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
+from siltwatch.detections import rule_keys
+from siltwatch.detections.base import NON_NEGATIVE, RuleKey, flag, number
 from siltwatch.rulemath import LIMIT_KEYS
 
 Verified = Literal["seed", "primary", "secondary", "default"]
@@ -32,85 +34,29 @@ BASE_PACK = "siltwatch-defaults"
 LimitShape = dict[str, float | bool]
 RuleScalar = float | int | bool | str | list[str] | LimitShape
 
-# Every key a pack may set, with the type of its value. A key outside this
-# catalogue is a typo in a pack, and a pack with a typo must not load.
-_NUMBER = (int, float)
-RULE_KEYS: dict[str, tuple[type, ...]] = {
-    "rain.storm_gap_h": _NUMBER,
-    "rain.min_storm_in": _NUMBER,
-    "rain.daily_log": (bool,),
-    "turbidity.standard": (str,),
-    "turbidity.window_s": _NUMBER,
-    "turbidity.sustain_s": _NUMBER,
-    "turbidity.clear_fraction": _NUMBER,
-    "turbidity.limit.stream": (dict,),
-    "turbidity.limit.trout_stream": (dict,),
-    "turbidity.limit.lake": (dict,),
-    "turbidity.limit.trout_lake": (dict,),
-    "turbidity.limit.any": (dict,),
-    "turbidity.benchmark_ntu": _NUMBER,
-    "turbidity.notify_ntu": _NUMBER,
-    "turbidity.dewatering_benchmark_ntu": _NUMBER,
-    "sediment.warn_fraction": _NUMBER,
-    "sediment.cleanout_fraction": _NUMBER,
-    "drain.limit_h.infiltration_basin": _NUMBER,
-    "drain.limit_h.infiltration_trench": _NUMBER,
-    "drain.limit_h.dry_well": _NUMBER,
-    "drain.limit_h.porous_pavement": _NUMBER,
-    "drain.limit_h.vegetated_depression": _NUMBER,
-    "inspection.routine_days": _NUMBER,
-    "inspection.twice_weekly_over_acres": _NUMBER,
-    "inspection.twice_weekly_min_gap_days": _NUMBER,
-    "inspection.storm_threshold_in": _NUMBER,
-    "inspection.storm_window_h": _NUMBER,
-    "inspection.storm_due_h": _NUMBER,
-    "inspection.storm_due_next_business_day": (bool,),
-    "inspection.storm_resets_routine": (bool,),
-    "inspection.quarterly": (bool,),
-    "health.offline_after_intervals": _NUMBER,
-    "calendar.business_hours": (str,),
-    "calendar.weekend": (list,),
-    "notice.before_inspection_h": _NUMBER,
-    "cover.exposed_near_water_h": _NUMBER,
-    "cover.graded_slopes_days": _NUMBER,
-    "cover.permanent_working_days": _NUMBER,
-}
+# Keys the packs cite that no detection reads yet: the site's-life duties (notices,
+# cover deadlines, the daily log and the benchmark levels) are recorded with
+# their citations now so the packs stay the law as written, and will be read by
+# the detections that enforce them. ``siltwatch rules`` shows them like any other.
+PENDING_RULE_KEYS: tuple[RuleKey, ...] = (
+    flag("rain.daily_log"),
+    number("turbidity.benchmark_ntu", NON_NEGATIVE),
+    number("turbidity.dewatering_benchmark_ntu", NON_NEGATIVE),
+    number("notice.before_inspection_h", NON_NEGATIVE),
+    number("cover.exposed_near_water_h"),
+    number("cover.graded_slopes_days"),
+    number("cover.permanent_working_days"),
+)
 
-# The range a numeric rule must lie in: (lowest, whether the lowest itself is
-# allowed, highest or None). A duration, cadence or interval of 0 or less would
-# make a duty due at once or a check never run; a fraction above 1 of a trap's
-# capacity is never reached. A pack or a site override outside its range is
-# refused rather than left to switch a rule off quietly.
-_POSITIVE = (0.0, False, None)
-_NON_NEGATIVE = (0.0, True, None)
-_FRACTION = (0.0, False, 1.0)
+# Every key a pack may set, with the type of its value: what the detections read
+# (their descriptions, siltwatch/detections/) and the pending keys above. A key
+# outside this catalogue is a typo in a pack, and a pack with a typo must not load.
+_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS)
+RULE_KEYS: dict[str, tuple[type, ...]] = {k.name: k.types for k in _CATALOGUE}
+# The range a numeric rule must lie in (see RuleKey): a pack or a site override
+# outside it is refused rather than left to switch a rule off quietly.
 RULE_RANGES: dict[str, tuple[float, bool, float | None]] = {
-    "rain.storm_gap_h": _POSITIVE,
-    "rain.min_storm_in": _NON_NEGATIVE,
-    "turbidity.window_s": _POSITIVE,
-    "turbidity.sustain_s": _NON_NEGATIVE,
-    "turbidity.clear_fraction": (0.0, True, 1.0),
-    "turbidity.benchmark_ntu": _NON_NEGATIVE,
-    "turbidity.notify_ntu": _NON_NEGATIVE,
-    "turbidity.dewatering_benchmark_ntu": _NON_NEGATIVE,
-    "sediment.warn_fraction": _FRACTION,
-    "sediment.cleanout_fraction": _FRACTION,
-    "drain.limit_h.infiltration_basin": _POSITIVE,
-    "drain.limit_h.infiltration_trench": _POSITIVE,
-    "drain.limit_h.dry_well": _POSITIVE,
-    "drain.limit_h.porous_pavement": _POSITIVE,
-    "drain.limit_h.vegetated_depression": _POSITIVE,
-    "inspection.routine_days": _POSITIVE,
-    "inspection.twice_weekly_over_acres": _NON_NEGATIVE,
-    "inspection.twice_weekly_min_gap_days": _NON_NEGATIVE,
-    "inspection.storm_threshold_in": _NON_NEGATIVE,
-    "inspection.storm_window_h": _POSITIVE,
-    "inspection.storm_due_h": _POSITIVE,
-    "health.offline_after_intervals": _POSITIVE,
-    "notice.before_inspection_h": _NON_NEGATIVE,
-    "cover.exposed_near_water_h": _POSITIVE,
-    "cover.graded_slopes_days": _POSITIVE,
-    "cover.permanent_working_days": _POSITIVE,
+    k.name: k.range for k in _CATALOGUE if k.range is not None
 }
 
 

@@ -13,10 +13,12 @@ from analytics.drain import DrainTimeDetector
 from analytics.engine import Engine
 from analytics.sediment import SedimentCapacityDetector
 from analytics.turbidity import TurbidityContrast
-from dashboards import queries as q
 from dashboards.build import build_dashboard
 from siltwatch import rulemath
 from siltwatch.config import SiteConfig
+from siltwatch.detections import drain as drain_d
+from siltwatch.detections import sediment as sediment_d
+from siltwatch.detections import turbidity as turbidity_d
 from siltwatch.units import from_metres, to_metres
 from tests.dashboards.test_build import SITES  # the two example sites
 
@@ -60,11 +62,11 @@ def test_limit_line_is_the_detectors_limit(site: SiteConfig) -> None:
         water_class = site.water(pair.receiving_water).water_class
         table, cite = rulemath.choose_limit(pair.limit, water_class, site.rules(), pair.id)
         assert table is not None and held is not None
-        assert q.limit_shape(site, pair) == table
+        assert turbidity_d.limit_shape(site, pair) == table
         assert detectors[pair.id].rule == cite
         assert isinstance(held, turbidity_limits.LimitRule)
         assert astuple(held) == astuple(rulemath.LimitRule.from_shape(table))
-        lines = q.limit_lines(table)
+        lines = turbidity_d.limit_lines(table)
         assert lines.cap == held.cap
         drawn = [expr for _alias, expr in lines.computed]
         expected = []
@@ -87,7 +89,7 @@ def test_trap_lines_are_the_detectors_geometry_and_fractions(site: SiteConfig) -
         assert isinstance(det.geometry, trap_geometry.TrapGeometry)
         assert astuple(det.geometry) == astuple(rulemath.TrapGeometry.of(site, trap))
         unit = site.sensor(trap.depth_sensor).unit
-        warn, clean = q.trap_fractions(site, trap)
+        warn, clean = sediment_d.trap_fractions(site, trap)
         assert (warn, clean) == (det.warn_fraction, det.cleanout_fraction)
         pack = site.rules().require("sediment.warn_fraction")
         assert rulemath.warn_fraction(trap.warn_fraction, pack) == (
@@ -97,7 +99,7 @@ def test_trap_lines_are_the_detectors_geometry_and_fractions(site: SiteConfig) -
         expected = [
             round(from_metres(det.geometry.depth_at_fraction(f), unit), 4) for f in (warn, clean)
         ]
-        assert [q.depth_at_fraction(site, trap, f) for f in (warn, clean)] == expected
+        assert [sediment_d.depth_at_fraction(site, trap, f) for f in (warn, clean)] == expected
         assert _steps(site, f"Sediment depth {trap.id}") == expected
         for f, depth in zip((warn, clean), expected, strict=True):
             assert det.geometry.fraction_lost(to_metres(depth, unit)) == pytest.approx(f, abs=1e-3)
@@ -113,7 +115,7 @@ def test_drained_line_is_the_detectors_drained_level(site: SiteConfig) -> None:
             practice.design_level_metres(), practice.tolerance_metres()
         )
         assert drained_m == det.design_m + det.tol_m
-        design, drained, unit = q.practice_levels(site, practice)
+        design, drained, unit = drain_d.practice_levels(site, practice)
         assert drained == round(from_metres(drained_m, unit), 6)
         assert _steps(site, f"Water level {practice.id}") == [design, drained]
 

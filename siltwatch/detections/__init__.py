@@ -1,0 +1,111 @@
+"""The registry of detection descriptions: one module here per detection kind.
+
+Each module in this package defines ``DESCRIPTION`` (a
+:class:`~siltwatch.detections.base.Description`); the registry finds them by
+listing the package, so adding a detection adds a module here and its
+``analytics/`` module, and nothing else is edited. Who loops over it:
+
+- ``analytics/detectors.py`` builds each description's detectors, in ``order``;
+- ``alerts/routing.py`` and ``alerts/messages.py`` ask :func:`alert_spec` whether
+  a kind is regulatory, when the officer hears it and how much it is by;
+- ``dashboards/build.py`` draws each description's row;
+- ``siltwatch/config.py`` runs each description's configuration checks, and
+  ``siltwatch/rulepacks.py`` takes the rule keys (and their ranges) from them.
+
+Kinds are declared once: two descriptions raising the same kind must share its
+:class:`~siltwatch.detections.base.AlertSpec` object (the sensor-health
+``data_quality`` kind, which turbidity raises too).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from typing import Any
+
+from siltwatch.detections.base import AlertSpec, Description, DutySpec, RuleKey
+
+_NOT_DESCRIPTIONS = frozenset({"base"})
+
+
+@cache
+def descriptions() -> tuple[Description, ...]:
+    """Every detection's description, in build order."""
+    found: list[Description] = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name in _NOT_DESCRIPTIONS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        description = getattr(module, "DESCRIPTION", None)
+        if not isinstance(description, Description):
+            raise TypeError(f"{module.__name__} defines no DESCRIPTION (a Description)")
+        found.append(description)
+    found.sort(key=lambda d: (d.order, d.key))
+    _check_unique(found)
+    return tuple(found)
+
+
+def _check_unique(found: list[Description]) -> None:
+    keys: dict[str, str] = {}
+    kinds: dict[str, AlertSpec[Any]] = {}
+    rule_keys: dict[str, str] = {}
+    for d in found:
+        if d.key in keys:
+            raise ValueError(f"two detections are called {d.key!r}")
+        keys[d.key] = d.key
+        for spec in d.alerts:
+            if kinds.setdefault(spec.kind, spec) is not spec:
+                raise ValueError(f"alert kind {spec.kind!r} is described twice ({d.key})")
+        for rk in d.rule_keys:
+            if rule_keys.setdefault(rk.name, d.key) != d.key:
+                raise ValueError(
+                    f"rule key {rk.name!r} claimed by {rule_keys[rk.name]} and {d.key}"
+                )
+
+
+@cache
+def _alert_specs() -> dict[str, AlertSpec[Any]]:
+    specs: dict[str, AlertSpec[Any]] = {}
+    for d in descriptions():
+        for spec in d.alerts:
+            specs[spec.kind] = spec
+        for duty in d.duties:
+            if duty.overdue is not None:
+                specs[duty.overdue.kind] = duty.overdue
+    return specs
+
+
+def alert_spec(kind: str) -> AlertSpec[Any] | None:
+    """The description of an alert kind; None for a kind this release does not know."""
+    return _alert_specs().get(kind)
+
+
+def alert_kinds() -> tuple[str, ...]:
+    return tuple(_alert_specs())
+
+
+def duty_spec(kind: str) -> DutySpec | None:
+    for d in descriptions():
+        for duty in d.duties:
+            if duty.kind == kind:
+                return duty
+    return None
+
+
+def rule_keys() -> tuple[RuleKey, ...]:
+    """Every rule key some detection reads."""
+    return tuple(rk for d in descriptions() for rk in d.rule_keys)
+
+
+__all__ = [
+    "AlertSpec",
+    "Description",
+    "DutySpec",
+    "RuleKey",
+    "alert_kinds",
+    "alert_spec",
+    "descriptions",
+    "duty_spec",
+    "rule_keys",
+]

@@ -1,0 +1,275 @@
+"""What a detection kind is, said once: the types every description is made of.
+
+A *description* (:class:`Description`) is to a siltwatch detection what Home
+Assistant's ``EntityDescription`` is to an entity: a frozen record of
+everything the rest of the system needs to know about it, so that routing,
+messages, dashboards and the configuration checks loop over descriptions
+instead of switching on kind strings. A detection's *behaviour* (its state
+machine) stays in its ``analytics/`` module, named by ``engine_module``.
+
+This module imports no other siltwatch module at run time (only for type
+checking), so ``siltwatch.rulepacks`` and ``siltwatch.config`` can read the
+registry without an import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from siltwatch.config import SiteConfig
+    from siltwatch.rulepacks import Rules
+
+
+# --- alerts and who hears them ----------------------------------------------------
+
+
+class Officer(StrEnum):
+    """When the town's officer hears about an alert episode (alerts/routing.py).
+
+    The site operator and the qualified inspector hear every opening, escalation
+    and resolution of every kind; the officer only what the law makes the town's
+    business, once when it becomes so and once when it clears.
+    """
+
+    NEVER = "never"  # siltwatch's own diagnostics and forecasts: the site's people only
+    ON_CRITICAL = "on_critical"  # a regulatory episode that reached critical
+    ON_OPEN = "on_open"  # from its opening (e.g. a missed legal deadline)
+
+
+class Evidence(BaseModel):
+    """Base of the typed evidence of one alert kind.
+
+    The fields declared on a subclass are those people are told (the SMS's "by
+    how much", the console's columns); they are required where the detector
+    always writes them, so a renamed key fails the evidence tests instead of
+    silently emptying a message. Further keys are kept as detail for the email
+    and the audit log (``extra="allow"``).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+E = TypeVar("E", bound=Evidence)
+
+
+def short_number(value: float | None, digits: int = 1) -> str | None:
+    """``value`` with at most ``digits`` decimals and no trailing zeros; None for None."""
+    if value is None:
+        return None
+    if not digits:
+        return f"{value:.0f}"
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+@dataclass(frozen=True)
+class AlertSpec(Generic[E]):
+    """One alert kind: its words, whether the law is behind it, who hears it, its evidence."""
+
+    kind: str
+    label: str  # what people call it ("turbidity contrast")
+    regulatory: bool  # a breach of a rule pack's law, not a siltwatch diagnostic
+    officer: Officer
+    evidence: type[E]
+    # "By how much", from the typed evidence, times in the site's zone: the SMS's
+    # middle part ('' when there is nothing to say).
+    amount: Callable[[E, tzinfo], str] = field(default=lambda _e, _z: "")
+
+    def read_evidence(self, evidence: Mapping[str, Any]) -> E | None:
+        """The evidence as its model, or None when it is not what this kind writes
+        (an alert from another release): people then get the message, not a guess."""
+        try:
+            return self.evidence.model_validate(dict(evidence))
+        except ValidationError:
+            return None
+
+    def how_much(self, evidence: Mapping[str, Any], zone: tzinfo) -> str:
+        ev = self.read_evidence(evidence)
+        return self.amount(ev, zone) if ev is not None else ""
+
+
+@dataclass(frozen=True)
+class DutySpec:
+    """One duty kind: the reasons it is created for, and the alert its missed deadline raises."""
+
+    kind: str
+    label: str
+    reasons: tuple[str, ...]
+    overdue: AlertSpec[Any] | None = None
+
+
+# --- rule keys --------------------------------------------------------------------
+
+_NUMBER: tuple[type, ...] = (int, float)
+# (lowest, whether the lowest itself is allowed, highest or None)
+Range = tuple[float, bool, float | None]
+POSITIVE: Range = (0.0, False, None)
+NON_NEGATIVE: Range = (0.0, True, None)
+FRACTION: Range = (0.0, False, 1.0)
+UNIT_INTERVAL: Range = (0.0, True, 1.0)
+
+
+@dataclass(frozen=True)
+class RuleKey:
+    """A rule-pack key a detection reads: its JSON types and, for numbers, its range.
+
+    A duration, cadence or interval of 0 or less would make a duty due at once
+    or a check never run; a fraction above 1 is never reached. A pack or site
+    override outside the range is refused rather than left to switch a rule off
+    quietly (siltwatch/rulepacks.py).
+    """
+
+    name: str
+    types: tuple[type, ...] = _NUMBER
+    range: Range | None = None
+
+
+def number(name: str, range_: Range | None = POSITIVE) -> RuleKey:
+    return RuleKey(name, _NUMBER, range_)
+
+
+def flag(name: str) -> RuleKey:
+    return RuleKey(name, (bool,))
+
+
+# --- configuration checks -----------------------------------------------------------
+
+
+@dataclass
+class ConfigView:
+    """The raw site file as the configuration checks see it, before the model exists.
+
+    Checks work on the raw TOML so that cross-reference mistakes are reported
+    together with the type errors pydantic finds: the operator sees all at once.
+    """
+
+    data: dict[str, Any]
+    sensors: dict[str, dict[str, Any]]  # sensor id -> its raw table
+    rules: Rules | None  # None when a pack did not resolve (reported elsewhere)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def items(self, key: str, within: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The tables of array ``key`` (of ``within``, default the file); a non-table is {}."""
+        value = (self.data if within is None else within).get(key)
+        if not isinstance(value, list):
+            return []
+        return [item if isinstance(item, dict) else {} for item in value]
+
+    def problem(self, path: str, expected: str) -> None:
+        self.problems.append((path, expected))
+
+    def sensor_ref(self, path: str, sensor_id: Any, kind: str) -> None:
+        """``sensor_id`` (at ``path``) names a sensor of ``kind`` on some station."""
+        if not isinstance(sensor_id, str):
+            return
+        sensor = self.sensors.get(sensor_id)
+        if sensor is None:
+            known = (
+                ", ".join(sorted(k for k, v in self.sensors.items() if v.get("kind") == kind))
+                or "none"
+            )
+            self.problem(
+                path, f"no sensor {sensor_id!r} on any station (known {kind} sensors: {known})"
+            )
+        elif sensor.get("kind") != kind:
+            self.problem(
+                path,
+                f"sensor {sensor_id!r} is a {sensor.get('kind')} sensor, expected a {kind} sensor",
+            )
+
+
+ConfigCheck = Callable[[ConfigView], None]
+# What the officer is sent for this site by this detection: ("duty", "overdue
+# inspections") or ("critical", "turbidity"), or None when nothing.
+OfficerWords = tuple[Literal["duty", "critical"], str]
+
+
+# --- dashboards ----------------------------------------------------------------------
+
+Color = str  # a Grafana colour name
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line or bar series of a panel, over one sensor.
+
+    ``expression`` draws a reference line computed from the per-interval median
+    (``{x}``), e.g. a limit relative to the upstream background; ``rolling_h``
+    the total of the last hours (the storm rule's window). Reference series are
+    drawn dashed red; ``right_axis`` series as a line on the right axis.
+    """
+
+    sensor: str
+    alias: str
+    aggregate: Literal["median", "mean", "sum"] = "mean"
+    fill: Literal["null", "0"] = "null"
+    expression: str | None = None
+    rolling_h: int | None = None
+    right_axis: bool = False
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One time-series panel: its series and the threshold lines the rules draw."""
+
+    title: str
+    unit: str  # the sensor's unit ("NTU", "m", "in")
+    description: str
+    series: tuple[Series, ...]
+    thresholds: tuple[tuple[float | None, Color], ...] = ()  # (value, colour); first is the base
+    interval_s: float | None = None  # at least this per point (a detector's window)
+    bars: bool = False
+
+
+@dataclass(frozen=True)
+class Row:
+    """A detection's row of panels; rows are laid out by ``position`` (rain sits next to
+    turbidity, which it drives), not by the order detectors run in."""
+
+    title: str
+    panels: tuple[Panel, ...]
+    position: int
+
+
+# --- the description -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Description:
+    """Everything outside the detector's own module needs to know about one detection.
+
+    ``order`` is the order detectors are built and called in (it decides the
+    order of alerts raised at the same instant, so it is part of the replay's
+    byte-for-byte output); ``engine_module`` the ``analytics`` module whose
+    ``build(site, ctx)`` returns the detectors.
+    """
+
+    key: str
+    order: int
+    engine_module: str
+    summary: str  # one line: what it detects, with the law's section
+    alerts: tuple[AlertSpec[Any], ...] = ()
+    duties: tuple[DutySpec, ...] = ()
+    rule_keys: tuple[RuleKey, ...] = ()
+    config_section: str = ""  # the site file's array of what it watches ("turbidity_pairs")
+    config_label: str = ""  # its items' name in messages ("turbidity pair")
+    check_config: ConfigCheck | None = None
+    officer_sends: Callable[[ConfigView], OfficerWords | None] | None = None
+    dashboard: Callable[[SiteConfig], Row | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.engine_module.startswith("analytics."):
+            raise ValueError(f"{self.key}: engine_module must be an analytics module")
+
+
+def rules_set(rules: Rules | None, *keys: str) -> bool:
+    """Some of ``keys`` is set (and not False) in the resolved rules."""
+    if rules is None:
+        return False
+    return any((e := rules.get(k)) is not None and e.value is not False for k in keys)

@@ -1,0 +1,136 @@
+"""Infiltration drain time: a practice still holding water past its limit after a storm.
+
+Lake George §148-11 I(3) (and the packs' drain-down limits per practice type):
+an infiltration practice must drain within its limit; standing water past it
+means the practice is clogged or undersized. The detector (analytics/drain.py)
+follows each fill from its peak and also forecasts, from the recession, a
+practice that will not drain in time (a siltwatch warning, not a breach).
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+from siltwatch import rulemath
+from siltwatch.detections.base import (
+    AlertSpec,
+    ConfigView,
+    Description,
+    Evidence,
+    Officer,
+    OfficerWords,
+    Panel,
+    Row,
+    Series,
+    number,
+    short_number,
+)
+from siltwatch.units import from_metres
+from siltwatch.vocabulary import AlertKind
+
+if TYPE_CHECKING:
+    from siltwatch.config import InfiltrationPractice, SiteConfig
+
+PRACTICE_TYPES = (
+    "infiltration_basin",
+    "infiltration_trench",
+    "dry_well",
+    "porous_pavement",
+    "vegetated_depression",
+)
+
+
+class DrainEvidence(Evidence):
+    practice: str
+    sensor: str
+    unit: str
+    peak_at: str
+    hours_since_peak: float
+    limit_h: float | None
+    deadline: str | None
+
+
+def _amount(ev: DrainEvidence, _zone: tzinfo) -> str:
+    hours, limit_h = short_number(ev.hours_since_peak, 0), short_number(ev.limit_h, 0)
+    if hours and limit_h:
+        return f"not drained {hours} h after peak (limit {limit_h} h)"
+    return ""
+
+
+DRAIN_TIME = AlertSpec(
+    kind=AlertKind.DRAIN_TIME,
+    label="drain time",
+    regulatory=True,
+    officer=Officer.ON_CRITICAL,
+    evidence=DrainEvidence,
+    amount=_amount,
+)
+DRAIN_TIME_FORECAST = AlertSpec(
+    kind=AlertKind.DRAIN_TIME_FORECAST,
+    label="drain time forecast",
+    regulatory=False,
+    officer=Officer.NEVER,
+    evidence=DrainEvidence,
+    amount=_amount,
+)
+
+
+def _check(view: ConfigView) -> None:
+    for i, practice in enumerate(view.items("infiltration_practices")):
+        view.sensor_ref(
+            f"infiltration_practices[{i}].level_sensor", practice.get("level_sensor"), "water_level"
+        )
+
+
+def _officer(view: ConfigView) -> OfficerWords | None:
+    return ("critical", "drain-time") if view.items("infiltration_practices") else None
+
+
+def practice_levels(site: SiteConfig, practice: InfiltrationPractice) -> tuple[float, float, str]:
+    """(design level, design level + tolerance, unit) in the level sensor's unit."""
+    unit = site.sensor(practice.level_sensor).unit
+    design_m = practice.design_level_metres()
+    design = from_metres(design_m, unit)
+    drained = from_metres(rulemath.drained_level_m(design_m, practice.tolerance_metres()), unit)
+    return round(design, 6), round(drained, 6), unit
+
+
+def _panel(site: SiteConfig, practice: InfiltrationPractice) -> Panel:
+    design, drained, unit = practice_levels(site, practice)
+    return Panel(
+        title=f"Water level {practice.id} ({practice.type.replace('_', ' ')})",
+        unit=unit,
+        description=(
+            f"Mean level of {practice.level_sensor}. Dashed lines: the design level "
+            f"({design:g} {unit}) and design level + tolerance ({drained:g} {unit}), "
+            "below which the practice counts as drained."
+        ),
+        series=(Series(practice.level_sensor, "level"),),
+        thresholds=((None, "green"), (design, "blue"), (drained, "orange")),
+    )
+
+
+def _dashboard(site: SiteConfig) -> Row | None:
+    if not site.infiltration_practices:
+        return None
+    return Row(
+        "Infiltration practices",
+        tuple(_panel(site, p) for p in site.infiltration_practices),
+        position=30,
+    )
+
+
+DESCRIPTION = Description(
+    key="drain",
+    order=20,
+    engine_module="analytics.drain",
+    summary="infiltration practices that do not drain in time (Lake George §148-11 I(3))",
+    alerts=(DRAIN_TIME, DRAIN_TIME_FORECAST),
+    rule_keys=tuple(number(f"drain.limit_h.{t}") for t in PRACTICE_TYPES),
+    config_section="infiltration_practices",
+    config_label="practice",
+    check_config=_check,
+    officer_sends=_officer,
+    dashboard=_dashboard,
+)

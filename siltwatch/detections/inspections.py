@@ -1,0 +1,138 @@
+"""Inspection duties: routine, after a storm, twice weekly on large sites, quarterly.
+
+NCG01 Part III §A and the packs' inspection rules (Lake George §148-12, Lake
+Lure §96-10, the NY and EPA general permits): a qualified inspector must
+inspect on a cadence and within a deadline after a qualifying storm. The
+detectors (analytics/inspections.py and analytics/rain.py) keep the site's
+daily rain record, find storms, create the duties and raise an alert when a
+deadline passes with no inspection recorded — that alert is the town's
+business from the moment it opens.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+from siltwatch.detections.base import (
+    NON_NEGATIVE,
+    AlertSpec,
+    ConfigView,
+    Description,
+    DutySpec,
+    Evidence,
+    Officer,
+    OfficerWords,
+    Panel,
+    Row,
+    RuleKey,
+    Series,
+    flag,
+    number,
+    rules_set,
+    short_number,
+)
+from siltwatch.timefmt import local_time
+from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason
+
+if TYPE_CHECKING:
+    from siltwatch.config import RainGauge, SiteConfig
+
+ROLLING_RAIN_H = 24  # the storm rule's window as the rain panel draws it
+
+
+class OverdueEvidence(Evidence):
+    duty: str
+    reason: str
+    due_at: str
+    overdue_h: float
+
+
+def _amount(ev: OverdueEvidence, zone: tzinfo) -> str:
+    late = short_number(ev.overdue_h)
+    return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
+
+
+INSPECTION_OVERDUE = AlertSpec(
+    kind=AlertKind.INSPECTION_OVERDUE,
+    label="inspection overdue",
+    regulatory=True,
+    officer=Officer.ON_OPEN,
+    evidence=OverdueEvidence,
+    amount=_amount,
+)
+INSPECTION = DutySpec(
+    kind=DutyKind.INSPECTION,
+    label="inspection",
+    reasons=tuple(DutyReason),
+    overdue=INSPECTION_OVERDUE,
+)
+
+
+def _check(view: ConfigView) -> None:
+    for i, gauge in enumerate(view.items("rain_gauges")):
+        view.sensor_ref(f"rain_gauges[{i}].sensor", gauge.get("sensor"), "rain")
+
+
+def _officer(view: ConfigView) -> OfficerWords | None:
+    if rules_set(
+        view.rules,
+        "inspection.routine_days",
+        "inspection.storm_threshold_in",
+        "inspection.quarterly",
+    ):
+        return ("duty", "overdue inspections")
+    return None
+
+
+def _panel(site: SiteConfig, gauge: RainGauge) -> Panel:
+    return Panel(
+        title=f"Rain {gauge.id}",
+        unit=site.sensor(gauge.sensor).unit,
+        description=(
+            "Bars: rain per interval. Line: the rain of the 24 h up to the end of each hour "
+            "(right axis), what storm-triggered inspections count."
+        ),
+        series=(
+            Series(gauge.sensor, "rain", "sum", fill="0"),
+            Series(
+                gauge.sensor, f"{ROLLING_RAIN_H} h total", rolling_h=ROLLING_RAIN_H, right_axis=True
+            ),
+        ),
+        bars=True,
+    )
+
+
+def _dashboard(site: SiteConfig) -> Row | None:
+    if not site.rain_gauges:
+        return None
+    return Row("Rain", tuple(_panel(site, g) for g in site.rain_gauges), position=20)
+
+
+DESCRIPTION = Description(
+    key="inspections",
+    order=40,
+    engine_module="analytics.inspections",
+    summary="rain record, storms and the inspection duties they trigger (NCG01 Part III §A)",
+    duties=(INSPECTION,),
+    rule_keys=(
+        number("rain.storm_gap_h"),
+        number("rain.min_storm_in", NON_NEGATIVE),
+        number("inspection.routine_days"),
+        number("inspection.twice_weekly_over_acres", NON_NEGATIVE),
+        number("inspection.twice_weekly_min_gap_days", NON_NEGATIVE),
+        number("inspection.storm_threshold_in", NON_NEGATIVE),
+        number("inspection.storm_window_h"),
+        number("inspection.storm_due_h"),
+        flag("inspection.storm_due_next_business_day"),
+        flag("inspection.storm_resets_routine"),
+        flag("inspection.quarterly"),
+        RuleKey("calendar.business_hours", (str,)),
+        RuleKey("calendar.weekend", (list,)),
+    ),
+    config_section="rain_gauges",
+    config_label="rain gauge",
+    check_config=_check,
+    officer_sends=_officer,
+    dashboard=_dashboard,
+)

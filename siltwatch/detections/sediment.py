@@ -1,0 +1,127 @@
+"""Sediment-trap capacity: clean out before a trap has lost half its storage.
+
+Lake George §148-10 A: remove sediment at 50 % loss of design capacity (the
+packs' ``sediment.cleanout_fraction``). The detector (analytics/sediment.py)
+turns the depth probe's readings into the fraction of design *volume* lost
+(siltwatch/rulemath.py), warns at the warn fraction and escalates at cleanout.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+from siltwatch import rulemath
+from siltwatch.detections.base import (
+    FRACTION,
+    AlertSpec,
+    ConfigView,
+    Description,
+    Evidence,
+    Officer,
+    OfficerWords,
+    Panel,
+    Row,
+    Series,
+    number,
+)
+from siltwatch.units import from_metres
+from siltwatch.vocabulary import AlertKind
+
+if TYPE_CHECKING:
+    from siltwatch.config import SedimentTrap, SiteConfig
+
+
+class SedimentEvidence(Evidence):
+    trap: str
+    sensor: str
+    fraction_lost: float
+    cleanout_fraction: float
+
+
+def _amount(ev: SedimentEvidence, _zone: tzinfo) -> str:
+    return (
+        f"{ev.fraction_lost * 100:.0f}% of storage lost "
+        f"(clean out at {ev.cleanout_fraction * 100:.0f}%)"
+    )
+
+
+SEDIMENT_CAPACITY = AlertSpec(
+    kind=AlertKind.SEDIMENT_CAPACITY,
+    label="sediment-trap capacity",
+    regulatory=True,
+    officer=Officer.ON_CRITICAL,
+    evidence=SedimentEvidence,
+    amount=_amount,
+)
+
+
+def _check(view: ConfigView) -> None:
+    for i, trap in enumerate(view.items("sediment_traps")):
+        view.sensor_ref(
+            f"sediment_traps[{i}].depth_sensor", trap.get("depth_sensor"), "sediment_depth"
+        )
+
+
+def _officer(view: ConfigView) -> OfficerWords | None:
+    return ("critical", "sediment-trap") if view.items("sediment_traps") else None
+
+
+def depth_at_fraction(site: SiteConfig, trap: SedimentTrap, fraction: float) -> float:
+    """The sediment depth, in the depth sensor's unit, at which ``fraction`` of the
+    design storage is lost — by volume, as the law counts capacity: a trap widens
+    upward, so half its volume lies well above half its depth."""
+    unit = site.sensor(trap.depth_sensor).unit
+    depth_m = rulemath.TrapGeometry.of(site, trap).depth_at_fraction(fraction)
+    return round(from_metres(depth_m, unit), 4)
+
+
+def trap_fractions(site: SiteConfig, trap: SedimentTrap) -> tuple[float, float]:
+    """(warn fraction, cleanout fraction) for a trap: its own warn level, else the packs'."""
+    rules = site.rules()
+    warn, _source = rulemath.warn_fraction(
+        trap.warn_fraction, rules.require("sediment.warn_fraction")
+    )
+    return warn, rules.number("sediment.cleanout_fraction")
+
+
+def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
+    unit = site.sensor(trap.depth_sensor).unit
+    warn, clean = trap_fractions(site, trap)
+    warn_d = depth_at_fraction(site, trap, warn)
+    clean_d = depth_at_fraction(site, trap, clean)
+    return Panel(
+        title=f"Sediment depth {trap.id}",
+        unit=unit,
+        description=(
+            f"Mean depth of {trap.depth_sensor}. Dashed lines: the depths at which "
+            f"{warn:.0%} ({warn_d:g} {unit}) and {clean:.0%} ({clean_d:g} {unit}) of the "
+            "design storage volume is lost; cleanout is due at the second."
+        ),
+        series=(Series(trap.depth_sensor, "depth"),),
+        thresholds=((None, "green"), (warn_d, "orange"), (clean_d, "red")),
+    )
+
+
+def _dashboard(site: SiteConfig) -> Row | None:
+    if not site.sediment_traps:
+        return None
+    return Row("Sediment traps", tuple(_panel(site, t) for t in site.sediment_traps), position=40)
+
+
+DESCRIPTION = Description(
+    key="sediment",
+    order=30,
+    engine_module="analytics.sediment",
+    summary="sediment traps nearing half their design storage (Lake George §148-10 A)",
+    alerts=(SEDIMENT_CAPACITY,),
+    rule_keys=(
+        number("sediment.warn_fraction", FRACTION),
+        number("sediment.cleanout_fraction", FRACTION),
+    ),
+    config_section="sediment_traps",
+    config_label="trap",
+    check_config=_check,
+    officer_sends=_officer,
+    dashboard=_dashboard,
+)

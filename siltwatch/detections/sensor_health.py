@@ -1,0 +1,56 @@
+"""Sensor health: a sensor gone silent, and readings that cannot be true.
+
+siltwatch's own diagnostics (no ordinance names them), raised so that a dead or
+lying probe is never mistaken for a clean site: every detection that uses the
+sensor is blind meanwhile. The officer never hears them; the site's people do.
+Its detector (analytics/health.py) is also the quality screen every reading
+passes first, which is why it is built first.
+"""
+
+from __future__ import annotations
+
+from siltwatch.detections.base import AlertSpec, Description, Evidence, Officer, number
+from siltwatch.vocabulary import AlertKind
+
+
+class OfflineEvidence(Evidence):
+    sensor: str
+    station: str
+    last_reading_at: str
+    interval_s: float
+    offline_after_s: float
+
+
+class DataQualityEvidence(Evidence):
+    """Evidence of a sensor's problems (health) or of a pair that cannot be judged
+    (turbidity): they share the kind, so only what both may write is typed."""
+
+    sensor: str | None = None
+    station: str | None = None
+    pair: str | None = None
+    unit: str | None = None
+
+
+SENSOR_OFFLINE = AlertSpec(
+    kind=AlertKind.SENSOR_OFFLINE,
+    label="sensor offline",
+    regulatory=False,
+    officer=Officer.NEVER,
+    evidence=OfflineEvidence,
+)
+DATA_QUALITY = AlertSpec(
+    kind=AlertKind.DATA_QUALITY,
+    label="data quality",
+    regulatory=False,
+    officer=Officer.NEVER,
+    evidence=DataQualityEvidence,
+)
+
+DESCRIPTION = Description(
+    key="sensor_health",
+    order=0,
+    engine_module="analytics.health",
+    summary="sensor silence, flatlines and impossible values (siltwatch sensor health)",
+    alerts=(SENSOR_OFFLINE, DATA_QUALITY),
+    rule_keys=(number("health.offline_after_intervals"),),
+)

@@ -1,0 +1,210 @@
+"""The registry of detection descriptions (siltwatch/detections/).
+
+What a detection kind *is* is said once, in its description; routing, messages,
+dashboards, the rule catalogue and the configuration checks loop over the
+registry. These tests hold the registry to what the engine really does: every
+kind it raises is described once, the typed evidence is what the detectors
+write, the rule keys described are the ones the detectors read, and a
+description dropped into the package is picked up by everything.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+import siltwatch.detections as registry
+from alerts.messages import how_much
+from alerts.routing import officer_cares, route
+from analytics.detectors import build_detectors
+from analytics.engine import Engine
+from siltwatch.config import SiteConfig, cross_reference_problems, load_site
+from siltwatch.detections.base import Officer
+from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS
+from siltwatch.schema import Alert
+from siltwatch.vocabulary import AlertKind, DutyKind
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = Path(__file__).resolve().parent / "replay_expected"
+SITE = ROOT / "examples" / "lake-george-site.toml"
+
+
+def expected_alerts() -> list[Alert]:
+    return [
+        Alert.model_validate_json(line)
+        for path in sorted(EXPECTED.glob("*.ALERTS.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def test_every_kind_is_described_once() -> None:
+    described = registry.alert_kinds()
+    assert len(described) == len(set(described))
+    assert {k.value for k in AlertKind} <= set(described)
+    for kind in DutyKind:
+        duty = registry.duty_spec(kind)
+        assert duty is not None and duty.overdue is not None
+
+
+def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
+    found = registry.descriptions()
+    assert [d.order for d in found] == sorted(d.order for d in found)
+    assert found[0].key == "sensor_health"  # the quality screen comes before every detector
+    for d in found:
+        assert d.engine_module.startswith("analytics.")
+        assert (d.summary and "§" in d.summary) or "siltwatch" in d.summary
+
+
+def test_the_evidence_the_detectors_write_reads_as_its_model() -> None:
+    alerts = expected_alerts()
+    assert {a.kind for a in alerts} >= {"turbidity_contrast", "sediment_capacity"}
+    for alert in alerts:
+        spec = registry.alert_spec(alert.kind)
+        assert spec is not None, alert.kind
+        assert spec.read_evidence(alert.evidence) is not None, (alert.id, alert.evidence)
+        if spec.regulatory and alert.kind != AlertKind.INSPECTION_OVERDUE:
+            assert how_much(alert, UTC), alert.id  # the SMS says by how much
+
+
+def test_evidence_from_another_release_gives_no_amount_rather_than_a_guess() -> None:
+    alert = expected_alerts()[0]
+    renamed = dict(alert.evidence)
+    renamed["downstream_ntu"] = renamed.pop("downstream_level")
+    assert how_much(alert, UTC)
+    assert how_much(alert.model_copy(update={"evidence": renamed}), UTC) == ""
+    unknown = alert.model_copy(update={"kind": "ph_range"})
+    assert how_much(unknown, UTC) == "" and not officer_cares(unknown)
+
+
+def _rule_keys_in(source: str) -> set[str]:
+    return set(
+        re.findall(r"""rules\.(?:get|number|require)\(\s*f?["']([a-z_]+\.[a-z_.]+)""", source)
+    )
+
+
+def test_the_rule_keys_described_are_those_the_detectors_read() -> None:
+    read: set[str] = set()
+    for path in (ROOT / "analytics").glob("*.py"):
+        read |= _rule_keys_in(path.read_text())
+    described = {rk.name for rk in registry.rule_keys()}
+    assert read, "the scan found no rule reads: the pattern is stale"
+    # Keys read through a computed name (f"drain.limit_h.{type}", the limit tables) are prefixes.
+    assert read <= described | {"drain.limit_h.", "turbidity.limit."}
+    unread = {
+        k
+        for k in described
+        if k not in read
+        and not any(k.startswith(p) for p in ("drain.limit_h.", "turbidity.limit."))
+    }
+    # Read elsewhere than analytics/: the limit choice and the narrative standard (rulemath).
+    assert unread <= {"turbidity.standard"}, unread
+    assert set(RULE_KEYS) == described | {rk.name for rk in PENDING_RULE_KEYS}
+    assert not described & {rk.name for rk in PENDING_RULE_KEYS}
+
+
+def test_detectors_are_built_in_registry_order() -> None:
+    site = load_site(SITE)
+    engine = Engine(site)
+    modules = [type(d).__module__ for d in engine.detectors.values()]
+    order = [d.engine_module for d in registry.descriptions()]
+    firsts = [m for i, m in enumerate(modules) if m in order and m not in modules[:i]]
+    assert firsts == [m for m in order if m in modules]
+    assert len(build_detectors(site, engine.ctx)) == len(engine.detectors)
+
+
+PH = """
+    from siltwatch.detections.base import AlertSpec, ConfigView, Description, Evidence, Officer, number, short_number
+
+    class PhEvidence(Evidence):
+        sensor: str
+        ph: float
+        low: float
+        high: float
+
+    PH_RANGE = AlertSpec(
+        kind="ph_range", label="pH out of range", regulatory=True, officer=Officer.ON_OPEN,
+        evidence=PhEvidence,
+        amount=lambda ev, zone: f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}",
+    )
+
+    def check(view: ConfigView) -> None:
+        for i, probe in enumerate(view.items("ph_probes")):
+            view.sensor_ref(f"ph_probes[{i}].sensor", probe.get("sensor"), "ph")
+
+    DESCRIPTION = Description(
+        key="ph", order=25, engine_module="analytics.ph_for_test",
+        summary="pH against its range (a test's detection)", alerts=(PH_RANGE,),
+        rule_keys=(number("ph.low"), number("ph.high")),
+        config_section="ph_probes", config_label="pH probe", check_config=check,
+    )
+"""
+
+
+@pytest.fixture
+def ph_description(tmp_path: Path) -> Iterator[None]:
+    """A description dropped into the package (as a new module would be)."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "ph.py").write_text(textwrap.dedent(PH))
+    registry.__path__.append(str(extra))
+    registry.descriptions.cache_clear()
+    registry._alert_specs.cache_clear()
+    try:
+        yield
+    finally:
+        registry.__path__.remove(str(extra))
+        sys.modules.pop("siltwatch.detections.ph", None)
+        registry.descriptions.cache_clear()
+        registry._alert_specs.cache_clear()
+
+
+def test_a_new_description_reaches_routing_messages_and_config_checks(ph_description: None) -> None:
+    assert [d.key for d in registry.descriptions()].index(
+        "ph"
+    ) == 3  # by its order (after drain, 20)
+    site = load_site(SITE)
+    alert = Alert.model_validate(
+        {
+            "id": "ph_range:p1:1",
+            "kind": "ph_range",
+            "subject": "p1",
+            "severity": "warning",
+            "escalations": [{"at": "2026-05-05T16:26:00Z", "severity": "warning"}],
+            "opened_at": "2026-05-05T16:26:00Z",
+            "resolved_at": None,
+            "rule": "test",
+            "message": "pH 9.5",
+            "evidence": {"sensor": "p1", "ph": 9.5, "low": 6.5, "high": 8.5},
+        }
+    )
+    assert how_much(alert, UTC) == "pH 9.5 outside 6.5-8.5"
+    assert officer_cares(alert)  # ON_OPEN: the officer hears it from its opening
+    officers = [c for c in site.contacts if c.role == "officer"]
+    assert officers and set(officers) <= set(
+        route(site, "opened", "2026-05-05T16:26:00Z", alert).recipients
+    )
+    data = {"ph_probes": [{"id": "p1", "sensor": "nowhere"}, {"id": "p1", "sensor": "x"}]}
+    problems = dict(cross_reference_problems(data))
+    assert "no sensor 'nowhere'" in problems["ph_probes[0].sensor"]
+    assert "duplicate pH probe id 'p1'" in problems["ph_probes[1].id"]
+
+
+def test_officer_policies_follow_the_law() -> None:
+    """Regulatory kinds reach the officer; siltwatch's own diagnostics never do."""
+    for kind in registry.alert_kinds():
+        spec = registry.alert_spec(kind)
+        assert spec is not None
+        assert spec.regulatory == (spec.officer != Officer.NEVER), kind
+
+
+def test_dashboard_rows_come_from_the_descriptions_in_their_position() -> None:
+    site: SiteConfig = load_site(SITE)
+    rows = [d.dashboard(site) for d in registry.descriptions() if d.dashboard is not None]
+    titles = [r.title for r in rows if r is not None]
+    assert titles == ["Turbidity", "Infiltration practices", "Sediment traps", "Rain"]
