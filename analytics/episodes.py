@@ -20,7 +20,7 @@ from typing import Any
 from analytics.events import AlertEvent, DutyEvent, EngineEvent
 from analytics.timeutil import iso
 from siltwatch.schema import Alert, Duty, Escalation
-from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason, Severity, severity_rank
+from siltwatch.vocabulary import DutyKind, DutyReason, Severity, severity_rank
 
 
 def stable_id(prefix: str, *parts: object) -> str:
@@ -62,7 +62,11 @@ class Episode:
 
 
 class AlertBook:
-    """Open, escalate and resolve alert episodes; at most one open per (kind, subject)."""
+    """Open, escalate and resolve alert episodes; at most one open per (kind, subject).
+
+    A kind is any described alert kind (siltwatch/detections/): a member of
+    ``AlertKind`` or of a detection's own ``StrEnum``, both of them strings.
+    """
 
     def __init__(self, site_id: str) -> None:
         self.site_id = site_id
@@ -70,15 +74,15 @@ class AlertBook:
         self._open: dict[tuple[str, str], Episode] = {}
         self.pending: list[EngineEvent] = []
 
-    def get_open(self, kind: AlertKind, subject: str) -> Episode | None:
+    def get_open(self, kind: str, subject: str) -> Episode | None:
         return self._open.get((kind, subject))
 
-    def is_open(self, kind: AlertKind, subject: str) -> bool:
+    def is_open(self, kind: str, subject: str) -> bool:
         return (kind, subject) in self._open
 
     def open(
         self,
-        kind: AlertKind,
+        kind: str,
         subject: str,
         at: int,
         severity: Severity,
@@ -112,7 +116,7 @@ class AlertBook:
 
     def update(
         self,
-        kind: AlertKind,
+        kind: str,
         subject: str,
         at: int,
         *,
@@ -140,7 +144,7 @@ class AlertBook:
 
     def resolve(
         self,
-        kind: AlertKind,
+        kind: str,
         subject: str,
         at: int,
         *,

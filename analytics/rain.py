@@ -75,7 +75,8 @@ class StormSegmenter:
 
     ``add`` returns the storm a sample closes (a wet sample after a long enough
     dry period); ``close_if_dry`` closes the open storm once event time shows the
-    dry gap has passed. Plain data: it lives in snapshotted detector state.
+    dry gap has passed. Plain data in slots: it lives in snapshotted detector
+    state, which the snapshot codec reads slot by slot (no pickle hooks needed).
     """
 
     __slots__ = ("depth", "first_t", "gap_ms", "interval_ms", "last_seen", "last_t", "wet")
@@ -92,28 +93,6 @@ class StormSegmenter:
         self.depth = 0.0
         self.wet = 0
         self.last_seen: int | None = None
-
-    def __getstate__(self) -> tuple[int, int, int | None, int, float, int, int | None]:
-        return (
-            self.gap_ms,
-            self.interval_ms,
-            self.first_t,
-            self.last_t,
-            self.depth,
-            self.wet,
-            self.last_seen,
-        )
-
-    def __setstate__(self, state: tuple[int, int, int | None, int, float, int, int | None]) -> None:
-        (
-            self.gap_ms,
-            self.interval_ms,
-            self.first_t,
-            self.last_t,
-            self.depth,
-            self.wet,
-            self.last_seen,
-        ) = state
 
     @property
     def is_open(self) -> bool:

@@ -10,7 +10,7 @@ back only what it wrote:
   dates and non-finite floats, each container tagged with its type;
 * instances of classes *defined in the analytics package* (detectors, their
   small state dataclasses, the alert and duty books) — looked up in an
-  allow-list built from the modules below, never imported by name from the
+  allow-list built from the package's modules, never imported by name from the
   blob; only the attributes the class declares (slots or, for plain classes,
   names it had when written) are set, and nothing is called but ``__new__``;
 * shared references (the alert book's open index points into its episode
@@ -29,6 +29,7 @@ import importlib
 import inspect
 import json
 import math
+import pkgutil
 import zlib
 from collections import deque
 from datetime import date
@@ -37,14 +38,21 @@ from typing import Any
 
 FORMAT = "siltwatch-engine-state"
 MAX_DEPTH = 64
-# The modules whose classes a snapshot may hold (the engine adds its own with ``allow``).
-_MODULE_NAMES = (
-    "calendar", "detector", "drain", "episodes", "events", "health", "inspections", "rain",
-    "recession", "robust", "sediment", "trap_geometry", "turbidity", "turbidity_limits",
-)  # fmt: skip
-_MODULES: tuple[ModuleType, ...] = tuple(
-    importlib.import_module(f"analytics.{name}") for name in _MODULE_NAMES
-)
+# The analytics modules whose classes a snapshot may hold: every module of the
+# package (detectors and their state live in modules of their own, and a new
+# detection must not have to register here) but the engine and this codec,
+# which hold no detector state (the engine adds its own classes with ``allow``).
+_NOT_STATE = frozenset({"engine", "statecodec", "detectors"})
+
+
+def _state_modules() -> list[ModuleType]:
+    import analytics
+
+    return [
+        importlib.import_module(f"analytics.{info.name}")
+        for info in pkgutil.iter_modules(analytics.__path__)
+        if info.name not in _NOT_STATE
+    ]
 
 
 class SnapshotError(ValueError):
@@ -53,7 +61,7 @@ class SnapshotError(ValueError):
 
 def _allowed_classes() -> dict[str, type]:
     found: dict[str, type] = {}
-    for module in _MODULES:
+    for module in _state_modules():
         for _name, obj in inspect.getmembers(module, inspect.isclass):
             if obj.__module__ == module.__name__:
                 found[f"{obj.__module__}:{obj.__qualname__}"] = obj

@@ -1,0 +1,77 @@
+"""Where the inspection regimes create duties, set their timers and complete duties.
+
+Each regime (routine, twice-weekly, storm, quarterly) decides *which* duty is
+due *when*; creating it in the engine's DutyBook, arming its deadline (an
+overdue alert when it passes, :mod:`analytics.inspection_overdue`) and
+scheduling the regime's typed timers (:mod:`analytics.inspection_timers`) are
+the same for all of them and done here. A :class:`DutyDesk` is made by the
+inspection detector for one engine callback: it is not detector state (it
+holds the context and the detector only to reach the engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analytics.calendar import SiteCalendar
+from analytics.detector import Context, Detector
+from analytics.episodes import DutyRecord
+from analytics.inspection_overdue import DutyNote, OverdueWatch
+from analytics.inspection_timers import DueTimer, InspectionTimer, encode
+from siltwatch.vocabulary import DutyKind, DutyReason
+
+KIND = DutyKind.INSPECTION
+
+
+@dataclass(frozen=True, slots=True)
+class DutyDesk:
+    """The engine as the inspection regimes see it during one callback."""
+
+    ctx: Context
+    owner: Detector  # the detector whose timers these are
+    watch: OverdueWatch
+
+    def create(
+        self, reason: DutyReason, subject: str, span: tuple[int, int], note: DutyNote
+    ) -> DutyRecord:
+        """Create the duty (``span`` = created at, due at) under the note's rule."""
+        created_at, due_at = span
+        rec = self.ctx.duties.create(
+            kind=KIND,
+            reason=reason,
+            subject=subject,
+            created_at=created_at,
+            due_at=due_at,
+            rule=note.cite,
+        )
+        self.watch.notes[rec.id] = note
+        return rec
+
+    def open(
+        self, reason: DutyReason, subject: str, span: tuple[int, int], note: DutyNote, now: int
+    ) -> DutyRecord:
+        """Create the duty and arm its deadline, as of event time ``now``."""
+        rec = self.create(reason, subject, span, note)
+        self.arm(rec, now)
+        return rec
+
+    def arm(self, rec: DutyRecord, now: int) -> None:
+        """Watch the duty's deadline: at once if it already passed, else by a timer."""
+        if rec.due_at <= now:
+            self.watch.check(rec.id, rec.due_at, self.ctx)
+        else:
+            self.schedule(rec.due_at, DueTimer(rec.id))
+
+    @property
+    def calendar(self) -> SiteCalendar:
+        return self.watch.calendar
+
+    def schedule(self, at: int, timer: InspectionTimer) -> None:
+        self.ctx.schedule(self.owner, at, encode(timer))
+
+    def complete(self, rec: DutyRecord, t: int, inspector: str) -> bool:
+        """Complete the duty by an inspection at ``t``; False if it was already done."""
+        return self.watch.complete(rec, t, inspector, self.ctx)
+
+    def record(self, duty_id: str | None) -> DutyRecord | None:
+        return None if duty_id is None else self.ctx.duties.records.get(duty_id)

@@ -1,0 +1,128 @@
+"""Overdue inspection duties: the alert that tells the officer a duty's deadline passed.
+
+A duty past due raises an ``inspection_overdue`` alert (critical: the alerts
+router sends it to the officer), dated at the deadline, that stays open until
+an inspection completes the duty; at the end of a record every open one is
+refreshed with how overdue it is by then. Every regime's duties end here, so
+the messages read the same whatever rule created the duty: the regime leaves a
+:class:`DutyNote` (what the duty is, under which rule) for each duty it creates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analytics.calendar import SiteCalendar
+from analytics.detector import Context
+from analytics.episodes import DutyRecord
+from analytics.timeutil import MS_PER_H, iso
+from siltwatch.timefmt import local_time
+from siltwatch.vocabulary import AlertKind, Severity
+
+ALERT_KIND = AlertKind.INSPECTION_OVERDUE
+
+
+@dataclass(frozen=True)
+class DutyNote:
+    """What the regime that created a duty says about it (for messages and evidence)."""
+
+    label: str
+    cite: str
+    evidence: dict[str, Any]
+
+
+def fmt_hours(ms: int) -> str:
+    """A duration as people say it: hours up to two days, days beyond."""
+    hours = ms / MS_PER_H
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    return f"{hours:.1f} h"
+
+
+class OverdueWatch:
+    """The notes of every inspection duty, and their overdue alerts."""
+
+    def __init__(self, site_name: str, calendar: SiteCalendar) -> None:
+        self.site_name = site_name
+        self.calendar = calendar
+        self.notes: dict[str, DutyNote] = {}  # duty id -> note, in creation order
+
+    def check(self, duty_id: str, at: int, ctx: Context) -> None:
+        """The deadline of ``duty_id`` is ``at``: open its alert unless it was done."""
+        rec = ctx.duties.records.get(duty_id)
+        if rec is None or rec.completed_at is not None or rec.overdue:
+            return
+        ctx.duties.mark_overdue(duty_id, at)
+        self._alert(rec, at, ctx, refresh=False)
+
+    def complete(self, rec: DutyRecord, t: int, inspector: str, ctx: Context) -> bool:
+        """Complete the duty by an inspection at ``t`` and resolve its alert; False if done."""
+        if ctx.duties.complete(rec.id, t, inspector) is None:
+            return False
+        note = self.notes.get(rec.id)
+        if note is not None:
+            late = t - rec.due_at
+            how = f", {fmt_hours(late)} late" if late > 0 else ""
+            ctx.alerts.resolve(
+                ALERT_KIND,
+                rec.id,
+                t,
+                message=(
+                    f"Inspection done at {self.site_name}: {note.label} (duty {rec.id}) was due "
+                    f"{self._local(rec.due_at)} under {note.cite}; completed {self._local(t)} "
+                    f"by {inspector}{how}."
+                ),
+                evidence=self._evidence(rec, t) | {"completed_at": iso(t), "inspector": inspector},
+            )
+        return True
+
+    def refresh(self, end: int, ctx: Context) -> None:
+        """The record ends at ``end``: each open alert says how overdue its duty is by then."""
+        for duty_id in list(self.notes):
+            rec = ctx.duties.records.get(duty_id)
+            if rec is None or rec.completed_at is not None or not rec.overdue:
+                continue
+            self._alert(rec, end, ctx, refresh=True)
+
+    def _alert(self, rec: DutyRecord, now: int, ctx: Context, *, refresh: bool) -> None:
+        note = self.notes[rec.id]
+        late = now - rec.due_at
+        how = (
+            f"It is {fmt_hours(late)} overdue at {self._local(now)}."
+            if late > 0
+            else "It is overdue from now."
+        )
+        message = (
+            f"Inspection overdue at {self.site_name}: {note.label} (duty {rec.id}) was due "
+            f"{self._local(rec.due_at)} under {note.cite}, and no inspection has been recorded. "
+            f"{how} The erosion-control officer is notified. Inspect the site and record the "
+            "inspection."
+        )
+        evidence = self._evidence(rec, now)
+        if refresh:
+            ctx.alerts.update(ALERT_KIND, rec.id, now, message=message, evidence=evidence)
+        else:
+            ctx.alerts.open(
+                ALERT_KIND,
+                rec.id,
+                rec.due_at,
+                Severity.CRITICAL,
+                rule=note.cite,
+                message=message,
+                evidence=evidence,
+            )
+
+    def _evidence(self, rec: DutyRecord, now: int) -> dict[str, Any]:
+        return {
+            "duty": rec.id,
+            "reason": rec.reason,
+            "subject": rec.subject,
+            "created_at": iso(rec.created_at),
+            "due_at": iso(rec.due_at),
+            "overdue_h": round(max(0, now - rec.due_at) / MS_PER_H, 2),
+            "as_of": iso(now),
+        } | self.notes[rec.id].evidence
+
+    def _local(self, t: int) -> str:
+        return local_time(t, self.calendar.zone, weekday=True)
