@@ -49,9 +49,9 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from alerts.channel import Channel
 from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
@@ -74,51 +74,41 @@ def _no_inline_secret(value: object) -> None:
     return None
 
 
+# A key a secret must not be written under (``password``, ``auth_token``, ``secret``):
+# any value there is refused with the hint to use the ``*_file`` key.
+_InlineSecret = Annotated[None, BeforeValidator(_no_inline_secret)]
+
+
 class SmtpConfig(_Model):
     host: str = Field(min_length=1)
     port: int = Field(default=587, ge=1, le=65535)
     security: Literal["none", "starttls", "tls"] = "starttls"
     username: str | None = None
     password_file: Path | None = None
-    password: None = None
+    password: _InlineSecret = None
     from_addr: str = Field(alias="from", pattern=r"^[^@\s]+@[^@\s]+$")
     ca_file: Path | None = None
     timeout_s: float = Field(default=30.0, gt=0)
     allow_plaintext_auth: bool = False
-
-    @field_validator("password", mode="before")
-    @classmethod
-    def _inline(cls, value: object) -> None:
-        return _no_inline_secret(value)
 
 
 class SmsConfig(_Model):
     base_url: str = Field(default="https://api.twilio.com", pattern=r"^https?://")
     account_sid: str = Field(min_length=1)
     auth_token_file: Path
-    auth_token: None = None
+    auth_token: _InlineSecret = None
     from_number: str = Field(pattern=r"^\+[1-9][0-9]{6,14}$")
     max_per_hour: int = Field(default=3, ge=1, le=60)
     timeout_s: float = Field(default=30.0, gt=0)
     allow_insecure_http: bool = False
 
-    @field_validator("auth_token", mode="before")
-    @classmethod
-    def _inline(cls, value: object) -> None:
-        return _no_inline_secret(value)
-
 
 class WebhookConfig(_Model):
     url: str = Field(repr=False)  # a credential for chat services: not in any repr
     secret_file: Path | None = None
-    secret: None = None
+    secret: _InlineSecret = None
     timeout_s: float = Field(default=30.0, gt=0)
     allow_insecure_http: bool = False
-
-    @field_validator("secret", mode="before")
-    @classmethod
-    def _inline(cls, value: object) -> None:
-        return _no_inline_secret(value)
 
     @field_validator("url")
     @classmethod

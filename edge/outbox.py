@@ -29,29 +29,28 @@ from siltwatch.schema import QualityFlag, iso_utc
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS outbox (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+# A reading's columns: the same in the outbox and in quarantine (where a reading the
+# broker refused for good is moved, with the topic and the reason).
+_READING_COLUMNS = """\
     sensor TEXT NOT NULL,
     seq INTEGER NOT NULL,
     time TEXT NOT NULL,
     value REAL NOT NULL,
     unit TEXT NOT NULL,
     raw REAL,
-    quality TEXT NOT NULL,
+    quality TEXT NOT NULL,"""
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+{_READING_COLUMNS}
     UNIQUE (sensor, seq)
 );
 CREATE TABLE IF NOT EXISTS sequences (sensor TEXT PRIMARY KEY, next_seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (
     id INTEGER PRIMARY KEY,
-    sensor TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    time TEXT NOT NULL,
-    value REAL NOT NULL,
-    unit TEXT NOT NULL,
-    raw REAL,
-    quality TEXT NOT NULL,
+{_READING_COLUMNS}
     topic TEXT NOT NULL,
     reason TEXT NOT NULL,
     at TEXT NOT NULL

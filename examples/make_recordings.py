@@ -75,6 +75,50 @@ def _rain(
         rows.append((start + timedelta(seconds=i * step_s), sensor, round(tips * tip, 4)))
 
 
+def _turbidity_pair(
+    rows: list[Row],
+    sensors: tuple[str, str],
+    start: datetime,
+    hours: float,
+    up: Callable[[float], float],
+    down: Callable[[float], float],
+) -> None:
+    """The upstream and downstream probes (NTU) every minute."""
+    _series(rows, sensors[0], start, hours, 60, lambda h: round(up(h), 2))
+    _series(rows, sensors[1], start, hours, 60, lambda h: round(down(h), 2))
+
+
+def _fill_and_drain(h: float, rise: float, full: float, peak: float, drain_per_h: float) -> float:
+    """A practice's water level at hour ``h``: empty until ``rise``, filling evenly to
+    ``peak`` at ``full``, then falling ``drain_per_h`` an hour until empty."""
+    if h < rise:
+        return 0.0
+    if h < full:
+        return peak * (h - rise) / (full - rise)
+    return max(0.0, peak - drain_per_h * (h - full))
+
+
+def _practice_level(
+    rows: list[Row],
+    sensor: str,
+    start: datetime,
+    hours: float,
+    fill: tuple[float, float, float, float],
+    noise: Callable[[], float],
+    digits: int,
+) -> None:
+    """A practice's level gauge every 5 minutes: ``fill`` is :func:`_fill_and_drain`'s
+    (rise, full, peak, drain_per_h), ``noise`` the gauge's."""
+    _series(
+        rows,
+        sensor,
+        start,
+        hours,
+        300,
+        lambda h: round(_fill_and_drain(h, *fill) + noise(), digits),
+    )
+
+
 def lake_george(rng: random.Random) -> tuple[list[Row], list[tuple[str, str, str]]]:
     """Route 9N, Lake George NY: a 1.3 in storm on Tue 2026-05-05 afternoon (local)."""
     start = datetime(2026, 5, 4, 4, 0, tzinfo=UTC)  # Mon 00:00 EDT
@@ -97,19 +141,10 @@ def lake_george(rng: random.Random) -> tuple[list[Row], list[tuple[str, str, str
             + rng.gauss(0, 0.5)
         )
 
-    _series(rows, "turb-up", start, hours, 60, lambda h: round(up(h), 2))
-    _series(rows, "turb-down", start, hours, 60, lambda h: round(down(h), 2))
-
-    def basin(h: float) -> float:
-        if h < storm[0] + 1:
-            level = 0.0
-        elif h < storm[0] + 5:
-            level = 2.4 * (h - storm[0] - 1) / 4
-        else:
-            level = max(0.0, 2.4 - 0.016 * (h - storm[0] - 5))  # ~150 h to drain: over 5 days
-        return round(level + rng.gauss(0, 0.005), 3)
-
-    _series(rows, "lvl-basin-a", start, hours, 300, basin)
+    _turbidity_pair(rows, ("turb-up", "turb-down"), start, hours, up, down)
+    # ~150 h to drain: over 5 days
+    basin = (storm[0] + 1, storm[0] + 5, 2.4, 0.016)
+    _practice_level(rows, "lvl-basin-a", start, hours, basin, lambda: rng.gauss(0, 0.005), 3)
 
     def sediment(h: float) -> float:
         if h >= 150.0:  # cleanout on Sunday
@@ -147,19 +182,10 @@ def lake_lure(rng: random.Random) -> tuple[list[Row], list[tuple[str, str, str]]
         plume = 45.0 * _bump(h, storm[0] + 2.5, storm[0] + 6.5, storm[1] + 5)
         return up(h) + 1.0 + plume + rng.gauss(0, 0.3)
 
-    _series(rows, "turb-cove-up", start, hours, 60, lambda h: round(up(h), 2))
-    _series(rows, "turb-cove-down", start, hours, 60, lambda h: round(down(h), 2))
-
-    def trench(h: float) -> float:
-        if h < storm[0] + 2:
-            level = 0.0
-        elif h < storm[0] + 8:
-            level = 0.6 * (h - storm[0] - 2) / 6
-        else:
-            level = max(0.0, 0.6 - 0.012 * (h - storm[0] - 8))  # 50 h: inside the 72 h override
-        return round(level + rng.gauss(0, 0.002), 4)
-
-    _series(rows, "lvl-trench", start, hours, 300, trench)
+    _turbidity_pair(rows, ("turb-cove-up", "turb-cove-down"), start, hours, up, down)
+    # 50 h: inside the 72 h override
+    trench = (storm[0] + 2, storm[0] + 8, 0.6, 0.012)
+    _practice_level(rows, "lvl-trench", start, hours, trench, lambda: rng.gauss(0, 0.002), 4)
 
     def sediment(h: float) -> float:
         depth = 0.5 + 0.27 * min(1.0, max(0.0, (h - storm[0]) / (storm[1] - storm[0])))

@@ -26,7 +26,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class EmbeddedBroker:
+class StartStop:
+    """``with`` support for a server: ``start()`` on enter, ``close()`` on exit.
+
+    ``close()`` is ``stop()`` unless the server has more to release than its process or
+    thread (a folder it created, say). The tests' servers (tests/servers.py) use it too.
+    """
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.stop()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class LoopbackServer(StartStop):
+    """A server on 127.0.0.1 at a port chosen once: a restart listens where it did."""
+
+    _port: int
+
+    @property
+    def host(self) -> str:
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+
+class EmbeddedBroker(LoopbackServer):
     """An in-process amqtt broker (MQTT 3.1.1 only, anonymous) in a background thread.
 
     Why: the embedded default broker (and the tests' fallback where mosquitto is missing). amqtt needs an
@@ -40,14 +83,6 @@ class EmbeddedBroker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._broker: Any = None
-
-    @property
-    def host(self) -> str:
-        return LOOPBACK
-
-    @property
-    def port(self) -> int:
-        return self._port
 
     @property
     def running(self) -> bool:
@@ -104,15 +139,3 @@ class EmbeddedBroker:
             thread.join(timeout=STOP_TIMEOUT_S)
         if not loop.is_running():
             loop.close()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

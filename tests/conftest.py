@@ -92,21 +92,15 @@ def mosquitto() -> Iterator[BrokerInfo]:
         # Under CI this fails; locally we fall back to the in-process broker.
         if in_ci():
             require_server("mosquitto", False)
-        amqtt = AmqttServer()
-        amqtt.start()
-        try:
+        with AmqttServer() as amqtt:
             yield BrokerInfo(amqtt.host, amqtt.port, users, "amqtt", amqtt)
-        finally:
-            amqtt.stop()
         return
 
     workdir = Path(tempfile.mkdtemp(prefix="siltwatch-mosquitto-"))
-    server = MosquittoServer(workdir, users=users, acl=MQTT_ACL)
     try:
-        server.start()
-        yield BrokerInfo(server.host, server.port, users, "mosquitto", server)
+        with MosquittoServer(workdir, users=users, acl=MQTT_ACL) as server:
+            yield BrokerInfo(server.host, server.port, users, "mosquitto", server)
     finally:
-        server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -114,12 +108,8 @@ def mosquitto() -> Iterator[BrokerInfo]:
 def influxdb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfluxDBServer]:
     """One InfluxDB 1.x server for the session; tests create their own databases."""
     require_server("influxd", InfluxDBServer.available())
-    server = InfluxDBServer(tmp_path_factory.mktemp("influxdb"))
-    try:
-        server.start()
+    with InfluxDBServer(tmp_path_factory.mktemp("influxdb")) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture

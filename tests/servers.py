@@ -23,14 +23,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
-from ingest.broker import EmbeddedBroker
+from ingest.broker import LOOPBACK as LOOPBACK  # re-exported for the tests and benchmarks
+from ingest.broker import EmbeddedBroker, LoopbackServer
 from ingest.broker import free_port as free_port  # re-exported for the tests
 
-LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 
@@ -115,13 +115,15 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {' '.join(args)} failed: {result.stderr.strip()}")
 
 
-class _LoopbackProcess:
+class _LoopbackProcess(LoopbackServer):
     """What Mosquitto and InfluxDB servers share: a binary found on disk, a loopback
-    port, and ``with`` support (start on enter, stop on exit)."""
+    port, one child process with its log file, and ``with`` support (start on enter,
+    ``close()`` on exit)."""
 
     BINARY = ""
     DEBIAN_PATH = ""
-    _port: int
+    _proc: subprocess.Popen[bytes] | None
+    log_path: Path
 
     @classmethod
     def binary(cls) -> str | None:
@@ -136,31 +138,71 @@ class _LoopbackProcess:
         """True when the executable is installed."""
         return cls.binary() is not None
 
-    @property
-    def host(self) -> str:
-        return LOOPBACK
+    def _installed(self) -> str:
+        """The executable's path; raises when it is not installed."""
+        binary = self.binary()
+        if binary is None:
+            raise RuntimeError(f"{self.BINARY} is not installed")
+        return binary
+
+    def _spawn(
+        self, argv: list[str], output: Path, ready: Callable[[], bool], awaited: str
+    ) -> None:
+        """Run ``argv`` (its output appended to ``output``) and return once ``ready()``.
+
+        Raises with :meth:`_logs` when the process exits first, or stops it and raises when
+        it is not ready within START_TIMEOUT_S (``awaited``: what it did not do).
+        """
+        with output.open("ab") as out:
+            self._proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=out,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in pytest must not reach it first
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self._proc.poll() is not None:
+                code = self._proc.returncode
+                self._proc = None
+                raise RuntimeError(f"{self.BINARY} exited with {code} at start:\n{self._logs()}")
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"{self.BINARY} did not {awaited} within {START_TIMEOUT_S} s:\n{self._logs()}"
+                )
+            time.sleep(0.05)
+
+    def _logs(self) -> str:
+        """What to show when the server did not start: the tail of its log."""
+        return _tail(self.log_path)
 
     @property
-    def port(self) -> int:
-        return self._port
-
-    def start(self) -> None:
-        raise NotImplementedError
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
 
     def stop(self) -> None:
-        raise NotImplementedError
+        """SIGTERM and wait for the exit (Mosquitto saves its persistence file, InfluxDB
+        keeps its data in workdir: ``start()`` again sees it)."""
+        if self._proc is not None:
+            _terminate(self._proc)
+            self._proc = None
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def restart(self) -> None:
+        """Stop and start on the same port(s)."""
         self.stop()
+        self.start()
+
+    def log_text(self) -> str:
+        """The server log so far (Mosquitto's: connections, refusals, ACL denials with
+        log_type all)."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
 
 
 class MosquittoServer(_LoopbackProcess):
@@ -209,8 +251,6 @@ class MosquittoServer(_LoopbackProcess):
         self._proc: subprocess.Popen[bytes] | None = None
         self._configured = False
 
-    # -- discovery -------------------------------------------------------------------
-
     # -- address ---------------------------------------------------------------------
 
     @property
@@ -219,10 +259,6 @@ class MosquittoServer(_LoopbackProcess):
         if self._tls_port is None:
             raise RuntimeError("this MosquittoServer was created without tls=True")
         return self._tls_port
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
 
     # -- configuration ---------------------------------------------------------------
 
@@ -325,41 +361,16 @@ class MosquittoServer(_LoopbackProcess):
         """Spawn mosquitto and return once every listener accepts TCP connections."""
         if self.running:
             return
-        binary = self.binary()
-        if binary is None:
-            raise RuntimeError("mosquitto is not installed")
+        binary = self._installed()
         if not self._configured:
             self._write_config()
-        with self.stderr_path.open("ab") as err:
-            self._proc = subprocess.Popen(
-                [binary, "-c", str(self.conf_path)],
-                stdout=err,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C in pytest must not reach it first
-            )
         ports = [self._port] + ([self._tls_port] if self._tls_port is not None else [])
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                raise RuntimeError(f"mosquitto exited with {code} at start:\n{self._logs()}")
-            if all(port_open(LOOPBACK, p) for p in ports):
-                return
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(
-                    f"mosquitto did not listen on {ports} within {START_TIMEOUT_S} s:\n"
-                    f"{self._logs()}"
-                )
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        """SIGTERM (mosquitto saves its persistence file) and wait for the exit."""
-        if self._proc is not None:
-            _terminate(self._proc)
-            self._proc = None
+        self._spawn(
+            [binary, "-c", str(self.conf_path)],
+            self.stderr_path,
+            lambda: all(port_open(LOOPBACK, p) for p in ports),
+            f"listen on {ports}",
+        )
 
     def kill(self) -> None:
         """SIGKILL: a crash, so nothing is saved since the last autosave."""
@@ -369,19 +380,7 @@ class MosquittoServer(_LoopbackProcess):
             self._proc.wait(timeout=STOP_TIMEOUT_S)
             self._proc = None
 
-    def restart(self) -> None:
-        """Stop and start on the same port(s)."""
-        self.stop()
-        self.start()
-
     # -- logs ------------------------------------------------------------------------
-
-    def log_text(self) -> str:
-        """The broker log so far (connections, refusals, ACL denials with log_type all)."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
 
     def _logs(self) -> str:
         return f"--- {self.log_path}\n{_tail(self.log_path)}\n--- stderr\n{_tail(self.stderr_path)}"
@@ -419,10 +418,6 @@ class InfluxDBServer(_LoopbackProcess):
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self._port}"
 
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
     def _write_config(self) -> None:
         for sub in ("meta", "data", "wal"):
             (self.workdir / sub).mkdir(parents=True, exist_ok=True)
@@ -456,33 +451,14 @@ bind-address = "{LOOPBACK}:{self._rpc_port}"
         """Spawn influxd and return once ``GET /ping`` answers 204."""
         if self.running:
             return
-        binary = self.binary()
-        if binary is None:
-            raise RuntimeError("influxd is not installed")
+        binary = self._installed()
         self._write_config()
-        with self.log_path.open("ab") as log:
-            self._proc = subprocess.Popen(
-                [binary, "run", "-config", str(self.conf_path)],
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                raise RuntimeError(f"influxd exited with {code} at start:\n{_tail(self.log_path)}")
-            if self._ping():
-                return
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"influxd did not answer /ping within {START_TIMEOUT_S} s:\n"
-                    f"{_tail(self.log_path)}"
-                )
-            time.sleep(0.1)
+        self._spawn(
+            [binary, "run", "-config", str(self.conf_path)],
+            self.log_path,
+            self._ping,
+            "answer /ping",
+        )
 
     def _ping(self) -> bool:
         try:
@@ -491,27 +467,11 @@ bind-address = "{LOOPBACK}:{self._rpc_port}"
         except (OSError, urllib.error.URLError):
             return False
 
-    def stop(self) -> None:
-        """SIGTERM and wait; data stays in workdir so ``start()`` again sees it."""
-        if self._proc is not None:
-            _terminate(self._proc)
-            self._proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
     def close(self) -> None:
         """Stop, and remove workdir when this object created it."""
         self.stop()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
 
     # -- HTTP API (1.x) --------------------------------------------------------------
 
@@ -561,15 +521,3 @@ bind-address = "{LOOPBACK}:{self._rpc_port}"
             return {}
         decoded: dict[str, Any] = json.loads(raw)
         return decoded
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -24,6 +24,7 @@ from aiosmtpd.controller import Controller
 
 from alerts.messages import SiteLabel
 from alerts.routing import Notification
+from ingest.broker import StartStop
 from siltwatch.config import Contact
 from siltwatch.schema import Alert
 
@@ -81,6 +82,8 @@ def alert(
             "message": text,
             "evidence": {
                 "pair": "outfall-a",
+                "upstream": "turb-up",
+                "downstream": "turb-down",
                 "unit": "NTU",
                 "upstream_level": 29.31,
                 "downstream_level": 170.58,
@@ -130,7 +133,7 @@ class SmtpHandler:
         return "250 Message accepted for delivery"
 
 
-class SmtpServer:
+class SmtpServer(StartStop):
     """A real SMTP server on loopback (aiosmtpd); ``port`` is fixed so it can come and go."""
 
     def __init__(self, port: int, handler: SmtpHandler | None = None, **smtp_kwargs: Any):
@@ -149,13 +152,6 @@ class SmtpServer:
         if self._controller is not None:
             self._controller.stop()
             self._controller = None
-
-    def __enter__(self) -> SmtpServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --- HTTP ----------------------------------------------------------------------------

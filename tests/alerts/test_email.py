@@ -6,6 +6,8 @@ import dataclasses
 import shutil
 import ssl
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,19 @@ def email_setup(
         OutboxSink(outbox, [channel], clock),
         DeliveryWorker(outbox, [channel], clock=clock, site=SITE),
     )
+
+
+@contextmanager
+def officer_notified(
+    tmp_path: Path, handler: SmtpHandler
+) -> Iterator[tuple[FakeClock, Outbox, DeliveryWorker]]:
+    """An SMTP server answering as ``handler`` says, and one notification to the officer
+    in the outbox for it (not yet sent); the server stops on exit."""
+    clock = FakeClock()
+    with SmtpServer(free_port(), handler) as server:
+        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
+        sink.send(note(recipients=(OFFICER,)))
+        yield clock, outbox, worker
 
 
 def test_each_recipient_gets_the_alert_with_subject_body_and_citation(tmp_path: Path) -> None:
@@ -83,11 +98,8 @@ def test_as_a_plain_sink_one_email_goes_to_every_recipient_with_an_email() -> No
 
 
 def test_a_5xx_is_a_permanent_failure_in_the_audit_log(tmp_path: Path) -> None:
-    clock = FakeClock()
     handler = SmtpHandler(rcpt_reply="550 5.1.1 mailbox unavailable")
-    with SmtpServer(free_port(), handler) as server:
-        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
-        sink.send(note(recipients=(OFFICER,)))
+    with officer_notified(tmp_path, handler) as (clock, outbox, worker):
         assert worker.run_once() == 1
         clock.advance(86_400)
         assert worker.run_once() == 0  # not retried
@@ -100,11 +112,8 @@ def test_a_5xx_is_a_permanent_failure_in_the_audit_log(tmp_path: Path) -> None:
 
 
 def test_a_4xx_is_retried(tmp_path: Path) -> None:
-    clock = FakeClock()
     handler = SmtpHandler(data_reply="451 4.3.0 try again later")
-    with SmtpServer(free_port(), handler) as server:
-        outbox, sink, worker = email_setup(tmp_path, server.port, clock)
-        sink.send(note(recipients=(OFFICER,)))
+    with officer_notified(tmp_path, handler) as (clock, outbox, worker):
         worker.run_once()
         (d,) = outbox.deliveries()
         assert d.state == "pending" and "451" in (d.last_error or "")
@@ -130,15 +139,11 @@ def test_server_down_is_retried_on_schedule_then_delivered_once_it_is_up(tmp_pat
     clock.advance(1)
     assert worker.run_once() == 1  # still down: attempt 2, next after 3 min
     assert outbox.deliveries()[0].next_attempt_at == clock.t + 180
-    server = SmtpServer(port)
-    server.start()
-    try:
+    with SmtpServer(port) as server:
         clock.advance(180)
         assert worker.run_once() == 1
         clock.advance(86_400)
         assert worker.run_once() == 0
-    finally:
-        server.stop()
     assert len(server.handler.received) == 1
     d = outbox.deliveries()[0]
     assert (d.state, d.attempts) == ("sent", 3)
@@ -146,8 +151,10 @@ def test_server_down_is_retried_on_schedule_then_delivered_once_it_is_up(tmp_pat
     outbox.close()
 
 
-def make_cert(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (the test's private CA is the cert itself)."""
+def make_cert(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1 (the test's private CA is the cert itself),
+    and the server's TLS context with it; skips without openssl."""
+    require_server("openssl", shutil.which("openssl") is not None)
     cert, key = folder / "smtp.crt", folder / "smtp.key"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
@@ -156,15 +163,14 @@ def make_cert(folder: Path) -> tuple[Path, Path]:
         check=True,
         capture_output=True,
     )  # fmt: skip
-    return cert, key
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    return cert, tls
 
 
 def test_starttls_and_login(tmp_path: Path) -> None:
     """Submission as a town's mail server offers it: STARTTLS required, then AUTH."""
-    require_server("openssl", shutil.which("openssl") is not None)
-    cert, key = make_cert(tmp_path)
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(cert, key)
+    cert, tls = make_cert(tmp_path)
     logins: list[tuple[bytes, bytes]] = []
 
     def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
@@ -195,10 +201,7 @@ def test_starttls_and_login(tmp_path: Path) -> None:
 
 def test_smtps(tmp_path: Path) -> None:
     """Implicit TLS (port 465 style): the whole session is encrypted from the first byte."""
-    require_server("openssl", shutil.which("openssl") is not None)
-    cert, key = make_cert(tmp_path)
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    tls.load_cert_chain(cert, key)
+    cert, tls = make_cert(tmp_path)
     settings = SmtpSettings(LOOPBACK, free_port(), "sw@town.example", "tls", ca_file=cert)
     with SmtpServer(settings.port, ssl_context=tls) as server:
         EmailSink(settings, SITE).send(note(recipients=(OFFICER,)))

@@ -20,11 +20,17 @@ def parts(tmp_path: Path) -> tuple[FakeClock, RecordingChannel, Path]:
     return clock, channel, tmp_path / "outbox.sqlite3"
 
 
-def test_enqueued_but_never_sent_is_delivered_by_the_next_worker(tmp_path: Path) -> None:
+def officer_queued(tmp_path: Path) -> tuple[FakeClock, RecordingChannel, Path, Outbox]:
+    """The :func:`parts` and their outbox, holding one notification to the officer."""
     clock, channel, path = parts(tmp_path)
     outbox = Outbox(path)
-    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
     OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+    return clock, channel, path, outbox
+
+
+def test_enqueued_but_never_sent_is_delivered_by_the_next_worker(tmp_path: Path) -> None:
+    clock, channel, path, outbox = officer_queued(tmp_path)
+    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
     # The process dies before the worker ran: drop everything without closing.
     del worker, outbox
     gc.collect()
@@ -42,9 +48,7 @@ def test_enqueued_but_never_sent_is_delivered_by_the_next_worker(tmp_path: Path)
 def test_crash_between_send_and_record_resends_at_least_once_and_audits_it(
     tmp_path: Path,
 ) -> None:
-    clock, channel, path = parts(tmp_path)
-    outbox = Outbox(path)
-    OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+    clock, channel, path, outbox = officer_queued(tmp_path)
     channel.crash_after_send = True
     with pytest.raises(SimulatedCrash):
         DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
@@ -101,10 +105,8 @@ def test_a_new_event_of_the_same_alert_is_a_new_delivery(tmp_path: Path) -> None
 
 
 def test_an_unexpected_exception_in_a_channel_is_retried_not_lost(tmp_path: Path) -> None:
-    clock, channel, path = parts(tmp_path)
-    outbox = Outbox(path)
+    clock, channel, _, outbox = officer_queued(tmp_path)
     worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
-    OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
     channel.fail = RuntimeError("bug in a channel")
     worker.run_once()
     (d,) = outbox.deliveries()
@@ -119,9 +121,7 @@ def test_an_unexpected_exception_in_a_channel_is_retried_not_lost(tmp_path: Path
 def test_a_channel_removed_from_the_config_does_not_lose_its_pending_deliveries(
     tmp_path: Path,
 ) -> None:
-    clock, channel, path = parts(tmp_path)
-    outbox = Outbox(path)
-    OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+    clock, _, _, outbox = officer_queued(tmp_path)
     worker = DeliveryWorker(outbox, [], clock=clock, site=SITE)
     worker.run_once()
     (d,) = outbox.deliveries()

@@ -33,6 +33,19 @@ def drive(worker: DeliveryWorker, clock: FakeClock, until: float) -> None:
         worker.run_once()
 
 
+def limited(
+    outbox_path: Path | str, limit: int
+) -> tuple[FakeClock, RecordingChannel, Outbox, OutboxSink, DeliveryWorker]:
+    """A recording SMS channel behind an outbox whose worker sends at most ``limit`` an hour."""
+    clock = FakeClock()
+    channel = RecordingChannel()
+    channel.clock = clock
+    outbox = Outbox(outbox_path)
+    sink = OutboxSink(outbox, [channel], clock)
+    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE, sms_limit=RateLimit(limit))
+    return clock, channel, outbox, sink, worker
+
+
 def test_forty_notifications_in_an_hour_become_three_sms_and_one_summary(tmp_path: Path) -> None:
     clock = FakeClock()
     with HttpServer(check=twilio_check(SID, TOKEN, FROM)) as gateway:
@@ -78,12 +91,7 @@ def test_forty_notifications_in_an_hour_become_three_sms_and_one_summary(tmp_pat
 
 
 def test_a_critical_alert_is_not_held_longer_than_the_window(tmp_path: Path) -> None:
-    clock = FakeClock()
-    channel = RecordingChannel()
-    channel.clock = clock
-    outbox = Outbox(tmp_path / "o.sqlite3")
-    sink = OutboxSink(outbox, [channel], clock)
-    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE, sms_limit=RateLimit(2))
+    clock, channel, outbox, sink, worker = limited(tmp_path / "o.sqlite3", 2)
     for i in range(2):
         sink.send(note(id=f"w{i}", severity="warning", recipients=(OFFICER,)))
         worker.run_once()
@@ -112,12 +120,7 @@ def test_a_critical_alert_is_not_held_longer_than_the_window(tmp_path: Path) -> 
 def test_never_more_than_n_an_hour_and_nothing_held_longer_than_the_window(
     limit: int, gaps: list[int], severities: list[str]
 ) -> None:
-    clock = FakeClock()
-    channel = RecordingChannel()
-    channel.clock = clock
-    outbox = Outbox(":memory:")
-    sink = OutboxSink(outbox, [channel], clock)
-    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE, sms_limit=RateLimit(limit))
+    clock, channel, outbox, sink, worker = limited(":memory:", limit)
     arrivals = []
     t = clock.t
     for gap in gaps:
@@ -147,12 +150,7 @@ def test_never_more_than_n_an_hour_and_nothing_held_longer_than_the_window(
 
 
 def test_a_summary_that_failed_is_folded_again_with_what_came_since(tmp_path: Path) -> None:
-    clock = FakeClock()
-    channel = RecordingChannel()
-    channel.clock = clock
-    outbox = Outbox(tmp_path / "o.sqlite3")
-    sink = OutboxSink(outbox, [channel], clock)
-    worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE, sms_limit=RateLimit(1))
+    clock, channel, outbox, sink, worker = limited(tmp_path / "o.sqlite3", 1)
     sink.send(note(id="first", recipients=(OFFICER,)))
     worker.run_once()
     for i in range(3):  # held: the window is full

@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import logging
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.smtp import AuthResult
 
-from alerts.channel import DeliveryFailed
+from alerts.channel import Channel, DeliveryFailed
 from alerts.http import redact_url
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import NewDelivery, Outbox
@@ -49,17 +50,37 @@ def stored_bytes(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.glob("outbox.sqlite3*")))
 
 
+def assert_nowhere(secrets: Iterable[str], log_text: str, folder: Path) -> None:
+    """None of ``secrets`` is in the captured log or in what SQLite wrote for the outbox."""
+    stored = stored_bytes(folder)
+    for secret in secrets:
+        assert secret not in log_text, secret
+        assert secret.encode() not in stored, secret
+
+
+def deliver_once(outbox: Outbox, channel: Channel, clock: FakeClock) -> None:
+    """One notification to the officer through the outbox, and one run of the worker."""
+    OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+    DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+
+
+@pytest.fixture
+def outbox(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Outbox:
+    """The outbox in ``tmp_path`` (where :func:`stored_bytes` reads it), every log line
+    captured; the test closes it before it reads the bytes."""
+    caplog.set_level(logging.DEBUG)
+    return Outbox(tmp_path / "outbox.sqlite3")
+
+
 def echo_unknown_hook(req: Request) -> str | None:
     """A receiver that answers 400 naming the hook it did not find (Slack does similar)."""
     return f"no_such_hook: {req.path}" if "alert-1" in req.body.decode() else None
 
 
 def test_the_webhook_url_is_redacted_in_logs_outbox_and_audit(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, outbox: Outbox
 ) -> None:
     clock = FakeClock()
-    outbox = Outbox(tmp_path / "outbox.sqlite3")
-    caplog.set_level(logging.DEBUG)
     with HttpServer(check=echo_unknown_hook, ok_status=204) as receiver:
         url = receiver.url + HOOK_PATH
         hook = WebhookSink(WebhookSettings(url, b"s", allow_insecure_http=True), SITE, clock)
@@ -90,23 +111,17 @@ def test_the_webhook_url_is_redacted_in_logs_outbox_and_audit(
     assert {e.address for e in outbox.audit() if e.channel == "webhook"} == {shown}
     outbox.close()
     assert "(redacted, sha256:" in caplog.text
-    for secret in SECRET_PARTS:
-        assert secret not in caplog.text, secret
-        assert secret.encode() not in stored_bytes(tmp_path), secret
+    assert_nowhere(SECRET_PARTS, caplog.text, tmp_path)
 
 
 def test_the_sms_auth_token_is_never_logged_or_stored_even_when_the_gateway_echoes_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, outbox: Outbox
 ) -> None:
     """The stand-in answers a wrong token with the Authorization header it got, verbatim."""
     clock = FakeClock()
-    outbox = Outbox(tmp_path / "outbox.sqlite3")
-    caplog.set_level(logging.DEBUG)
     with HttpServer(check=twilio_check(SID, "the-right-token", FROM)) as gateway:
         settings = SmsSettings(gateway.url, SID, TOKEN, FROM, allow_insecure_http=True)
-        channel = SmsSink(settings, SITE, clock)
-        OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
-        DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+        deliver_once(outbox, SmsSink(settings, SITE, clock), clock)
     (problem,) = gateway.problems
     credentials = base64.b64encode(f"{SID}:{TOKEN}".encode()).decode()
     assert credentials in problem  # the gateway did echo it back to us
@@ -115,14 +130,12 @@ def test_the_sms_auth_token_is_never_logged_or_stored_even_when_the_gateway_echo
     assert d.last_error == "HTTP 400 Bad Request: Authorization '(redacted)'"
     outbox.close()
     assert "Authorization '(redacted)'" in caplog.text
-    for secret in (TOKEN, credentials):
-        assert secret not in caplog.text
-        assert secret.encode() not in stored_bytes(tmp_path)
+    assert_nowhere((TOKEN, credentials), caplog.text, tmp_path)
     assert TOKEN not in repr(settings)
 
 
 def test_the_smtp_password_is_never_logged_or_stored(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, outbox: Outbox
 ) -> None:
     """A loopback relay (plain AUTH allowed) that refuses the password: 535, failed, audited."""
 
@@ -130,24 +143,18 @@ def test_the_smtp_password_is_never_logged_or_stored(
         return AuthResult(success=False, handled=False)
 
     clock = FakeClock()
-    outbox = Outbox(tmp_path / "outbox.sqlite3")
-    caplog.set_level(logging.DEBUG)
     password = "pw-SECRET-0815"
     with SmtpServer(free_port(), authenticator=refuse, auth_require_tls=False) as server:
         settings = SmtpSettings(
             LOOPBACK, server.port, "sw@town.example", "none", "siltwatch", password,
             timeout_s=5, allow_plaintext_auth=True,
         )  # fmt: skip
-        channel = EmailSink(settings, SITE, clock)
-        OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
-        DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+        deliver_once(outbox, EmailSink(settings, SITE, clock), clock)
     (d,) = outbox.deliveries()
     assert d.state == "failed" and "535" in (d.last_error or "")
     outbox.close()
     encoded = base64.b64encode(password.encode()).decode()
-    for secret in (password, encoded):
-        assert secret not in caplog.text
-        assert secret.encode() not in stored_bytes(tmp_path)
+    assert_nowhere((password, encoded), caplog.text, tmp_path)
     assert password not in repr(settings)
 
 

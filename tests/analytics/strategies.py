@@ -160,16 +160,21 @@ def recordings(draw: st.DrawFn) -> Recording:
     # Up to 70 NTU: above NC's 50 NTU cap the "no increase" branch decides.
     background = draw(st.floats(min_value=0.5, max_value=70.0))
     minute = st.integers(min_value=0, max_value=n - 1)
-    plumes = draw(
-        st.lists(
+
+    def events(
+        shortest: int, longest: int, least: float, most: float
+    ) -> st.SearchStrategy[list[tuple[int, int, float]]]:
+        """Up to three events: (start minute, length in minutes, size)."""
+        return st.lists(
             st.tuples(
                 minute,
-                st.integers(min_value=2, max_value=120),
-                st.floats(min_value=5.0, max_value=400.0),
+                st.integers(min_value=shortest, max_value=longest),
+                st.floats(min_value=least, max_value=most),
             ),
             max_size=3,
         )
-    )
+
+    plumes = draw(events(2, 120, 5.0, 400.0))  # NTU over the background
     debris = draw(st.lists(minute, max_size=6))
     gaps = draw(
         st.lists(
@@ -187,16 +192,7 @@ def recordings(draw: st.DrawFn) -> Recording:
         st.none()
         | st.tuples(st.sampled_from(TURBIDITY), minute, st.integers(min_value=60, max_value=200))
     )
-    storms = draw(
-        st.lists(
-            st.tuples(
-                minute,
-                st.integers(min_value=10, max_value=240),
-                st.floats(min_value=0.005, max_value=0.15),
-            ),
-            max_size=3,
-        )
-    )
+    storms = draw(events(10, 240, 0.005, 0.15))  # inches of rain per 5 minutes
     rng = random.Random(seed)
 
     def missing(sensor: str, m: int) -> bool:

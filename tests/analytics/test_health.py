@@ -129,12 +129,19 @@ def test_whole_site_outage_with_heartbeats_backfills_without_duplicates() -> Non
 # --- range -----------------------------------------------------------------------------
 
 
+def out_of_range(bad: int, minutes: int) -> Engine:
+    """Downstream (max_value 1000) reads 1500 NTU ``bad`` times from minute 20 and 10 NTU
+    otherwise, upstream 8 NTU; ``minutes`` of readings in all."""
+    site = ny_site(down_extra={"max_value": 1000.0})
+    up = series("turb-up", 0, level(8.0, minutes))
+    rest = minutes - 20 - bad
+    down = series("turb-down", 0, level(10.0, 20) + level(1500.0, bad) + level(10.0, rest))
+    return run(site, up + down)
+
+
 def test_out_of_range_flags_and_a_persistent_run_alerts() -> None:
     """max_value 1000: six readings of 1500 from minute 20; the fifth (minute 24) alerts."""
-    site = ny_site(down_extra={"max_value": 1000.0})
-    up = series("turb-up", 0, level(8.0, 60))
-    down = series("turb-down", 0, level(10.0, 20) + level(1500.0, 6) + level(10.0, 34))
-    engine = run(site, up + down)
+    engine = out_of_range(bad=6, minutes=60)
     assert health_of(engine).flag_counts("turb-down") == {"out_of_range": 6}
     (dq,) = of_kind(engine, "data_quality", "turb-down")
     assert at_min(dq.opened_at) == 24
@@ -147,10 +154,7 @@ def test_out_of_range_flags_and_a_persistent_run_alerts() -> None:
 
 
 def test_four_bad_readings_are_flagged_but_not_alerted() -> None:
-    site = ny_site(down_extra={"max_value": 1000.0})
-    up = series("turb-up", 0, level(8.0, 40))
-    down = series("turb-down", 0, level(10.0, 20) + level(1500.0, 4) + level(10.0, 16))
-    engine = run(site, up + down)
+    engine = out_of_range(bad=4, minutes=40)
     assert health_of(engine).flag_counts("turb-down") == {"out_of_range": 4}
     assert of_kind(engine, "data_quality") == []
 

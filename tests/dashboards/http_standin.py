@@ -16,9 +16,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from ingest.broker import StartStop
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Reply:
 Router = Callable[[Recorded], Reply]
 
 
-class StandIn:
+class StandIn(StartStop):
     """Start with ``with StandIn(router) as s:``; ``s.url``, ``s.requests``."""
 
     def __init__(self, router: Router) -> None:
@@ -114,15 +115,3 @@ class StandIn:
         self.server.shutdown()
         self.server.server_close()
         self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

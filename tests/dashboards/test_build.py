@@ -14,9 +14,10 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from analytics.trap_geometry import TrapGeometry
-from dashboards import queries as q
 from dashboards.build import DATASOURCE_UID, build_dashboard, dashboard_json, dashboard_uid
 from siltwatch.config import SiteConfig, load_site
+from siltwatch.detections import drain as drain_d
+from siltwatch.detections import sediment as sediment_d
 from siltwatch.units import to_metres
 from tests.dashboards.grafana_macros import panel, panels
 
@@ -128,12 +129,12 @@ def test_trap_lines_sit_where_the_analytics_count_capacity(name: str) -> None:
             geometry = TrapGeometry(shape=trap.shape.metres())
         else:
             geometry = TrapGeometry(table=tuple(site.stage_storage_m(trap) or ()))
-        for fraction in q.trap_fractions(site, trap):
-            depth = to_metres(q.depth_at_fraction(site, trap, fraction), unit)
+        for fraction in sediment_d.trap_fractions(site, trap):
+            depth = to_metres(sediment_d.depth_at_fraction(site, trap, fraction), unit)
             lost = geometry.volume_m3(depth) / geometry.design_volume_m3
             assert lost == pytest.approx(fraction, abs=1e-3)
 
 
 def test_practice_lines_are_in_the_sensor_unit() -> None:
     site = SITES["lake-george"]
-    assert q.practice_levels(site, site.infiltration_practices[0]) == (0.0, 0.05, "ft")
+    assert drain_d.practice_levels(site, site.infiltration_practices[0]) == (0.0, 0.05, "ft")

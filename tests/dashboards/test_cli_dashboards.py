@@ -24,15 +24,21 @@ def test_out_writes_provisioning_and_one_dashboard_per_site(tmp_path: Path) -> N
     assert (tmp_path / "provisioning" / "datasources" / "siltwatch.yaml").exists()
 
 
-def test_push_sends_to_grafana_with_the_token_from_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def push(tmp_path: Path, token_text: str) -> tuple[int, StandIn]:
+    """``siltwatch dashboards --push`` to a stand-in Grafana with this token in the file."""
     token = tmp_path / "token"
-    token.write_text("glsa_test\n", encoding="utf-8")
+    token.write_text(token_text, encoding="utf-8")
     with StandIn(FakeGrafana()) as grafana:
         code = main(
             ["dashboards", "--site", str(LG), "--push", grafana.url, "--token-file", str(token)]
         )
+    return code, grafana
+
+
+def test_push_sends_to_grafana_with_the_token_from_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, grafana = push(tmp_path, "glsa_test\n")
     assert code == 0
     assert [r.path for r in grafana.requests][-1] == "/api/dashboards/db"
     assert "data source created" in capsys.readouterr().out
@@ -41,11 +47,6 @@ def test_push_sends_to_grafana_with_the_token_from_the_file(
 def test_a_bad_token_exits_1_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    token = tmp_path / "token"
-    token.write_text("nope", encoding="utf-8")
-    with StandIn(FakeGrafana()) as grafana:
-        code = main(
-            ["dashboards", "--site", str(LG), "--push", grafana.url, "--token-file", str(token)]
-        )
+    code, _ = push(tmp_path, "nope")
     assert code == 1
     assert "HTTP 401" in capsys.readouterr().err

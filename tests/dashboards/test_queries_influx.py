@@ -8,6 +8,7 @@ macros filled in as Grafana fills them (tests/dashboards/grafana_macros.py).
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from analytics.events import SensorReading
 from dashboards.build import build_dashboard
 from ingest.influx import InfluxV1Writer, RetryPolicy
 from ingest.influx_lp import alert_line, duty_line, reading_lines
-from ingest.replay import replay_file
+from ingest.replay import ReplayResult, replay_file
 from siltwatch.config import load_site
 from tests.dashboards.grafana_macros import panel, render, rows
 from tests.servers import InfluxDBServer
@@ -115,9 +116,27 @@ def test_level_and_sediment_panels_read_their_sensor(influxdb: InfluxDBServer) -
     assert [r["depth"] for r in sed] == [1.5, 1.5]
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """The Lake George storm replayed (``result``), its alerts and duties written by the
+    writer into database ``db``."""
+
+    influxdb: InfluxDBServer
+    db: str
+    result: ReplayResult
+
+    def query(
+        self, query: str, frm: int = 0, to: int = 0, interval: str = "1m"
+    ) -> list[dict[str, Any]]:
+        return run(self.influxdb, self.db, query, frm, to, interval)
+
+    def table(self, title: str) -> list[dict[str, Any]]:
+        """The rows of the dashboard's panel ``title`` (its query ``A``, no time range)."""
+        return self.query(target(panel(build_dashboard(LG), title), "A"))
+
+
 @pytest.fixture(scope="module")
-def replay_db(influxdb: InfluxDBServer) -> tuple[str, Any]:
-    """The Lake George storm replayed: its alerts and duties written by the writer."""
+def replayed(influxdb: InfluxDBServer) -> Replayed:
     result = replay_file(
         LG, EXAMPLES / "lake-george-storm.csv", EXAMPLES / "lake-george-inspections.csv"
     )
@@ -126,44 +145,34 @@ def replay_db(influxdb: InfluxDBServer) -> tuple[str, Any]:
     lines = [alert_line(SITE, a) for a in result.alerts]
     lines += [duty_line(SITE, d) for d in result.duties]
     InfluxV1Writer(influxdb.url, db).write_lines(lines)
-    return db, result
+    return Replayed(influxdb, db, result)
 
 
-def test_open_alerts_table_lists_exactly_the_unresolved_episodes(
-    influxdb: InfluxDBServer, replay_db: tuple[str, Any]
-) -> None:
-    db, result = replay_db
-    p = panel(build_dashboard(LG), "Open alerts")
-    got = run(influxdb, db, target(p, "A"), 0, 0, "1m")
-    expected = [a for a in result.alerts if a.resolved_at is None]
+def test_open_alerts_table_lists_exactly_the_unresolved_episodes(replayed: Replayed) -> None:
+    got = replayed.table("Open alerts")
+    expected = [a for a in replayed.result.alerts if a.resolved_at is None]
     assert expected, "the storm leaves an alert open (drain time at basin-a)"
     assert [(r["id"], r["kind"], r["subject"], r["severity"]) for r in got] == [
         (a.id, a.kind, a.subject, a.severity) for a in expected
     ]
 
 
-def test_duties_table_lists_open_duties_with_their_deadlines(
-    influxdb: InfluxDBServer, replay_db: tuple[str, Any]
-) -> None:
-    db, result = replay_db
-    p = panel(build_dashboard(LG), "Duties and deadlines")
-    got = run(influxdb, db, target(p, "A"), 0, 0, "1m")
-    expected = [d for d in result.duties if d.completed_at is None]
+def test_duties_table_lists_open_duties_with_their_deadlines(replayed: Replayed) -> None:
+    got = replayed.table("Duties and deadlines")
+    expected = [d for d in replayed.result.duties if d.completed_at is None]
     assert [(r["id"], r["due_ms"], r["state"]) for r in got] == [
         (d.id, round(d.due_at.timestamp() * 1000), "open") for d in expected
     ]
 
 
-def test_alert_annotations_mark_every_opening_in_the_range(
-    influxdb: InfluxDBServer, replay_db: tuple[str, Any]
-) -> None:
-    db, result = replay_db
+def test_alert_annotations_mark_every_opening_in_the_range(replayed: Replayed) -> None:
+    alerts = replayed.result.alerts
     [anno] = [a for a in build_dashboard(LG)["annotations"]["list"] if "query" in a]
-    first = min(a.opened_at for a in result.alerts)
+    first = min(a.opened_at for a in alerts)
     frm = round(first.timestamp() * 1000)
-    got = run(influxdb, db, anno["target"]["query"], frm, frm + 7 * 24 * HOUR, "1m")
+    got = replayed.query(anno["target"]["query"], frm, frm + 7 * 24 * HOUR)
     assert sorted(r["time"] for r in got) == sorted(
-        round(a.opened_at.timestamp() * 1000) for a in result.alerts
+        round(a.opened_at.timestamp() * 1000) for a in alerts
     )
     assert all(r[anno["textColumn"]] for r in got)
     tags = anno["tagsColumn"].split(",")

@@ -1,10 +1,19 @@
-"""Shared helpers for the edge tests: agent configs as TOML, and an MQTT v5 subscriber."""
+"""Shared helpers for the edge tests: agent configs as TOML, an MQTT v5 subscriber, and
+for the tests against a real Mosquitto: the station's broker, its config, the agent run in
+a thread or as a process we can SIGKILL."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +22,24 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from edge.agent import Agent
+from edge.config import load_config
 from siltwatch.schema import Reading, ReadingBatch
+from tests.conftest import require_server
+from tests.servers import MosquittoServer
 
+REPO = Path(__file__).resolve().parents[2]
 SITE = "site1"
+# Station st1 may publish only its own topics; the ingest account reads every site's.
+ACL = """
+user st1
+topic write siltwatch/v1/site1/st1/#
+
+user ingest
+topic read siltwatch/v1/#
+"""
+USERS = {"st1": "st1-secret", "ingest": "ingest-secret"}
+READINGS = f"siltwatch/v1/{SITE}/st1/+/reading"
 
 
 def agent_toml(
@@ -74,21 +98,15 @@ seed = {i}
 
 
 class Collector:
-    """A persistent-session MQTT v5 subscriber that records every (sensor, seq) it gets.
+    """A persistent-session MQTT v5 subscriber, logged in as the ingest account, that
+    records every (sensor, seq) it gets on ``topic``.
 
     ``clean_start=False`` with a session expiry: while the broker restarts or the
     subscriber is briefly away, QoS 1 messages wait in its session.
     """
 
     def __init__(
-        self,
-        host: str,
-        port: int,
-        topic: str,
-        *,
-        username: str | None = None,
-        password: str | None = None,
-        client_id: str = "collector",
+        self, server: MosquittoServer, topic: str = READINGS, client_id: str = "collector"
     ) -> None:
         self.topic = topic
         self.lock = threading.Lock()
@@ -99,15 +117,16 @@ class Collector:
         self.client = mqtt.Client(
             CallbackAPIVersion.VERSION2, client_id=client_id, protocol=MQTTProtocolVersion.MQTTv5
         )
-        if username is not None:
-            self.client.username_pw_set(username, password)
+        self.client.username_pw_set("ingest", USERS["ingest"])
         self.client.reconnect_delay_set(1, 2)
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
         self.subscribed = threading.Event()
         props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         props.SessionExpiryInterval = 3600
-        self.client.connect(host, port, keepalive=10, clean_start=False, properties=props)
+        self.client.connect(
+            server.host, server.port, keepalive=10, clean_start=False, properties=props
+        )
         self.client.loop_start()
 
     def _on_connect(
@@ -149,7 +168,74 @@ class Collector:
 
 def need_mosquitto() -> None:
     """Skip without mosquitto, but fail under CI=true (the shared conftest rule)."""
-    from tests.conftest import require_server
-    from tests.servers import MosquittoServer
-
     require_server("mosquitto", MosquittoServer.available())
+
+
+@contextmanager
+def station_broker(
+    workdir: Path, *, persistence: bool, tls: bool = False
+) -> Iterator[MosquittoServer]:
+    """A Mosquitto with :data:`USERS` and :data:`ACL` (skips without mosquitto), stopped
+    on exit."""
+    need_mosquitto()
+    with MosquittoServer(workdir, users=USERS, acl=ACL, persistence=persistence, tls=tls) as server:
+        yield server
+
+
+def station_config(folder: Path, port: int, **options: Any) -> Path:
+    """``folder/agent.toml``: :func:`agent_toml` logged in as st1 (its own credentials),
+    outbox ``folder/outbox.sqlite`` unless ``options`` say otherwise."""
+    options.setdefault("outbox", folder / "outbox.sqlite")
+    config = folder / "agent.toml"
+    config.write_text(agent_toml(port=port, username="st1", password=USERS["st1"], **options))
+    return config
+
+
+def run_agent(config_path: Path, seconds: float) -> Agent:
+    """Run the agent in a thread for ``seconds``, then stop it; it must have ended."""
+    agent = Agent(load_config(config_path))
+    thread = threading.Thread(target=agent.run, name="agent")
+    thread.start()
+    try:
+        time.sleep(seconds)
+    finally:
+        agent.stop()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
+    return agent
+
+
+class AgentProcess:
+    """``python -m edge --config FILE`` as a child process we can SIGKILL."""
+
+    def __init__(self, config: Path, log: Path) -> None:
+        self.config = config
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "edge", "--config", str(self.config)],
+                cwd=REPO,
+                stdout=out,
+                stderr=out,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+        self.starts += 1
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def terminate(self, timeout: float) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def cleanup(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)

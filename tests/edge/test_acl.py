@@ -11,86 +11,44 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from edge.agent import Agent
-from edge.config import load_config
-from tests.edge.helpers import SITE, Collector, agent_toml, need_mosquitto
-from tests.servers import MosquittoServer
-
-ACL = """
-user st1
-topic write siltwatch/v1/site1/st1/#
-
-user ingest
-topic read siltwatch/v1/#
-"""
-USERS = {"st1": "st1-secret", "ingest": "ingest-secret"}
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[MosquittoServer]:
-    need_mosquitto()
-    server = MosquittoServer(tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=False)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def run_agent(config_path: Path, seconds: float) -> Agent:
-    agent = Agent(load_config(config_path))
-    thread = threading.Thread(target=agent.run, name="agent")
-    thread.start()
-    try:
-        time.sleep(seconds)
-    finally:
-        agent.stop()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
-    return agent
+from tests.edge.helpers import (
+    SITE,
+    Collector,
+    run_agent,
+    station_broker,
+    station_config,
+)
 
 
 @pytest.mark.integration
 def test_publishing_another_stations_topic_is_refused_logged_and_quarantined(
-    tmp_path: Path, broker: MosquittoServer, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     outbox = tmp_path / "outbox.sqlite"
-    config = tmp_path / "agent.toml"
-    config.write_text(
-        agent_toml(
+    with station_broker(tmp_path / "mosquitto", persistence=False) as broker:
+        config = station_config(
+            tmp_path,
+            broker.port,
             outbox=outbox,
-            port=broker.port,
             station="st2",
-            username="st1",
-            password=USERS["st1"],
             sensors=2,
             interval_s=0.1,
             drain_timeout_s=2.0,
         )
-    )
-    spy = Collector(
-        broker.host,
-        broker.port,
-        f"siltwatch/v1/{SITE}/#",
-        username="ingest",
-        password=USERS["ingest"],
-        client_id="spy",
-    )
-    try:
-        assert spy.subscribed.wait(5)
-        with caplog.at_level(logging.INFO):
-            agent = run_agent(config, 1.5)
-        time.sleep(0.3)
-        seen = spy.counts()
-    finally:
-        spy.close()
+        spy = Collector(broker, f"siltwatch/v1/{SITE}/#", client_id="spy")
+        try:
+            assert spy.subscribed.wait(5)
+            with caplog.at_level(logging.INFO):
+                agent = run_agent(config, 1.5)
+            time.sleep(0.3)
+            seen = spy.counts()
+        finally:
+            spy.close()
 
     stats = agent.publisher.stats
     assert stats.acked_readings == 0

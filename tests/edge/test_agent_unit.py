@@ -16,7 +16,7 @@ from edge.config import AgentConfig, load_config
 from edge.health import HealthProbe, cpu_temp_c
 from edge.outbox import Outbox
 from edge.publisher import Publisher
-from hardware.base import Sample, SensorReadError
+from hardware.base import Driver, Sample, SensorReadError
 from siltwatch import backoff
 from siltwatch.configerrors import ConfigError
 from siltwatch.schema import QualityFlag, Reading, ReadingBatch
@@ -45,12 +45,15 @@ def config(tmp_path: Path, **kw: object) -> AgentConfig:
     return load_config(path)
 
 
+def fake_agent(cfg: AgentConfig, clock: ManualClock, drivers: dict[str, Driver]) -> Agent:
+    """An agent on ``clock`` (synced once it reads a plausible year) with these drivers."""
+    return Agent(cfg, clock, clock_sync=ClockSync(clock, "year"), drivers=drivers)
+
+
 def test_readings_before_clock_sync_keep_their_time_and_are_flagged(tmp_path: Path) -> None:
     clock = ManualClock(datetime(1970, 1, 1, 0, 1, tzinfo=UTC))  # Pi booted without RTC
     cfg = config(tmp_path, sensors=1)
-    agent = Agent(
-        cfg, clock, clock_sync=ClockSync(clock, "year"), drivers={"s0": FakeDriver([1.0, 2.0])}
-    )
+    agent = fake_agent(cfg, clock, {"s0": FakeDriver([1.0, 2.0])})
     box = Outbox(cfg.outbox.path)
     agent.sample_once("s0", box)
     clock.set_wall(T0)  # NTP steps the clock
@@ -63,9 +66,7 @@ def test_readings_before_clock_sync_keep_their_time_and_are_flagged(tmp_path: Pa
 def test_failed_read_stores_nothing_and_consumes_no_seq(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     cfg = config(tmp_path, sensors=1)
-    agent = Agent(
-        cfg, clock, clock_sync=ClockSync(clock, "year"), drivers={"s0": FakeDriver([None, 5.0])}
-    )
+    agent = fake_agent(cfg, clock, {"s0": FakeDriver([None, 5.0])})
     box = Outbox(cfg.outbox.path)
     assert agent.sample_once("s0", box) is None
     assert agent.sample_once("s0", box) == 0
@@ -204,12 +205,7 @@ def test_a_driver_that_cannot_open_fails_only_its_sensor(tmp_path: Path) -> None
 
     clock = ManualClock(T0)
     cfg = config(tmp_path, sensors=2)
-    agent = Agent(
-        cfg,
-        clock,
-        clock_sync=ClockSync(clock, "year"),
-        drivers={"s0": LazyDriver("s0", build), "s1": FakeDriver([1.0])},
-    )
+    agent = fake_agent(cfg, clock, {"s0": LazyDriver("s0", build), "s1": FakeDriver([1.0])})
     box = Outbox(cfg.outbox.path)
     assert agent.sample_once("s0", box) is None  # bus missing: a read error, not a crash
     assert agent.sample_once("s1", box) == 0  # the other sensor is unaffected
@@ -221,12 +217,7 @@ def test_a_driver_that_cannot_open_fails_only_its_sensor(tmp_path: Path) -> None
 def test_non_finite_values_are_not_stored(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     cfg = config(tmp_path, sensors=1)
-    agent = Agent(
-        cfg,
-        clock,
-        clock_sync=ClockSync(clock, "year"),
-        drivers={"s0": FakeDriver([float("nan"), 3.0])},
-    )
+    agent = fake_agent(cfg, clock, {"s0": FakeDriver([float("nan"), 3.0])})
     box = Outbox(cfg.outbox.path)
     assert agent.sample_once("s0", box) is None
     assert agent.sample_once("s0", box) == 0
@@ -249,12 +240,7 @@ def test_a_row_the_wire_schema_rejects_is_quarantined_not_blocking(tmp_path: Pat
 def test_evictions_at_the_cap_are_reported_as_dropped_in_health(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     cfg = config(tmp_path, sensors=1, max_readings=10)
-    agent = Agent(
-        cfg,
-        clock,
-        clock_sync=ClockSync(clock, "year"),
-        drivers={"s0": FakeDriver([float(i) for i in range(15)])},
-    )
+    agent = fake_agent(cfg, clock, {"s0": FakeDriver([float(i) for i in range(15)])})
     box = Outbox(cfg.outbox.path, cfg.outbox.max_readings)
     for _ in range(15):
         agent.sample_once("s0", box)

@@ -10,10 +10,6 @@ and the outbox must be empty.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,65 +17,14 @@ from pathlib import Path
 import pytest
 
 from edge.outbox import Outbox
-from tests.edge.helpers import SITE, Collector, agent_toml, need_mosquitto
+from tests.edge.helpers import AgentProcess, Collector, station_broker, station_config
 from tests.servers import MosquittoServer
-
-REPO = Path(__file__).resolve().parents[2]
-ACL = """
-user st1
-topic write siltwatch/v1/site1/st1/#
-
-user ingest
-topic read siltwatch/v1/#
-"""
-USERS = {"st1": "st1-secret", "ingest": "ingest-secret"}
-
-
-class AgentProcess:
-    """``python -m edge --config FILE`` as a child process we can SIGKILL."""
-
-    def __init__(self, config: Path, log: Path) -> None:
-        self.config = config
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "edge", "--config", str(self.config)],
-                cwd=REPO,
-                stdout=out,
-                stderr=out,
-                env={**os.environ, "PYTHONPATH": str(REPO)},
-            )
-        self.starts += 1
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=10)
-
-    def terminate(self, timeout: float) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=timeout)
-
-    def cleanup(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[MosquittoServer]:
-    need_mosquitto()
-    server = MosquittoServer(tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=True)
-    server.start()
-    try:
+    with station_broker(tmp_path / "mosquitto", persistence=True) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.integration
@@ -87,23 +32,8 @@ def test_no_reading_lost_or_duplicated_through_outages_and_sigkill(
     tmp_path: Path, broker: MosquittoServer
 ) -> None:
     outbox_path = tmp_path / "outbox.sqlite"
-    config = tmp_path / "agent.toml"
-    config.write_text(
-        agent_toml(
-            outbox=outbox_path,
-            port=broker.port,
-            username="st1",
-            password=USERS["st1"],
-            interval_s=0.05,
-        )
-    )
-    collector = Collector(
-        broker.host,
-        broker.port,
-        f"siltwatch/v1/{SITE}/st1/+/reading",
-        username="ingest",
-        password=USERS["ingest"],
-    )
+    config = station_config(tmp_path, broker.port, outbox=outbox_path, interval_s=0.05)
+    collector = Collector(broker)
     agent = AgentProcess(config, tmp_path / "agent.log")
     started = time.monotonic()
     try:

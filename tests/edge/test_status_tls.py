@@ -10,11 +10,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,20 +20,17 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
-from edge.agent import Agent
-from edge.config import load_config
-from tests.edge.helpers import SITE, Collector, agent_toml, need_mosquitto
+from tests.edge.helpers import (
+    SITE,
+    USERS,
+    AgentProcess,
+    Collector,
+    run_agent,
+    station_broker,
+    station_config,
+)
 from tests.servers import MosquittoServer
 
-REPO = Path(__file__).resolve().parents[2]
-USERS = {"st1": "st1-secret", "ingest": "ingest-secret"}
-ACL = """
-user st1
-topic write siltwatch/v1/site1/st1/#
-
-user ingest
-topic read siltwatch/v1/#
-"""
 STATUS = f"siltwatch/v1/{SITE}/st1/status"
 
 
@@ -76,95 +69,56 @@ def wait_for_state(server: MosquittoServer, state: str, timeout: float = 10.0) -
 
 @pytest.mark.integration
 def test_retained_online_status_with_health_then_last_will_offline(tmp_path: Path) -> None:
-    need_mosquitto()
-    server = MosquittoServer(tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=False)
-    server.start()
-    config = tmp_path / "agent.toml"
-    config.write_text(
-        agent_toml(
-            outbox=tmp_path / "o.sqlite",
-            port=server.port,
-            username="st1",
-            password=USERS["st1"],
-            sensors=1,
-            interval_s=0.2,
+    with station_broker(tmp_path / "mosquitto", persistence=False) as server:
+        config = station_config(
+            tmp_path, server.port, outbox=tmp_path / "o.sqlite", sensors=1, interval_s=0.2
         )
-    )
-    cmd = [sys.executable, "-m", "edge", "--config", str(config)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    log = (tmp_path / "agent.log").open("wb")
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=log, env=env)
-    try:
-        online = wait_for_state(server, "online")
-        assert online["station"] == "st1" and online["config_version"] == "test-1"
-        assert online["firmware"].startswith("siltwatch-edge")
-        health = online["health"]
-        assert health["clock_synced"] is True and health["dropped"] == 0
-        # What the agent measured, checked against the machine: the free space of
-        # the file system its outbox is on (tmp_path; other writers may move it a
-        # little meanwhile), and a backlog of at most the readings it has sampled.
-        free_mb = shutil.disk_usage(tmp_path).free / 1e6
-        assert abs(health["disk_free_mb"] - free_mb) <= max(64.0, 0.02 * free_mb), health
-        assert 0 <= health["backlog"] <= (time.monotonic() - started) / 0.2 + 1, health
+        agent = AgentProcess(config, tmp_path / "agent.log")
+        started = time.monotonic()
+        agent.start()
+        try:
+            online = wait_for_state(server, "online")
+            assert online["station"] == "st1" and online["config_version"] == "test-1"
+            assert online["firmware"].startswith("siltwatch-edge")
+            health = online["health"]
+            assert health["clock_synced"] is True and health["dropped"] == 0
+            # What the agent measured, checked against the machine: the free space of
+            # the file system its outbox is on (tmp_path; other writers may move it a
+            # little meanwhile), and a backlog of at most the readings it has sampled.
+            free_mb = shutil.disk_usage(tmp_path).free / 1e6
+            assert abs(health["disk_free_mb"] - free_mb) <= max(64.0, 0.02 * free_mb), health
+            assert 0 <= health["backlog"] <= (time.monotonic() - started) / 0.2 + 1, health
 
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        offline = wait_for_state(server, "offline")
-        assert offline["station"] == "st1"
+            agent.kill()
+            offline = wait_for_state(server, "offline")
+            assert offline["station"] == "st1"
 
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=log, env=env)
-        wait_for_state(server, "online")
-        proc.send_signal(signal.SIGTERM)  # a clean stop says offline itself
-        assert proc.wait(timeout=30) == 0
-        wait_for_state(server, "offline")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
-        server.stop()
+            agent.start()
+            wait_for_state(server, "online")
+            # a clean stop says offline itself
+            assert agent.terminate(timeout=30) == 0
+            wait_for_state(server, "offline")
+        finally:
+            agent.cleanup()
 
 
 @pytest.mark.integration
 def test_username_password_over_tls(tmp_path: Path) -> None:
-    need_mosquitto()
-    server = MosquittoServer(
-        tmp_path / "mosquitto", users=USERS, acl=ACL, persistence=False, tls=True
-    )
-    server.start()
-    try:
+    with station_broker(tmp_path / "mosquitto", persistence=False, tls=True) as server:
         assert server.ca_path is not None
-        extra = f'tls_ca = "{server.ca_path}"'
-        config = tmp_path / "agent.toml"
-        config.write_text(
-            agent_toml(
-                outbox=tmp_path / "o.sqlite",
-                port=server.tls_port,
-                username="st1",
-                password=USERS["st1"],
-                sensors=2,
-                interval_s=0.1,
-                extra_broker=extra,
-                drain_timeout_s=5,
-            )
+        config = station_config(
+            tmp_path,
+            server.tls_port,
+            outbox=tmp_path / "o.sqlite",
+            sensors=2,
+            interval_s=0.1,
+            extra_broker=f'tls_ca = "{server.ca_path}"',
+            drain_timeout_s=5,
         )
-        collector = Collector(
-            server.host,
-            server.port,
-            f"siltwatch/v1/{SITE}/st1/+/reading",
-            username="ingest",
-            password=USERS["ingest"],
-            client_id="tls-c",
-        )
+        collector = Collector(server, client_id="tls-c")
         try:
             assert collector.subscribed.wait(5)
-            agent = Agent(load_config(config))
-            thread = threading.Thread(target=agent.run)
-            thread.start()
-            time.sleep(1.5)
-            agent.stop()
-            thread.join(30)
+            agent = run_agent(config, 1.5)
             time.sleep(0.3)
             got = collector.counts()
         finally:
@@ -172,5 +126,3 @@ def test_username_password_over_tls(tmp_path: Path) -> None:
         assert agent.publisher.stats.connects >= 1
         assert agent.publisher.stats.acked_readings > 0
         assert {sensor for sensor, _ in got} == {"s0", "s1"}
-    finally:
-        server.stop()

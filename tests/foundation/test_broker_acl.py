@@ -50,13 +50,11 @@ READING = "siltwatch/v1/{site}/{station}/turb/reading"
 def broker() -> Iterator[MosquittoServer]:
     require_server("mosquitto", MosquittoServer.available())
     acl = acl_text(SITES, OPERATORS, command="siltwatch broker-acl (test)")
-    with tempfile.TemporaryDirectory(prefix="siltwatch-broker-acl-") as tmp:
-        server = MosquittoServer(Path(tmp), users=USERS, acl=acl, persistence=False)
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
+    with (
+        tempfile.TemporaryDirectory(prefix="siltwatch-broker-acl-") as tmp,
+        MosquittoServer(Path(tmp), users=USERS, acl=acl, persistence=False) as server,
+    ):
+        yield server
 
 
 @pytest.fixture

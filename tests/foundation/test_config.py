@@ -48,6 +48,20 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def _lake_george(tmp_path: Path, old: str, new: str) -> Path:
+    """The Lake George example with its first ``old`` replaced by ``new``."""
+    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
+    assert old in text, old
+    return _write(tmp_path, text.replace(old, new, 1))
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of the ConfigError that loading ``path`` must raise."""
+    with pytest.raises(ConfigError) as info:
+        load_site(path)
+    return info.value.lines
+
+
 FIVE_MISTAKES = """
 [site]
 id = "bad-site"
@@ -92,9 +106,7 @@ shape = { bottom_length_ft = 20.0, bottom_width_ft = 10.0, side_slope = 2.0, dep
 
 def test_five_mistakes_give_five_precise_lines(tmp_path: Path) -> None:
     path = _write(tmp_path, FIVE_MISTAKES)
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    lines = info.value.lines
+    lines = _lines(path)
     assert len(lines) == 5, lines
     assert all(line.startswith(f"{path}: ") for line in lines)
     expected = [
@@ -129,35 +141,26 @@ id = "a"
   intervall_s = 300
 """,
     )
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    text = "\n".join(info.value.lines)
+    text = "\n".join(_lines(path))
     assert "stations[0].sensors[1].id: duplicate sensor id 'x'" in text
     assert "stations[0].sensors[1].intervall_s: is not a known key" in text
     assert "stations[0].sensors[1].interval_s: is required but missing" in text
 
 
 def test_narrative_standard_requires_a_site_limit(tmp_path: Path) -> None:
-    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
-    path = _write(tmp_path, text.replace("limit = { over_background_ntu = 25 }", ""))
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    (line,) = info.value.lines
+    path = _lake_george(tmp_path, "limit = { over_background_ntu = 25 }", "")
+    (line,) = _lines(path)
     assert "turbidity_pairs[0].limit: is required" in line
     assert "Lake George §148-9 B" in line
 
 
 def test_bad_limit_shape_and_toml_syntax(tmp_path: Path) -> None:
-    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
-    path = _write(tmp_path, text.replace("over_background_ntu = 25", "over_backgrund_ntu = 25"))
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    assert "turbidity_pairs[0].limit" in info.value.lines[0]
-    assert "over_backgrund_ntu" in info.value.lines[0]
+    path = _lake_george(tmp_path, "over_background_ntu = 25", "over_backgrund_ntu = 25")
+    first = _lines(path)[0]
+    assert "turbidity_pairs[0].limit" in first
+    assert "over_backgrund_ntu" in first
     path.write_text("[site\nid=1", encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    assert "is not valid TOML" in info.value.lines[0]
+    assert "is not valid TOML" in _lines(path)[0]
     with pytest.raises(ConfigError, match="file not found"):
         load_site(tmp_path / "nope.toml")
 
@@ -182,32 +185,78 @@ def test_contract_sites_load_with_their_areas(name: str) -> None:
             assert site.site.disturbed_acres == 1.6
 
 
-def _lake_george(tmp_path: Path, old: str, new: str) -> Path:
-    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
-    assert old in text, old
-    return _write(tmp_path, text.replace(old, new, 1))
+ONE_MISTAKE = [
+    # ``nan`` NTU is never exceeded: the legally required alert would never fire.
+    pytest.param(
+        "over_background_ntu = 25",
+        "over_background_ntu = nan",
+        "turbidity_pairs[0].limit.over_background_ntu: expected a finite number, "
+        f"got nan {NOT_FINITE}",
+        id="nan-turbidity-limit",
+    ),
+    pytest.param(
+        "travel_time_s = 120",
+        "travel_time_s = inf",
+        f"turbidity_pairs[0].travel_time_s: expected a finite number, got inf {NOT_FINITE}",
+        id="infinite-travel-time",
+    ),
+    # A newline in an address would let the file add mail headers to every alert.
+    pytest.param(
+        'email = "stormwater.officer@example.org"',
+        'email = "stormwater.officer@example.org\\nBcc: all@example.net"',
+        "contacts[1].email: expected an email address (e.g. 'officer@town.example.org'), "
+        "got 'stormwater.officer@example.org\\nBcc: all@example.net': it contains '\\n'; "
+        "a control character such as a newline could inject mail headers",
+        id="email-with-a-newline",
+    ),
+    # Names go into mail headers (``To: Sam Okafor <...>``): a CR or LF there forges headers.
+    pytest.param(
+        'name = "Sam Okafor"',
+        'name = "Sam\\rOkafor"',
+        "contacts[1].name: must not contain control characters such as newlines, "
+        "got 'Sam\\rOkafor' (has '\\r')",
+        id="contact-name-with-a-control-character",
+    ),
+    # Overdue inspections go to the officer; with none, the law's escalation goes nowhere.
+    pytest.param(
+        'role = "officer"',
+        'role = "qualified_inspector"',
+        'contacts: no contact has role "officer"; the ny-lake-george rules send overdue '
+        "inspections and critical turbidity, drain-time and sediment-trap alerts to the town's "
+        'officer (add one: [[contacts]] with role = "officer" and an email or phone)',
+        id="no-officer",
+    ),
+    pytest.param(
+        'email = "stormwater.officer@example.org"\nphone = "+15185550199"',
+        "",
+        "contacts[1]: an officer needs an email or a phone: alerts reach the officer "
+        "only through them",
+        id="officer-nobody-can-reach",
+    ),
+    pytest.param(
+        'id = "pad-b"',
+        'id = "north-cut"',
+        "areas[1].id: duplicate area id 'north-cut' (also at areas[0])",
+        id="duplicate-area-ids",
+    ),
+    pytest.param(
+        "interval_s = 60",
+        "interval_s = 60\nmin_value = 5\nmax_value = 5",
+        "stations[0].sensors[0]: min_value (5) must be below max_value (5): otherwise "
+        "every reading is out of range",
+        id="sensor-range-that-excludes-every-reading",
+    ),
+]
 
 
-def _lines(path: Path) -> list[str]:
-    with pytest.raises(ConfigError) as info:
-        load_site(path)
-    return info.value.lines
-
-
-def test_nan_in_a_turbidity_limit_is_refused_with_its_key_path(tmp_path: Path) -> None:
-    """``nan`` NTU is never exceeded: the legally required alert would never fire."""
-    path = _lake_george(tmp_path, "over_background_ntu = 25", "over_background_ntu = nan")
-    assert _lines(path) == [
-        f"{path}: turbidity_pairs[0].limit.over_background_ntu: expected a finite number, "
-        f"got nan {NOT_FINITE}"
-    ]
-
-
-def test_infinite_travel_time_is_refused(tmp_path: Path) -> None:
-    path = _lake_george(tmp_path, "travel_time_s = 120", "travel_time_s = inf")
-    assert _lines(path) == [
-        f"{path}: turbidity_pairs[0].travel_time_s: expected a finite number, got inf {NOT_FINITE}"
-    ]
+@pytest.mark.parametrize(("old", "new", "line"), ONE_MISTAKE)
+def test_one_mistake_is_refused_with_its_key_path(
+    tmp_path: Path, old: str, new: str, line: str
+) -> None:
+    """The Lake George example with ``old`` replaced by ``new``: exactly one line, naming
+    the file and the key."""
+    path = _lake_george(tmp_path, old, new)
+    assert _lines(path) == [f"{path}: {line}"]
 
 
 def test_non_finite_rule_override_and_area_are_each_reported_once(tmp_path: Path) -> None:
@@ -219,20 +268,6 @@ def test_non_finite_rule_override_and_area_are_each_reported_once(tmp_path: Path
         f"{path}: rule_overrides.turbidity.window_s: expected a finite number, got nan "
         f"{NOT_FINITE}",
         f"{path}: rule_overrides.drain.limit_h.dry_well: expected a number > 0, got 0",
-    ]
-
-
-def test_email_with_a_newline_is_refused(tmp_path: Path) -> None:
-    """A newline in an address would let the file add mail headers to every alert."""
-    path = _lake_george(
-        tmp_path,
-        'email = "stormwater.officer@example.org"',
-        'email = "stormwater.officer@example.org\\nBcc: all@example.net"',
-    )
-    assert _lines(path) == [
-        f"{path}: contacts[1].email: expected an email address (e.g. 'officer@town.example.org'), "
-        "got 'stormwater.officer@example.org\\nBcc: all@example.net': it contains '\\n'; "
-        "a control character such as a newline could inject mail headers"
     ]
 
 
@@ -268,55 +303,9 @@ def test_phone_that_is_not_e164_is_refused(tmp_path: Path, phone: str) -> None:
     ]
 
 
-def test_contact_name_with_a_control_character_is_refused(tmp_path: Path) -> None:
-    """Names go into mail headers (``To: Sam Okafor <...>``): a CR or LF there forges headers."""
-    path = _lake_george(tmp_path, 'name = "Sam Okafor"', 'name = "Sam\\rOkafor"')
-    assert _lines(path) == [
-        f"{path}: contacts[1].name: must not contain control characters such as newlines, "
-        "got 'Sam\\rOkafor' (has '\\r')"
-    ]
-
-
-def test_a_site_without_an_officer_is_refused(tmp_path: Path) -> None:
-    """Overdue inspections go to the officer; with none, the law's escalation goes nowhere."""
-    path = _lake_george(tmp_path, 'role = "officer"', 'role = "qualified_inspector"')
-    assert _lines(path) == [
-        f'{path}: contacts: no contact has role "officer"; the ny-lake-george rules send overdue '
-        "inspections and critical turbidity, sediment-trap and drain-time alerts to the town's "
-        'officer (add one: [[contacts]] with role = "officer" and an email or phone)'
-    ]
-
-
-def test_an_officer_nobody_can_reach_is_refused(tmp_path: Path) -> None:
-    path = _lake_george(
-        tmp_path, 'email = "stormwater.officer@example.org"\nphone = "+15185550199"', ""
-    )
-    assert _lines(path) == [
-        f"{path}: contacts[1]: an officer needs an email or a phone: alerts reach the officer "
-        "only through them"
-    ]
-
-
 def test_a_site_without_rule_packs_needs_no_officer(tmp_path: Path) -> None:
     path = _write(tmp_path, '[site]\nid = "bare"\n')
     assert load_site(path).contacts == []
-
-
-def test_duplicate_area_ids_are_refused(tmp_path: Path) -> None:
-    path = _lake_george(tmp_path, 'id = "pad-b"', 'id = "north-cut"')
-    assert _lines(path) == [
-        f"{path}: areas[1].id: duplicate area id 'north-cut' (also at areas[0])"
-    ]
-
-
-def test_sensor_range_that_excludes_every_reading_is_refused(tmp_path: Path) -> None:
-    path = _lake_george(
-        tmp_path, "interval_s = 60", "interval_s = 60\nmin_value = 5\nmax_value = 5"
-    )
-    assert _lines(path) == [
-        f"{path}: stations[0].sensors[0]: min_value (5) must be below max_value (5): otherwise "
-        "every reading is out of range"
-    ]
 
 
 def test_a_model_built_without_load_site_refuses_nan_too() -> None:

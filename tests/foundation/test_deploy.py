@@ -30,15 +30,12 @@ USERS = {
 @pytest.fixture(scope="module")
 def broker() -> Iterator[MosquittoServer]:
     require_server("mosquitto", MosquittoServer.available())
-    with tempfile.TemporaryDirectory(prefix="siltwatch-deploy-") as tmp:
-        server = MosquittoServer(
-            Path(tmp), users=USERS, acl=(DEPLOY / "mosquitto" / "acl").read_text()
-        )
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
+    acl = (DEPLOY / "mosquitto" / "acl").read_text()
+    with (
+        tempfile.TemporaryDirectory(prefix="siltwatch-deploy-") as tmp,
+        MosquittoServer(Path(tmp), users=USERS, acl=acl) as server,
+    ):
+        yield server
 
 
 @pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import given
@@ -19,27 +20,31 @@ F32_ABCD = [0x4148, 0x0000]
 F32_CDAB = [0x0000, 0x4148]
 
 
-def sensor(
-    port: int, field: str, registers: dict[str, RegisterField], timeout_s: float = 1.0
-) -> ModbusSensor:
-    params = ModbusParams(
-        transport="tcp",
-        port=port,
-        device_id=1,
-        timeout_s=timeout_s,
-        retries=0,
-        registers=registers,
-        field=field,
-    )
-    return ModbusSensor(params)
-
-
 REGS = {
     "level_abcd": RegisterField(address=0, datatype="float32", unit="m"),
     "level_cdab": RegisterField(address=2, datatype="float32", word_order="little", unit="m"),
     "temp": RegisterField(address=4, datatype="int16", scale=0.1, unit="degC"),
     "missing": RegisterField(address=40, datatype="uint16", unit="count"),
 }
+
+
+@contextmanager
+def sensor(port: int, field: str, timeout_s: float = 1.0) -> Iterator[ModbusSensor]:
+    """A Modbus TCP sensor reading ``field`` of :data:`REGS` at device 1; closed on exit."""
+    params = ModbusParams(
+        transport="tcp",
+        port=port,
+        device_id=1,
+        timeout_s=timeout_s,
+        retries=0,
+        registers=REGS,
+        field=field,
+    )
+    drv = ModbusSensor(params)
+    try:
+        yield drv
+    finally:
+        drv.close()
 
 
 @pytest.fixture(scope="module")
@@ -50,74 +55,53 @@ def server() -> Iterator[PymodbusServer]:
 
 
 def test_float32_big_endian_word_order(server: PymodbusServer) -> None:
-    drv = sensor(server.port, "level_abcd", REGS)
-    try:
+    with sensor(server.port, "level_abcd") as drv:
         sample = drv.read()
-    finally:
-        drv.close()
     assert (sample.value, sample.unit) == (12.5, "m")
 
 
 def test_float32_little_endian_word_order(server: PymodbusServer) -> None:
-    drv = sensor(server.port, "level_cdab", REGS)
-    try:
+    with sensor(server.port, "level_cdab") as drv:
         assert drv.read().value == 12.5
         # the same registers read with the wrong word order are a different number
         wrong = RegisterField(address=2, datatype="float32", unit="m")
         assert decode(drv.read_registers(), wrong) != 12.5
-    finally:
-        drv.close()
 
 
 def test_scaled_signed_int16(server: PymodbusServer) -> None:
-    drv = sensor(server.port, "temp", REGS)
-    try:
+    with sensor(server.port, "temp") as drv:
         sample = drv.read()
-    finally:
-        drv.close()
     assert sample.value == pytest.approx(-12.3) and sample.raw == float((-123) & 0xFFFF)
 
 
 def test_exception_response_is_a_read_error(server: PymodbusServer) -> None:
-    drv = sensor(server.port, "missing", REGS)
-    try:
-        with pytest.raises(SensorReadError, match="exception response"):
+    with (
+        sensor(server.port, "missing") as drv,
+        pytest.raises(SensorReadError, match="exception response"),
+    ):
+        drv.read()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [None, b"\xde\xad\xbe\xef garbage \x00\x01"],
+    ids=["never-answers-times-out", "answers-garbage"],
+)
+def test_a_device_that_does_not_answer_modbus_is_a_read_error(reply: bytes | None) -> None:
+    with RawTcpServer(reply=reply) as device:
+        with (
+            sensor(device.port, "level_abcd", timeout_s=0.3) as drv,
+            pytest.raises(SensorReadError),
+        ):
             drv.read()
-    finally:
-        drv.close()
-
-
-def test_a_device_that_never_answers_times_out() -> None:
-    with RawTcpServer(reply=None) as silent:
-        drv = sensor(silent.port, "level_abcd", REGS, timeout_s=0.3)
-        try:
-            with pytest.raises(SensorReadError):
-                drv.read()
-        finally:
-            drv.close()
-        assert silent.requests >= 1
-
-
-def test_a_device_that_answers_garbage_is_a_read_error() -> None:
-    with RawTcpServer(reply=b"\xde\xad\xbe\xef garbage \x00\x01") as liar:
-        drv = sensor(liar.port, "level_abcd", REGS, timeout_s=0.3)
-        try:
-            with pytest.raises(SensorReadError):
-                drv.read()
-        finally:
-            drv.close()
-        assert liar.requests >= 1
+        assert device.requests >= 1
 
 
 def test_nobody_listening_is_a_read_error() -> None:
     with RawTcpServer(reply=None) as gone:
         port = gone.port
-    drv = sensor(port, "level_abcd", REGS, timeout_s=0.3)
-    try:
-        with pytest.raises(SensorReadError):
-            drv.read()
-    finally:
-        drv.close()
+    with sensor(port, "level_abcd", timeout_s=0.3) as drv, pytest.raises(SensorReadError):
+        drv.read()
 
 
 def test_yosemitech_map_decodes_dcba_floats() -> None:

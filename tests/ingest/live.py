@@ -19,8 +19,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
@@ -30,7 +32,7 @@ from analytics.events import SensorReading
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import reading_topic
-from tests.conftest import require_server
+from tests.conftest import BrokerInfo, require_server
 from tests.servers import MosquittoServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,6 +122,20 @@ def batch_messages(
     return out
 
 
+def alert_key(a: dict[str, Any]) -> tuple[Any, ...]:
+    """What must be the same in an alert (as JSON) however its readings arrived."""
+    return (
+        a["id"], a["kind"], a["subject"], a["severity"], a["opened_at"], a["resolved_at"],
+        tuple((e["at"], e["severity"]) for e in a["escalations"]),
+    )  # fmt: skip
+
+
+def duty_key(d: dict[str, Any]) -> tuple[Any, ...]:
+    """What must be the same in a duty (as JSON) however its readings arrived."""
+    return (d["id"], d["kind"], d["reason"], d["subject"], d["created_at"], d["due_at"],
+            d["completed_at"])  # fmt: skip
+
+
 # A service account and a station account that may write anywhere under siltwatch/.
 SERVICE_USERS = {"ingest": "ingest-pw", "station": "station-pw"}
 SERVICE_ACL = """
@@ -146,15 +162,68 @@ def loopback_broker(
     """
     require_server("mosquitto", MosquittoServer.available())
     workdir = Path(tempfile.mkdtemp(prefix=prefix))
-    server = MosquittoServer(
-        workdir, users=users, acl=acl, tls=tls, extra_config=BROKER_CONFIG, log_types=log_types
-    )
-    server.start()
     try:
-        yield server
+        with MosquittoServer(
+            workdir, users=users, acl=acl, tls=tls, extra_config=BROKER_CONFIG, log_types=log_types
+        ) as server:
+            yield server
     finally:
-        server.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def password_file(work: Path, password: str) -> Path:
+    """``work/pw`` holding ``password``: what ``--password-file`` reads."""
+    secret = work / "pw"
+    secret.write_text(password, encoding="utf-8")
+    return secret
+
+
+def serve_lake_george(
+    broker: BrokerInfo, work: Path, db: Path, client_id: str, *extra: str
+) -> subprocess.Popen[str]:
+    """``siltwatch serve`` of the Lake George example on the session broker as ``ingest``,
+    its own ``client_id`` (the shared broker keeps other tests' sessions' queues), its
+    output on ``stdout``; stop it with :func:`interrupt`."""
+    secret = password_file(work, broker.users["ingest"])
+    return subprocess.Popen(
+        [
+            sys.executable, "-m", "siltwatch.cli", "serve",
+            "--site", str(EXAMPLES / "lake-george-site.toml"),
+            "--broker", f"mqtt://{broker.host}:{broker.port}",
+            "--username", "ingest", "--password-file", str(secret),
+            "--db", str(db),
+            "--alert-log", str(work / "alerts.jsonl"),
+            "--client-id", client_id,
+            "--tick-s", "0.2",
+            *extra,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+
+
+def interrupt(proc: subprocess.Popen[str]) -> str:
+    """Ctrl-C (SIGINT), as an operator stops it; the rest of its output."""
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=20)
+    return rest
+
+
+@contextmanager
+def admin_client(broker: BrokerInfo, client_id: str) -> Iterator[mqtt.Client]:
+    """An MQTT client logged in as ``admin`` on the session broker, its network loop
+    running; stopped and disconnected on exit."""
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
+    pub.username_pw_set("admin", broker.users["admin"])
+    pub.connect(broker.host, broker.port)
+    pub.loop_start()
+    try:
+        yield pub
+    finally:
+        pub.loop_stop()
+        pub.disconnect()
 
 
 class ServeProcess:

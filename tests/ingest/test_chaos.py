@@ -42,7 +42,9 @@ from tests.ingest.live import (
     SERVICE_USERS,
     Publisher,
     ServeProcess,
+    alert_key,
     batch_messages,
+    duty_key,
     loopback_broker,
     reading_messages,
 )
@@ -142,18 +144,6 @@ def replay_outputs(readings: list[SensorReading], work: Path) -> tuple[list[Any]
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return load_jsonl(alerts), load_jsonl(duties)
-
-
-def alert_key(a: dict[str, Any]) -> tuple[Any, ...]:
-    return (
-        a["id"], a["kind"], a["subject"], a["severity"], a["opened_at"], a["resolved_at"],
-        tuple((e["at"], e["severity"]) for e in a["escalations"]),
-    )  # fmt: skip
-
-
-def duty_key(d: dict[str, Any]) -> tuple[Any, ...]:
-    return (d["id"], d["kind"], d["reason"], d["subject"], d["created_at"], d["due_at"],
-            d["completed_at"])  # fmt: skip
 
 
 @pytest.mark.integration

@@ -22,7 +22,7 @@ from ingest.service import LATE_PREFIX, IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import inspections_topic
-from tests.ingest.live import EXAMPLES, Outgoing, reading_messages
+from tests.ingest.live import EXAMPLES, Outgoing, alert_key, duty_key, reading_messages
 
 SITE = load_site(EXAMPLES / "lake-george-site.toml")
 SITE_ID = SITE.site.id
@@ -40,17 +40,6 @@ def expected() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         [alert_key(a.model_dump(mode="json")) for a in result.alerts],
         [duty_key(d.model_dump(mode="json")) for d in result.duties],
     )
-
-
-def alert_key(a: dict[str, Any]) -> tuple[Any, ...]:
-    return (
-        a["id"], a["kind"], a["subject"], a["severity"], a["opened_at"], a["resolved_at"],
-        tuple((e["at"], e["severity"]) for e in a["escalations"]),
-    )  # fmt: skip
-
-
-def duty_key(d: dict[str, Any]) -> tuple[Any, ...]:
-    return (d["id"], d["reason"], d["created_at"], d["due_at"], d["completed_at"])
 
 
 def live(store: SqliteStore, arrivals: list[tuple[int, Outgoing]]) -> IngestService:

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import paho.mqtt.client as mqtt
 import pytest
-from paho.mqtt.enums import CallbackAPIVersion
 
 from siltwatch.schema import reading_topic
 from tests.conftest import BrokerInfo
-from tests.ingest.test_service import EXAMPLES, T0, reading
+from tests.ingest.live import EXAMPLES, ROOT, admin_client, interrupt, serve_lake_george
+from tests.ingest.test_service import T0, reading
 from tests.servers import InfluxDBServer
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
@@ -25,39 +22,23 @@ def test_serve_mirrors_readings_into_influxdb(
     mosquitto: BrokerInfo, influxdb: InfluxDBServer, tmp_path: Path
 ) -> None:
     influxdb.create_database("serve")
-    secret = tmp_path / "pw"
-    secret.write_text(mosquitto.users["ingest"], encoding="utf-8")
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "siltwatch.cli", "serve",
-            "--site", str(EXAMPLES / "lake-george-site.toml"),
-            "--broker", f"mqtt://{mosquitto.host}:{mosquitto.port}",
-            "--username", "ingest", "--password-file", str(secret),
-            "--db", str(tmp_path / "site.sqlite3"),
-            "--alert-log", str(tmp_path / "alerts.jsonl"),
-            "--client-id", f"influx-serve-{tmp_path.name}",
-            "--tick-s", "0.2",
-            "--influx-url", influxdb.url, "--influx-db", "serve",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = serve_lake_george(
+        mosquitto,
+        tmp_path,
+        tmp_path / "site.sqlite3",
+        f"influx-serve-{tmp_path.name}",
+        "--influx-url", influxdb.url, "--influx-db", "serve",
     )  # fmt: skip
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith("mirroring to InfluxDB")
         assert "siltwatch serving site 'lg-route9n'" in proc.stdout.readline()
         time.sleep(1.0)  # let it subscribe
-        pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="serve-influx-pub")
-        pub.username_pw_set("admin", mosquitto.users["admin"])
-        pub.connect(mosquitto.host, mosquitto.port)
-        pub.loop_start()
-        topic = reading_topic("lg-route9n", "up-1", "turb-up")
-        for m in range(3):
-            pub.publish(topic, reading("turb-up", "up-1", m, 8.0 + m), qos=1).wait_for_publish(5)
-        pub.loop_stop()
-        pub.disconnect()
+        with admin_client(mosquitto, "serve-influx-pub") as pub:
+            topic = reading_topic("lg-route9n", "up-1", "turb-up")
+            for m in range(3):
+                info = pub.publish(topic, reading("turb-up", "up-1", m, 8.0 + m), qos=1)
+                info.wait_for_publish(5)
         deadline = time.monotonic() + 10
         values: list[list[object]] = []
         while time.monotonic() < deadline and len(values) < 3:
@@ -65,8 +46,7 @@ def test_serve_mirrors_readings_into_influxdb(
             values = result["results"][0].get("series", [{}])[0].get("values", [])
             time.sleep(0.1)
     finally:
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=20)
+        rest = interrupt(proc)
     assert proc.returncode == 0, rest
     assert values == [[T0 + m * 60_000, 8.0 + m] for m in range(3)]
 

@@ -83,6 +83,18 @@ def serves() -> Iterator[list[ServeProcess]]:
         serve.stop_quietly()
 
 
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """The store of the serve under test."""
+    return tmp_path / "site.sqlite3"
+
+
+@pytest.fixture
+def args(broker: MosquittoServer, tmp_path: Path, db: Path) -> list[str]:
+    """``serve`` arguments for that store, through the plain-text ``broker``."""
+    return serve_args(plain_url(broker), tmp_path, db)
+
+
 # --- helpers ----------------------------------------------------------------------------
 
 
@@ -311,10 +323,8 @@ def test_second_serve_for_the_site_refuses_and_the_first_keeps_ingesting(
 
 @pytest.mark.integration
 def test_second_serve_on_the_same_store_refuses_with_the_lock_holder(
-    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess]
+    tmp_path: Path, serves: list[ServeProcess], db: Path, args: list[str]
 ) -> None:
-    db = tmp_path / "site.sqlite3"
-    args = serve_args(plain_url(broker), tmp_path, db)
     first = start_serve(serves, args, tmp_path)
     assert first.proc is not None
 
@@ -327,10 +337,8 @@ def test_second_serve_on_the_same_store_refuses_with_the_lock_holder(
 
 @pytest.mark.integration
 def test_after_kill_9_the_last_will_clears_the_lease_and_a_new_serve_starts(
-    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess]
+    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess], db: Path, args: list[str]
 ) -> None:
-    db = tmp_path / "site.sqlite3"
-    args = serve_args(plain_url(broker), tmp_path, db)
     base = now_minute()
     first = start_subscribed(serves, args, tmp_path, broker)
     publish(broker, readings_at(recent_times(base, [10, 9, 8])))
@@ -353,10 +361,9 @@ def test_after_kill_9_the_last_will_clears_the_lease_and_a_new_serve_starts(
 
 @pytest.mark.integration
 def test_sigterm_drains_exits_0_and_leaves_a_snapshot(
-    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess]
+    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess], db: Path, args: list[str]
 ) -> None:
-    db = tmp_path / "site.sqlite3"
-    serve = start_subscribed(serves, serve_args(plain_url(broker), tmp_path, db), tmp_path, broker)
+    serve = start_subscribed(serves, args, tmp_path, broker)
     publish(broker, readings_at(recent_times(now_minute(), [3, 2, 1])))
     wait_stored(db, 3)
     out = stop(serve)
@@ -373,12 +380,9 @@ def test_sigterm_drains_exits_0_and_leaves_a_snapshot(
 
 
 @pytest.mark.integration
-def test_corrupt_store_exits_1_with_one_line_naming_the_file(
-    broker: MosquittoServer, tmp_path: Path
-) -> None:
-    db = tmp_path / "site.sqlite3"
+def test_corrupt_store_exits_1_with_one_line_naming_the_file(db: Path, args: list[str]) -> None:
     db.write_bytes(b"this is not a SQLite database \x00\xff" * 256)
-    line = refusal(run_serve(serve_args(plain_url(broker), tmp_path, db)))
+    line = refusal(run_serve(args))
     assert str(db) in line and "not a usable siltwatch SQLite store" in line, line
 
 
@@ -387,12 +391,11 @@ def test_corrupt_store_exits_1_with_one_line_naming_the_file(
 
 @pytest.mark.integration
 def test_site_change_rebuilds_only_when_a_rule_changes(
-    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess]
+    broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess], db: Path, args: list[str]
 ) -> None:
-    db = tmp_path / "site.sqlite3"
     url = plain_url(broker)
     text = SITE_FILE.read_text(encoding="utf-8")
-    serve = start_subscribed(serves, serve_args(url, tmp_path, db), tmp_path, broker)
+    serve = start_subscribed(serves, args, tmp_path, broker)
     publish(broker, readings_at(recent_times(now_minute(), [5, 4, 3, 2])))
     wait_stored(db, 4)
     stop(serve)
@@ -485,11 +488,10 @@ def test_a_json_snapshot_naming_a_foreign_class_is_refused(name: str) -> None:
 
 @pytest.mark.integration
 def test_tls_with_the_ca_ingests_and_without_it_refuses(
-    tls_broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess]
+    tls_broker: MosquittoServer, tmp_path: Path, serves: list[ServeProcess], db: Path
 ) -> None:
     assert tls_broker.ca_path is not None
     url = f"mqtts://127.0.0.1:{tls_broker.tls_port}"
-    db = tmp_path / "site.sqlite3"
     serve = start_subscribed(
         serves,
         serve_args(url, tmp_path, db, extra=["--ca-file", str(tls_broker.ca_path)]),
