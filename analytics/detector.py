@@ -1,14 +1,15 @@
 """The detector protocol: how a detection plugs into the engine.
 
 A detector is a small state machine. The engine calls it, in event-time order,
-with the readings of the sensors it declares, with the timers it scheduled and
-with inspections; the detector opens and resolves alert episodes and creates
-duties through the :class:`Context`. It never sees arrival order, never reads
-a clock and never does I/O — which is what makes replay, backfill and live
-operation give the same alerts.
+with the readings of the sensors it declares, with the timers it scheduled,
+with inspections and with the stations' own reports; the detector opens and
+resolves alert episodes and creates duties through the :class:`Context`. It
+never sees arrival order, never reads a clock and never does I/O — which is
+what makes replay, backfill and live operation give the same alerts.
 
-Ordering guarantee: a timer scheduled for time ``d`` fires after every reading
-and inspection with ``t <= d`` and before any with ``t > d``.
+Ordering guarantee: a timer scheduled for time ``d`` fires after every reading,
+inspection and station report with ``t <= d`` and before any with ``t > d``; at
+one instant readings come first, then inspections, then station reports.
 
 Detectors talk to each other only through typed events
 (:class:`~analytics.events.DetectorEvent`): one publishes with
@@ -31,7 +32,7 @@ from typing import ClassVar
 from zoneinfo import ZoneInfo
 
 from analytics.episodes import AlertBook, DutyBook
-from analytics.events import DetectorEvent, Inspection, RainDay, SensorReading
+from analytics.events import DetectorEvent, Inspection, RainDay, SensorReading, StationReport
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 
@@ -117,6 +118,18 @@ class Detector:
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
         """An inspection was recorded at ``inspection.t``."""
+
+    def on_status(self, report: StationReport, ctx: Context) -> None:
+        """A station reported its state and health at ``report.t`` (every detector gets it).
+
+        Reports of every station come here, and a report may name a station the
+        site configuration does not (a capture replay does not check): the
+        detector decides what it means, and must not fail on it. When
+        ``report.timed`` is False, ``t`` is when the report arrived (a last will,
+        or a station clock ingest could not trust), not when the station wrote it.
+        Reports never move event time, so nothing a station's clock says can
+        make another station look late.
+        """
 
     def on_finish(self, end: int, ctx: Context) -> None:
         """The run ends at ``end`` (the last reading's time in a replay)."""

@@ -22,6 +22,11 @@ Where the watermark comes from depends on how the engine is fed:
   runs on from the latest data at the pace of the service's clock
   (``advance_clock``), so silence and overdue duties are still noticed.
 
+Inspections and station reports (``feed_inspection``, ``feed_status``) are
+ordered with the readings by their event time but never move a watermark:
+people are not clocks, and a station's report is about the station, not a
+measurement of time passing (a last will carries no time at all).
+
 One bad clock changes nothing else (design.md, "One bad input changes nothing
 else"): a reading whose time cannot be trusted — flagged ``clock_unsynced``
 by the edge or ``clock_ahead`` by ingest (ahead of its arrival by more than
@@ -53,12 +58,22 @@ from analytics import statecodec
 from analytics.detector import Context, Detector, Screen, TimerQueue
 from analytics.detectors import build_detectors
 from analytics.episodes import AlertBook, DutyBook
-from analytics.events import DetectorEvent, EngineEvent, Inspection, RainDay, SensorReading
+from analytics.events import (
+    STATION_HEALTH_FIELDS,
+    DetectorEvent,
+    EngineEvent,
+    Inspection,
+    RainDay,
+    SensorReading,
+    StationReport,
+)
 from analytics.timeutil import MS_PER_S
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty, QualityFlag
 
-SNAPSHOT_VERSION = 3  # 3: storms reach the duties as engine events (no stored sink)
+# 3: storms reach the duties as engine events (no stored sink)
+# 4: station reports (feed_status): a third input kind in the buffer, EngineStats.statuses
+SNAPSHOT_VERSION = 4
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
@@ -66,9 +81,10 @@ CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
 # moves a watermark (a clock ten years ahead must not end the world).
 UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD})
 
-# Order of kinds at one instant: readings first, then inspections.
+# Order of kinds at one instant: readings first, then inspections, then station reports.
 _READING = 0
 _INSPECTION = 1
+_STATUS = 2
 
 
 @dataclass
@@ -82,6 +98,7 @@ class EngineStats:
     late_dropped: int = 0
     unknown_sensor: int = 0
     inspections: int = 0
+    statuses: int = 0  # station reports fed (feed_status, catch_up)
     timers_fired: int = 0
     untrusted_time: int = 0
     unknown_sensors: dict[str, int] = field(default_factory=dict)
@@ -111,7 +128,7 @@ _DERIVED = frozenset(
 
 
 class Engine(TimerQueue):
-    """Feed readings and inspections; read alert and duty events back."""
+    """Feed readings, inspections and station reports; read alert and duty events back."""
 
     def __init__(
         self,
@@ -356,6 +373,46 @@ class Engine(TimerQueue):
             inspection,
         )
 
+    def feed_status(
+        self, report: StationReport, received_at: int | None = None
+    ) -> list[EngineEvent]:
+        """Record a station's report; it is ordered with the readings by its event time.
+
+        Delivered, once the watermark passes ``report.t``, to every detector's
+        ``on_status`` in detector order (after the readings and inspections of
+        the same instant). A report never moves a watermark, live or in a
+        replay: its time is the station's own clock, or, for a last will, only
+        when it arrived — one bad clock must not end the day for everyone. Live
+        (``received_at`` given), the arrival still advances the service's clock,
+        as any message does. A report at or before what was already processed
+        is used at once and its time noted in ``late_from`` (the live service
+        rebuilds from its store instead of feeding it).
+        """
+        self.stats.statuses += 1
+        if self._released_to is not None and report.t <= self._released_to:
+            self._note_late(report.t)
+        heapq.heappush(self._buffer, self._status_entry(report))
+        if received_at is not None:
+            self._live = True
+            if self._now is None or received_at > self._now:
+                self._now = received_at
+        wm = self.watermark
+        if wm is not None:
+            self._run_until(wm)
+        return self._drain()
+
+    @staticmethod
+    def _status_entry(report: StationReport) -> tuple[int, int, str, Any]:
+        """The buffer entry; its key holds every field, so equal keys mean equal reports
+        (a tie never compares the payloads, and the order never depends on arrival)."""
+        health = ",".join(repr(getattr(report, name)) for name in STATION_HEALTH_FIELDS)
+        return (
+            report.t,
+            _STATUS,
+            f"{report.station}|{report.state}|{int(report.timed)}|{health}",
+            report,
+        )
+
     def advance_clock(self, now: int) -> list[EngineEvent]:
         """The service's clock says it is ``now`` (arrival time): a heartbeat.
 
@@ -407,17 +464,22 @@ class Engine(TimerQueue):
         readings: Iterable[Sequence[SensorReading]],
         inspections: Iterable[Inspection],
         until: int,
+        statuses: Iterable[StationReport] = (),
     ) -> list[EngineEvent]:
         """Process stored history in event-time order up to ``until`` (a restart or rebuild).
 
         ``readings`` comes in chunks sorted by event time (the store reads them
-        so), all later than what this engine already processed. Each chunk is
+        so), all later than what this engine already processed; so do
+        ``inspections`` and ``statuses`` (station reports). Each chunk is
         released up to just before its last time, so memory holds one chunk;
         what lies beyond ``until`` stays buffered for the live stream.
         """
         for ins in inspections:
             self.stats.inspections += 1
             heapq.heappush(self._buffer, self._inspection_entry(ins))
+        for report in statuses:
+            self.stats.statuses += 1
+            heapq.heappush(self._buffer, self._status_entry(report))
         events: list[EngineEvent] = []
         for chunk in readings:
             if not chunk:
@@ -503,9 +565,12 @@ class Engine(TimerQueue):
             if kind == _READING:
                 self._buffered_keys.discard((payload.sensor, t))
                 self._process_reading(payload)
-            else:
+            elif kind == _INSPECTION:
                 for det in self.detectors.values():
                     det.on_inspection(payload, self.ctx)
+            else:
+                for det in self.detectors.values():
+                    det.on_status(payload, self.ctx)
         if self._released_to is None or limit > self._released_to:
             self._released_to = limit
 
@@ -556,12 +621,13 @@ class Engine(TimerQueue):
         return self._snapshot(self.__dict__)
 
     def snapshot_processed(self) -> bytes:
-        """The state up to ``processed_to``, without the readings still waiting.
+        """The state up to ``processed_to``, without the inputs still waiting.
 
         For a caller that keeps every input in a store (the live service): the
-        waiting readings are re-read from it after a restore (``catch_up`` from
-        ``processed_to``), so writing them again in every snapshot — thousands
-        while a backlog drains — would only cost time.
+        waiting readings, inspections and station reports are re-read from it
+        after a restore (``catch_up`` from ``processed_to``), so writing them
+        again in every snapshot — thousands while a backlog drains — would only
+        cost time.
         """
         state = dict(self.__dict__)
         state["_buffer"] = []

@@ -1,7 +1,7 @@
 """What goes into the engine and what comes out of it.
 
-Inputs are readings (already converted to the engine's time base) and
-inspection records; outputs are alert and duty events. These are plain frozen
+Inputs are readings (already converted to the engine's time base),
+inspection records and station reports; outputs are alert and duty events. These are plain frozen
 dataclasses: cheap to create in the hot path and trivially snapshotted.
 """
 
@@ -32,6 +32,62 @@ class Inspection:
     t: int
     inspector: str
     duty: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StationReport:
+    """What a station said about itself (its retained status, or its MQTT last will).
+
+    Health detections (a station offline, a low battery, a nearly full disk, a
+    growing backlog, a clock not synced) are about the station, not about any
+    sensor, so a report is an input of its own, ordered with the readings by
+    ``t`` and handed to every detector's ``on_status``.
+
+    ``timed`` says whether ``t`` is the station's own time. A last will is
+    written when the station connects and published by the broker when it
+    vanishes, so it carries no time; ingest then uses the arrival time. A time
+    ingest cannot trust (ahead of the arrival by more than the clock-skew bound)
+    is replaced by the arrival time too, so one bad clock moves nothing; ``timed``
+    is then False as well. A detector judging how long a station has been
+    offline should know which kind of time it has.
+
+    The health fields are None when the station did not report them (an offline
+    status reports none).
+    """
+
+    station: str
+    t: int  # event time, epoch ms UTC (the arrival time when ``timed`` is False)
+    state: Literal["online", "offline"]
+    battery_v: float | None = None
+    cpu_temp_c: float | None = None
+    disk_free_mb: float | None = None
+    backlog: int | None = None  # readings waiting in the station's outbox
+    dropped: int | None = None  # readings evicted because the outbox cap was reached
+    quarantined: int | None = None  # readings the broker refused, kept aside
+    clock_synced: bool | None = None
+    clock_offset_s: float | None = None
+    timed: bool = True
+
+    def health(self) -> dict[str, float | int | bool]:
+        """The health fields the station reported (None ones left out), by name."""
+        return {
+            name: value
+            for name in STATION_HEALTH_FIELDS
+            if (value := getattr(self, name)) is not None
+        }
+
+
+# The health fields of a StationReport, in declaration order (siltwatch.schema.StationHealth).
+STATION_HEALTH_FIELDS = (
+    "battery_v",
+    "cpu_temp_c",
+    "disk_free_mb",
+    "backlog",
+    "dropped",
+    "quarantined",
+    "clock_synced",
+    "clock_offset_s",
+)
 
 
 AlertEventType = Literal["opened", "escalated", "resolved"]

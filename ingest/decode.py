@@ -42,11 +42,11 @@ import math
 import re
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 from pydantic import ValidationError
 
-from analytics.events import Inspection, SensorReading
+from analytics.events import Inspection, SensorReading, StationReport
 from analytics.timeutil import to_ms
 from siltwatch.config import Sensor, SiteConfig
 from siltwatch.physical import impossible
@@ -263,6 +263,59 @@ def to_sensor_reading(item: ReadingItem) -> SensorReading:
 
 def to_inspection(rec: InspectionRecord) -> Inspection:
     return Inspection(to_ms(rec.time), rec.inspector, rec.duty)
+
+
+DEFAULT_MAX_CLOCK_SKEW_S = 300.0
+"""How far ahead of its arrival an event time may be before it is distrusted (``serve``'s
+``--max-clock-skew-s``)."""
+
+
+@overload
+def to_station_report(
+    status: StationStatus, received_at: int, max_skew_ms: int | None = None
+) -> StationReport: ...
+@overload
+def to_station_report(
+    status: StationStatus, received_at: int | None, max_skew_ms: int | None = None
+) -> StationReport | None: ...
+def to_station_report(
+    status: StationStatus, received_at: int | None, max_skew_ms: int | None = None
+) -> StationReport | None:
+    """A station status as the engine's input; None when it cannot be placed in time.
+
+    ``t`` is the status's own time when it has one and it is not more than
+    ``max_skew_ms`` ahead of ``received_at``; otherwise (a last will has no time;
+    one bad clock must not move anything) it is ``received_at`` and ``timed`` is
+    False. Without a time and without an arrival time (a capture recorded
+    without a clock) there is no time to place it at: None.
+    """
+    if status.time is not None:
+        t = to_ms(status.time)
+        if received_at is None or max_skew_ms is None or t <= received_at + max_skew_ms:
+            return _report(status, t, timed=True)
+    if received_at is None:
+        return None
+    return _report(status, received_at, timed=False)
+
+
+def _report(status: StationStatus, t: int, *, timed: bool) -> StationReport:
+    h = status.health
+    if h is None:
+        return StationReport(status.station, t, status.state, timed=timed)
+    return StationReport(
+        status.station,
+        t,
+        status.state,
+        battery_v=h.battery_v,
+        cpu_temp_c=h.cpu_temp_c,
+        disk_free_mb=h.disk_free_mb,
+        backlog=h.backlog,
+        dropped=h.dropped,
+        quarantined=h.quarantined,
+        clock_synced=h.clock_synced,
+        clock_offset_s=h.clock_offset_s,
+        timed=timed,
+    )
 
 
 # --- bytes -> JSON ---------------------------------------------------------------------

@@ -47,6 +47,7 @@ from siltwatch.schema import (
     ingest_owner_topic,
     inspections_topic,
     readings_subscription,
+    statuses_subscription,
 )
 
 log = logging.getLogger(__name__)
@@ -300,7 +301,11 @@ class MqttIngest:
             )
         client.publish(ingest_owner_topic(self.site_id), self._lease_text(), qos=1, retain=True)
         client.subscribe(
-            [(readings_subscription(self.site_id), 1), (inspections_topic(self.site_id), 1)]
+            [
+                (readings_subscription(self.site_id), 1),
+                (inspections_topic(self.site_id), 1),
+                (statuses_subscription(self.site_id), 1),
+            ]
         )
         self._connected.set()
 

@@ -5,8 +5,11 @@ Two formats (docs/replay-contract.md, "Recording (input)"):
 * CSV with a header ``time,sensor,value``, one reading a row, any order;
   ``time`` ISO 8601 with ``Z`` or an offset, ``value`` in the sensor's unit.
 * JSONL capture of MQTT messages written by ``siltwatch record``: one object a
-  line, ``{"topic": ..., "payload": {...}}``, payloads in the wire schema
-  (reading, batch, inspection).
+  line, ``{"topic": ..., "payload": {...}}`` (and ``"received_at"`` when the
+  recorder had a clock), payloads in the wire schema (reading, batch,
+  inspection, station status). The recorder subscribes to the whole site, so a
+  capture holds the stations' retained statuses and last wills too; they
+  replay as station reports (:func:`status_report`).
 
 Inspections come in a second CSV ``time,inspector,duty`` (an empty ``duty`` is
 a full site inspection).
@@ -24,6 +27,7 @@ import io
 import json
 import math
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +35,15 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from analytics.events import Inspection, SensorReading
-from analytics.timeutil import to_ms
-from ingest.decode import to_inspection, to_sensor_reading, validate_payload
+from analytics.events import Inspection, SensorReading, StationReport
+from analytics.timeutil import MS_PER_S, to_ms
+from ingest.decode import (
+    DEFAULT_MAX_CLOCK_SKEW_S,
+    to_inspection,
+    to_sensor_reading,
+    to_station_report,
+    validate_payload,
+)
 from siltwatch.schema import parse_topic
 
 MAX_REPORTED = 20
@@ -98,6 +108,38 @@ def _open_text(path: Path) -> IO[str]:
     return path.open(encoding="utf-8", newline="")
 
 
+@contextmanager
+def _reading(path: Path) -> Iterator[tuple[IO[str], _Problems]]:
+    """The open file and the list of its bad lines. A file that cannot be read at all is
+    one RecordingError; the bad lines the reader adds are raised together at the end."""
+    source = str(path)
+    problems = _Problems(source)
+    try:
+        with _open_text(path) as fh:
+            yield fh, problems
+    except (FileNotFoundError, UnicodeDecodeError, csv.Error) as exc:
+        raise _file_error(source, exc) from None
+    problems.raise_if_any()
+
+
+def _csv_table(
+    fh: IO[str], source: str, expected: tuple[str, ...]
+) -> tuple[dict[str, int], list[str], Iterator[tuple[int, list[str]]]]:
+    """A CSV whose header names ``expected`` (and perhaps more): where each expected column
+    is, every column name, and the non-blank rows with their line numbers."""
+    reader = csv.reader(fh)
+    header = next(reader, None)
+    cols = _check_header(source, header, expected)
+    names = [h.strip().lstrip("\ufeff") for h in header or []]
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        for row in reader:
+            if row and any(c.strip() for c in row):
+                yield reader.line_num, row
+
+    return cols, names, rows()
+
+
 def _check_header(
     source: str, header: list[str] | None, expected: tuple[str, ...]
 ) -> dict[str, int]:
@@ -120,93 +162,69 @@ def _check_header(
 def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]:
     """Read a ``time,sensor,value`` CSV; every bad row is named by line and column."""
     known = set(sensors)
-    source = str(path)
-    problems = _Problems(source)
     out: list[SensorReading] = []
-    try:
-        with _open_text(path) as fh:
-            reader = csv.reader(fh)
-            cols = _check_header(source, next(reader, None), ("time", "sensor", "value"))
-            it, ss, vs = cols["time"], cols["sensor"], cols["value"]
-            width = max(cols.values()) + 1
-            # Every sensor of a site shares the same timestamps: parse each text once.
-            times: dict[str, int] = {}
-            for row in reader:
-                line = reader.line_num
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) < width:
-                    problems.add(
-                        line, f"expected {width} columns, got {len(row)}: {','.join(row)!r}"
-                    )
-                    continue
-                sensor = row[ss].strip()
-                if sensor not in known:
-                    problems.add(
-                        line,
-                        f"column 'sensor': {sensor!r} is not a sensor of the site (known: {', '.join(sorted(known))})",
-                    )
-                    continue
-                stamp = row[it]
-                t_cached = times.get(stamp)
-                if t_cached is None:
-                    try:
-                        t_cached = times[stamp] = parse_time(stamp)
-                    except ValueError as exc:
-                        problems.add(line, f"column 'time': {exc}")
-                        continue
-                    if len(times) > 100_000:
-                        times.clear()
-                t = t_cached
-                text = row[vs].strip()
+    with _reading(path) as (fh, problems):
+        cols, _, rows = _csv_table(fh, problems.source, ("time", "sensor", "value"))
+        it, ss, vs = cols["time"], cols["sensor"], cols["value"]
+        width = max(cols.values()) + 1
+        # Every sensor of a site shares the same timestamps: parse each text once.
+        times: dict[str, int] = {}
+        for line, row in rows:
+            if len(row) < width:
+                problems.add(line, f"expected {width} columns, got {len(row)}: {','.join(row)!r}")
+                continue
+            sensor = row[ss].strip()
+            if sensor not in known:
+                problems.add(
+                    line,
+                    f"column 'sensor': {sensor!r} is not a sensor of the site (known: {', '.join(sorted(known))})",
+                )
+                continue
+            stamp = row[it]
+            t_cached = times.get(stamp)
+            if t_cached is None:
                 try:
-                    value = float(text)
-                except ValueError:
-                    problems.add(line, f"column 'value': {text!r} is not a number")
+                    t_cached = times[stamp] = parse_time(stamp)
+                except ValueError as exc:
+                    problems.add(line, f"column 'time': {exc}")
                     continue
-                if not math.isfinite(value):
-                    problems.add(line, f"column 'value': {text!r} is not a finite number")
-                    continue
-                out.append(SensorReading(sensor, t, value))
-    except (FileNotFoundError, UnicodeDecodeError, csv.Error) as exc:
-        raise _file_error(source, exc) from None
-    problems.raise_if_any()
+                if len(times) > 100_000:
+                    times.clear()
+            t = t_cached
+            text = row[vs].strip()
+            try:
+                value = float(text)
+            except ValueError:
+                problems.add(line, f"column 'value': {text!r} is not a number")
+                continue
+            if not math.isfinite(value):
+                problems.add(line, f"column 'value': {text!r} is not a finite number")
+                continue
+            out.append(SensorReading(sensor, t, value))
     return out
 
 
 def read_inspections(path: Path) -> list[Inspection]:
     """Read a ``time,inspector,duty`` CSV (empty or absent duty: a full site inspection)."""
-    source = str(path)
-    problems = _Problems(source)
     out: list[Inspection] = []
-    try:
-        with _open_text(path) as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            cols = _check_header(source, header, ("time", "inspector"))
-            names = [h.strip().lstrip("\ufeff") for h in header or []]
-            duty_col = names.index("duty") if "duty" in names else None
-            for row in reader:
-                line = reader.line_num
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if len(row) <= max(cols.values()):
-                    problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
-                    continue
-                try:
-                    t = parse_time(row[cols["time"]])
-                except ValueError as exc:
-                    problems.add(line, f"column 'time': {exc}")
-                    continue
-                inspector = row[cols["inspector"]].strip()
-                if not inspector:
-                    problems.add(line, "column 'inspector': empty (who inspected must be recorded)")
-                    continue
-                duty = row[duty_col].strip() if duty_col is not None and len(row) > duty_col else ""
-                out.append(Inspection(t, inspector, duty or None))
-    except (FileNotFoundError, UnicodeDecodeError, csv.Error) as exc:
-        raise _file_error(source, exc) from None
-    problems.raise_if_any()
+    with _reading(path) as (fh, problems):
+        cols, names, rows = _csv_table(fh, problems.source, ("time", "inspector"))
+        duty_col = names.index("duty") if "duty" in names else None
+        for line, row in rows:
+            if len(row) <= max(cols.values()):
+                problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
+                continue
+            try:
+                t = parse_time(row[cols["time"]])
+            except ValueError as exc:
+                problems.add(line, f"column 'time': {exc}")
+                continue
+            inspector = row[cols["inspector"]].strip()
+            if not inspector:
+                problems.add(line, "column 'inspector': empty (who inspected must be recorded)")
+                continue
+            duty = row[duty_col].strip() if duty_col is not None and len(row) > duty_col else ""
+            out.append(Inspection(t, inspector, duty or None))
     return out
 
 
@@ -216,6 +234,7 @@ class Capture:
 
     readings: list[SensorReading]
     inspections: list[Inspection]
+    statuses: list[StationReport] = field(default_factory=list)
 
 
 def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[Inspection]]:
@@ -230,46 +249,77 @@ def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[I
     return [to_sensor_reading(r) for r in wire.items], [to_inspection(r) for r in wire.inspections]
 
 
+def status_report(topic: str, payload: Any, received_at: int | None) -> StationReport | None:
+    """A captured station status as the engine's input, as the live service would place it.
+
+    None when the message is not a status, or is one that cannot be placed in
+    time: a last will (no time of its own) captured without an arrival time.
+    A status dated more than the default clock-skew bound after its arrival
+    is placed at its arrival, as ``serve`` does. ValueError/ValidationError as
+    :func:`parse_payload`.
+    """
+    parts = parse_topic(topic)
+    if parts.kind != "status":
+        return None
+    wire = validate_payload(topic, parts, payload)
+    if wire.status is None:
+        return None
+    return to_station_report(wire.status, received_at, round(DEFAULT_MAX_CLOCK_SKEW_S * MS_PER_S))
+
+
+def _arrival(line: dict[str, Any]) -> int | None:
+    """A capture line's ``received_at`` (the recorder's clock) in epoch ms, if it has one."""
+    arrived = line.get("received_at")
+    if arrived is None:
+        return None
+    try:
+        return parse_time(str(arrived))
+    except ValueError as exc:
+        raise ValueError(f"field 'received_at': {exc}") from None
+
+
 def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
     """Read a JSONL capture of MQTT messages (``siltwatch record``)."""
     known = set(sensors)
-    source = str(path)
-    problems = _Problems(source)
     readings: list[SensorReading] = []
     inspections: list[Inspection] = []
-    try:
-        with _open_text(path) as fh:
-            for line_no, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    topic, payload = obj["topic"], obj["payload"]
-                    rs, ins = parse_payload(topic, payload)
-                except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                    problems.add(
-                        line_no, f'not a capture line {{"topic": ..., "payload": ...}} ({exc})'
-                    )
-                    continue
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = ".".join(str(p) for p in first["loc"])
-                    problems.add(line_no, f"payload field {where!r}: {first['msg']}")
-                    continue
-                except ValueError as exc:
-                    problems.add(line_no, str(exc))
-                    continue
-                for r in rs:
-                    if r.sensor not in known:
-                        problems.add(line_no, f"sensor {r.sensor!r} is not a sensor of the site")
-                        break
-                else:
-                    readings.extend(rs)
-                inspections.extend(ins)
-    except (FileNotFoundError, UnicodeDecodeError) as exc:
-        raise _file_error(source, exc) from None
-    problems.raise_if_any()
-    return Capture(readings, inspections)
+    statuses: list[StationReport] = []
+    with _reading(path) as (fh, problems):
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                topic, payload = obj["topic"], obj["payload"]
+                rs, ins = parse_payload(topic, payload)
+                report = (
+                    status_report(topic, payload, _arrival(obj))
+                    if parse_topic(topic).kind == "status"
+                    else None
+                )
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                problems.add(
+                    line_no, f'not a capture line {{"topic": ..., "payload": ...}} ({exc})'
+                )
+                continue
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                problems.add(line_no, f"payload field {where!r}: {first['msg']}")
+                continue
+            except ValueError as exc:
+                problems.add(line_no, str(exc))
+                continue
+            for r in rs:
+                if r.sensor not in known:
+                    problems.add(line_no, f"sensor {r.sensor!r} is not a sensor of the site")
+                    break
+            else:
+                readings.extend(rs)
+            inspections.extend(ins)
+            if report is not None:
+                statuses.append(report)
+    return Capture(readings, inspections, statuses)
 
 
 def read_recording(path: Path, sensors: Iterable[str]) -> Capture:

@@ -15,6 +15,7 @@ the same alerts.
 from __future__ import annotations
 
 import csv
+import heapq
 import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine, EngineStats
-from analytics.events import EngineEvent, Inspection, RainDay, SensorReading
+from analytics.events import EngineEvent, Inspection, RainDay, SensorReading, StationReport
 from ingest.recording import read_inspections, read_recording, readings_from_frame
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
@@ -134,22 +135,37 @@ def replay_site(
     allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
     progress: Progress | None = None,
     keep_engine: bool = False,
+    statuses: Iterable[StationReport] = (),
 ) -> ReplayResult:
-    """Run readings and inspections through a fresh engine; the run ends at the last reading."""
+    """Run readings, inspections and station reports through a fresh engine.
+
+    The run ends at the last reading: inspections and station reports after it
+    are not fed (a station report never moves event time, so a status from a
+    clock years ahead ends nothing).
+    """
     ordered = sorted(readings, key=lambda r: (r.t, r.sensor))
     engine = Engine(site, allowed_lateness_s=allowed_lateness_s)
     events: list[EngineEvent] = []
     pending_ins = sorted(inspections, key=lambda i: (i.t, i.inspector, i.duty or ""))
+    pending_st = sorted(statuses, key=lambda r: (r.t, r.station))
+    # Inspections and station reports merged by time (inspections first at one instant,
+    # as the engine orders them); without reports this is the inspections as they were.
+    pending: list[tuple[int, int, int, Inspection | StationReport]] = list(
+        heapq.merge(
+            ((ins.t, 0, n, ins) for n, ins in enumerate(pending_ins)),
+            ((rep.t, 1, n, rep) for n, rep in enumerate(pending_st)),
+        )
+    )
     total = len(ordered)
     end = ordered[-1].t if ordered else None
     start, k = 0, 0
-    # Feed in event-time order: readings up to each inspection's time, then the
-    # inspection, so the watermark never runs ahead of the readings (the engine
-    # would still order them, but this keeps every reading on time).
+    # Feed in event-time order: readings up to each inspection's (or report's) time,
+    # then the inspection, so the watermark never runs ahead of the readings (the
+    # engine would still order them, but this keeps every reading on time).
     while start < total:
         stop = min(start + CHUNK, total)
-        if k < len(pending_ins):
-            cut = bisect_right(ordered, pending_ins[k].t, lo=start, hi=stop, key=lambda r: r.t)
+        if k < len(pending):
+            cut = bisect_right(ordered, pending[k][0], lo=start, hi=stop, key=lambda r: r.t)
             if cut < stop:
                 stop = cut
         if stop > start:
@@ -157,9 +173,13 @@ def replay_site(
             start = stop
             if progress is not None:
                 progress(start, total)
-        while k < len(pending_ins) and (start >= total or pending_ins[k].t < ordered[start].t):
-            if end is None or pending_ins[k].t <= end:
-                events += engine.feed_inspection(pending_ins[k])
+        while k < len(pending) and (start >= total or pending[k][0] < ordered[start].t):
+            t, _kind, _n, item = pending[k]
+            if end is None or t <= end:
+                if isinstance(item, Inspection):
+                    events += engine.feed_inspection(item)
+                else:
+                    events += engine.feed_status(item)
             k += 1
     events += engine.finish(end)
     return ReplayResult(
@@ -186,7 +206,9 @@ def replay_file(
     ins = list(capture.inspections)
     if inspections is not None:
         ins += read_inspections(Path(inspections))
-    return replay_site(site_cfg, capture.readings, ins, progress=progress)
+    return replay_site(
+        site_cfg, capture.readings, ins, progress=progress, statuses=capture.statuses
+    )
 
 
 def replay_frame(

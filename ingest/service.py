@@ -11,14 +11,15 @@ The two principles of design.md are this module's job:
   unreadable snapshot rebuilds the engine from the store instead of refusing
   to start.
 * **One bad input changes nothing else.** Every message gets a stored answer:
-  readings, an inspection, or a rejection row with the reason
-  (ingest/decode.py never raises). A reading dated ahead of its arrival by
-  more than the clock-skew bound is stored flagged ``clock_ahead`` and never
-  moves event time; an inspection so dated is refused. A reading that
-  arrives after the engine has already judged its window is stored and the
-  affected history is rebuilt from the store in event-time order
-  (``_rebuild``) — alerts it should have raised are raised then, marked late
-  in their message, and alerts it disproves are withdrawn.
+  readings, an inspection, a station status, or a rejection row with the
+  reason (ingest/decode.py never raises). A reading dated ahead of its arrival
+  by more than the clock-skew bound is stored flagged ``clock_ahead`` and never
+  moves event time; an inspection so dated is refused; a station status so
+  dated (or without a time: a last will) is stored at its arrival time,
+  ``timed`` False. A reading that arrives after the engine has already judged
+  its window is stored and the affected history is rebuilt from the store in
+  event-time order (``_rebuild``) — alerts it should have raised are raised
+  then, marked late in their message, and alerts it disproves are withdrawn.
 
 What people hear is derived from what the store already holds: an event is
 dispatched only when it changes the stored episode, so a restart or a
@@ -37,18 +38,30 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, Engine
-from analytics.events import AlertEvent, DutyEvent, EngineEvent, Inspection, SensorReading
+from analytics.events import (
+    AlertEvent,
+    DutyEvent,
+    EngineEvent,
+    Inspection,
+    SensorReading,
+    StationReport,
+)
 from analytics.statecodec import SnapshotError
-from analytics.timeutil import MS_PER_S, from_ms
-from ingest.decode import Decoded, Rejected, decode_message
+from analytics.timeutil import MS_PER_S, from_ms, to_ms
+from ingest.decode import DEFAULT_MAX_CLOCK_SKEW_S as DEFAULT_MAX_CLOCK_SKEW_S
+from ingest.decode import (
+    Decoded,
+    Rejected,
+    decode_message,
+    to_station_report,
+)
 from ingest.store import SnapshotRow, SqliteStore, StoredAlert
 from siltwatch.config import SiteConfig
-from siltwatch.schema import Alert, Duty
+from siltwatch.schema import Alert, Duty, StationStatus
 from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_CLOCK_SKEW_S = 300.0
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
 
@@ -85,11 +98,23 @@ class IngestStats:
     duplicates: int = 0
     rejected: int = 0
     inspections: int = 0
-    clock_ahead: int = 0
+    statuses: int = 0  # station statuses stored
+    status_duplicates: int = 0  # a retained status delivered again (store.insert_status)
+    clock_ahead: int = 0  # readings flagged clock_ahead, statuses placed at their arrival
     late_readings: int = 0
     rebuilds: int = 0
     commits: int = 0
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Fresh:
+    """What one message added to the store, for the engine once the batch is committed."""
+
+    received_at: int
+    rows: list[tuple[str, SensorReading]]
+    inspections: list[Inspection]
+    statuses: list[StationReport]
 
 
 def _already_told(stored: Alert, event: Alert) -> bool:
@@ -194,7 +219,7 @@ class IngestService:
                 self._why_not = self._why_not or "the allowed lateness changed"
                 continue
             earliest = self.store.earliest_stored_after(
-                self.site_id, row.reading_mark, row.inspection_mark
+                self.site_id, row.reading_mark, row.inspection_mark, row.status_mark
             )
             if (
                 earliest is not None
@@ -248,7 +273,10 @@ class IngestService:
                 yield chunk
 
         events = engine.catch_up(
-            chunks(), self.store.inspections_after(self.site_id, after), target
+            chunks(),
+            self.store.inspections_after(self.site_id, after),
+            target,
+            self.store.statuses_after(self.site_id, after),
         )
         opened_after = None if row is None else row.processed_to
         self._publish_history(engine, events, late=late, opened_after=opened_after)
@@ -276,12 +304,10 @@ class IngestService:
                 on_committed()
             return self._judge(fresh)
 
-    def _commit(
-        self, messages: Sequence[Incoming]
-    ) -> list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]]:
+    def _commit(self, messages: Sequence[Incoming]) -> list[_Fresh]:
         """Store every message's answer in one transaction; return what is new, per arrival."""
         site = self.site_id
-        fresh: list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]] = []
+        fresh: list[_Fresh] = []
         # Decode first: the write transaction is held only for the inserts.
         decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
         with self.store.transaction():
@@ -302,10 +328,23 @@ class IngestService:
                     if self.store.insert_inspection(site, ins, msg.received_at)
                 ]
                 self.stats.inspections += len(new_ins)
-                if new or new_ins:
+                new_statuses: list[StationReport] = []
+                if result.status is not None:
+                    report = self._status_report(msg, result.status)
+                    if self.store.insert_status(site, report, msg.received_at):
+                        self.stats.statuses += 1
+                        new_statuses.append(report)
+                    else:
+                        self.stats.status_duplicates += 1
+                if new or new_ins or new_statuses:
                     station_of = {r.sensor: s for s, r in rows}
                     fresh.append(
-                        (msg.received_at, [(station_of[r.sensor], r) for r in new], new_ins)
+                        _Fresh(
+                            msg.received_at,
+                            [(station_of[r.sensor], r) for r in new],
+                            new_ins,
+                            new_statuses,
+                        )
                     )
         self.stats.commits += 1
         return fresh
@@ -332,6 +371,20 @@ class IngestService:
             rows.append((station, r))
         return rows, list(decoded.inspections)
 
+    def _status_report(self, msg: Incoming, status: StationStatus) -> StationReport:
+        """The message's status as a report: its own time, or its arrival time when it has
+        none (a last will) or one too far ahead to trust (``timed`` False)."""
+        report = to_station_report(status, msg.received_at, self.max_skew_ms)
+        if status.time is not None and not report.timed:
+            self.stats.clock_ahead += 1
+            log.warning(
+                "status of station %s dated %s, %s s after it arrived: stored at its arrival",
+                status.station,
+                utc_iso(to_ms(status.time)),
+                f"{(to_ms(status.time) - msg.received_at) / MS_PER_S:,.0f}",
+            )
+        return report
+
     def _reject(self, msg: Incoming, reason: str) -> None:
         self.stats.rejected += 1
         key = reason.split(":", 1)[0]
@@ -339,14 +392,13 @@ class IngestService:
         log.warning("rejected message on %r: %s", msg.topic[:200], reason)
         self.store.insert_rejection(msg.topic, reason, msg.payload, msg.received_at, self.site_id)
 
-    def _judge(
-        self, fresh: list[tuple[int, list[tuple[str, SensorReading]], list[Inspection]]]
-    ) -> list[EngineEvent]:
+    def _judge(self, fresh: list[_Fresh]) -> list[EngineEvent]:
         """Feed what was committed to the engine; late data schedules a rebuild."""
         events: list[EngineEvent] = []
         engine = self.engine
         last_arrival = None
-        for received_at, rows, inspections in fresh:
+        for item in fresh:
+            received_at, rows, inspections = item.received_at, item.rows, item.inspections
             last_arrival = received_at
             processed_to = engine.processed_to()
             on_time: list[SensorReading] = []
@@ -364,11 +416,16 @@ class IngestService:
                     self._late(ins.t, received_at)
                 else:
                     events += engine.feed_inspection(ins, received_at)
+            for report in item.statuses:
+                if processed_to is not None and report.t <= processed_to:
+                    self._late(report.t, received_at)
+                else:
+                    events += engine.feed_status(report, received_at)
         self._publish(events)
         if self.mirror is not None:
-            for _received_at, rows, _ins in fresh:
-                if rows:
-                    self.mirror(self.site_id, rows)
+            for item in fresh:
+                if item.rows:
+                    self.mirror(self.site_id, item.rows)
         if last_arrival is not None:
             self._maybe_rebuild(last_arrival)
             if self._since_snapshot >= self.SNAPSHOT_EVERY:

@@ -2,21 +2,26 @@
 
 design.md: "the store is the truth; engine state is a cache". It keeps every
 accepted reading (deduplicated), every rejected payload with the reason
-(nothing is lost silently), inspections, the alert episodes and duties as
-they stand, and the engine's snapshots. The live service commits a reading
-here *before* it acknowledges the MQTT message, so a reading the broker
-handed over is either stored or will be delivered again.
+(nothing is lost silently), inspections, the stations' statuses, the alert
+episodes and duties as they stand, and the engine's snapshots. The live
+service commits a reading here *before* it acknowledges the MQTT message, so
+a reading the broker handed over is either stored or will be delivered again.
 
-Arrival order is kept too (``readings.id``, ``inspections.id`` grow with
-every insert): a snapshot records how far it had read, so a restart restores
-the snapshot and replays what was stored after it, and a reading stored
-after a snapshot but dated before what it had processed is found and the
-history rebuilt in order.
+Arrival order is kept too (``readings.id``, ``inspections.id``,
+``statuses.id`` grow with every insert): a snapshot records how far it had
+read each (its *marks*), so a restart restores the snapshot and replays, in
+event-time order, everything dated after what it had processed; and anything
+stored after a snapshot but dated before what it had processed is found
+through the marks and the history rebuilt in order from an older snapshot.
 
 Dedupe: a reading is identified by (site, sensor, event time). The sequence
 number is kept as a record, not as a key: an edge station whose outbox was
 reset reuses sequence numbers, and those new readings must not be dropped as
 duplicates (the same reading resent still has the same time).
+
+Station statuses: a station's retained status is delivered again whenever
+the service reconnects, so a status equal to the latest stored one of its
+station is the same message, not news (:meth:`SqliteStore.insert_status`).
 
 Snapshots: several per site, spaced in event time, so a late reading rolls
 the engine back to the newest snapshot before it rather than to the start.
@@ -34,10 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analytics.events import Inspection, SensorReading
+from analytics.events import STATION_HEALTH_FIELDS, Inspection, SensorReading, StationReport
 from siltwatch.schema import Alert, Duty
 
-SCHEMA_VERSION = 2
+# 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
+# gains the statuses table and snapshots.status_mark in place).
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
@@ -72,8 +79,17 @@ CREATE TABLE IF NOT EXISTS duties (
 CREATE TABLE IF NOT EXISTS snapshots (
     site TEXT NOT NULL, processed_to INTEGER NOT NULL, reading_mark INTEGER NOT NULL,
     inspection_mark INTEGER NOT NULL, taken_at INTEGER NOT NULL, blob BLOB NOT NULL,
+    status_mark INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (site, processed_to)
 );
+CREATE TABLE IF NOT EXISTS statuses (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, station TEXT NOT NULL, t INTEGER NOT NULL,
+    received_at INTEGER NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL DEFAULT '{}',
+    timed INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS statuses_site_t ON statuses (site, t);
+CREATE INDEX IF NOT EXISTS statuses_site_station ON statuses (site, station, id);
 """
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
@@ -89,13 +105,18 @@ class StoreError(Exception):
 
 @dataclass(frozen=True)
 class SnapshotRow:
-    """One stored engine snapshot and how far it had read the store."""
+    """One stored engine snapshot and how far it had read the store (the ids of its marks)."""
 
     processed_to: int | None
     reading_mark: int
     inspection_mark: int
     taken_at: int
     blob: bytes
+    status_mark: int = 0
+
+
+Marks = tuple[int, int, int]
+"""The newest reading, inspection and status ids: how far a snapshot had read the store."""
 
 
 @dataclass(frozen=True)
@@ -141,14 +162,19 @@ class SqliteStore:
             ) from None
 
     def _migrate(self) -> None:
-        """Create the schema, or bring a store written by an older siltwatch up to date."""
+        """Create the schema, or bring a store written by an older siltwatch up to date.
+
+        Version 1 tables are rebuilt (they lacked arrival order); version 2 to 3
+        only adds (the statuses table, ``snapshots.status_mark``), so a v2 file is
+        upgraded in place and its rows, ids and snapshots stay as they were.
+        """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
         if version == SCHEMA_VERSION:
             return  # readers (dashboards, reports, tests) never write
         tables = {
             r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
-        if version < SCHEMA_VERSION and "readings" in tables:
+        if version < 2 and "readings" in tables:
             with self.db:
                 for table in ("readings", "inspections", "snapshots"):
                     self.db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
@@ -176,7 +202,13 @@ class SqliteStore:
                     # Old snapshots were pickles: never loaded, so simply dropped.
                     self.db.execute(f"DROP TABLE old_{table}")
         else:
-            self.db.executescript(SCHEMA)
+            self.db.executescript(SCHEMA)  # a new file; for an older one, the new tables
+        with self.db:
+            cols = {r[1] for r in self.db.execute("PRAGMA table_info(snapshots)")}
+            if "status_mark" not in cols:
+                self.db.execute(
+                    "ALTER TABLE snapshots ADD COLUMN status_mark INTEGER NOT NULL DEFAULT 0"
+                )
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
@@ -281,6 +313,44 @@ class SqliteStore:
     def add_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
         with self.db:
             return self.insert_inspection(site, ins, received_at)
+
+    def insert_status(self, site: str, report: StationReport, received_at: int) -> bool:
+        """Store a station's status inside the caller's transaction; False for a duplicate.
+
+        A retained status is delivered again on every reconnect (and a QoS 1
+        message after a crash): the same message, not news. So a status equal to
+        the latest stored status of its station is a duplicate — equal in
+        (t, state, health) when the station gave the time; in (state, health)
+        when it did not (a last will's ``t`` is its arrival, which differs with
+        every redelivery). The same report again after a different one is a
+        change of state, and stored.
+        """
+        health = _health_text(report)
+        last = self.db.execute(
+            "SELECT t, state, health, timed FROM statuses WHERE site = ? AND station = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (site, report.station),
+        ).fetchone()
+        if last is not None:
+            t, state, stored_health, timed = last
+            if (
+                state == report.state
+                and stored_health == health
+                and bool(timed) == report.timed
+                and (not report.timed or int(t) == report.t)
+            ):
+                return False
+        self.db.execute(
+            "INSERT INTO statuses (site, station, t, received_at, state, health, timed) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (site, report.station, report.t, received_at, report.state, health, int(report.timed)),
+        )
+        return True
+
+    def add_status(self, site: str, report: StationReport, received_at: int) -> bool:
+        """:meth:`insert_status` in its own commit."""
+        with self.db:
+            return self.insert_status(site, report, received_at)
 
     def save_alert(self, site: str, alert: Alert, *, late: bool = False) -> None:
         """Write an episode as it now stands (``late``: it was found only when late data came)."""
@@ -414,14 +484,47 @@ class SqliteStore:
         )
         return [Inspection(int(t), str(who), str(duty) or None) for t, who, duty in rows]
 
-    def marks(self) -> tuple[int, int]:
-        """The newest reading and inspection ids: how far a snapshot has read the store."""
+    def statuses_after(self, site: str, after: int | None) -> list[StationReport]:
+        """Every status with event time after ``after``, in (time, id) order.
+
+        What a restart or rebuild replays after a snapshot, as
+        :meth:`inspections_after`: by event time, not by id — a status stored
+        before the snapshot but dated after what it had processed was still
+        waiting in the engine's buffer, which a snapshot does not keep. Statuses
+        stored after the snapshot but dated before it are caught by the marks
+        (:meth:`earliest_stored_after`), which send the service to an older one.
+        """
+        rows = self.db.execute(
+            "SELECT station, t, state, health, timed FROM statuses WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [_status(row) for row in rows]
+
+    def statuses(
+        self, site: str, station: str | None = None, after_id: int = 0
+    ) -> list[tuple[int, int, StationReport]]:
+        """(id, received_at, status) of the site's stored statuses in arrival (id) order."""
+        query = (
+            "SELECT id, received_at, station, t, state, health, timed FROM statuses "
+            "WHERE site = ? AND id > ?"
+        )
+        args: tuple[object, ...] = (site, after_id)
+        if station is not None:
+            query += " AND station = ?"
+            args += (station,)
+        rows = self.db.execute(query + " ORDER BY id", args)
+        return [(int(i), int(a), _status(rest)) for i, a, *rest in rows]
+
+    def marks(self) -> Marks:
+        """The newest reading, inspection and status ids: how far a snapshot has read the store."""
         r = self.db.execute("SELECT coalesce(max(id), 0) FROM readings").fetchone()[0]
         i = self.db.execute("SELECT coalesce(max(id), 0) FROM inspections").fetchone()[0]
-        return int(r), int(i)
+        s = self.db.execute("SELECT coalesce(max(id), 0) FROM statuses").fetchone()[0]
+        return int(r), int(i), int(s)
 
     def earliest_stored_after(
-        self, site: str, reading_mark: int, inspection_mark: int
+        self, site: str, reading_mark: int, inspection_mark: int, status_mark: int = 0
     ) -> int | None:
         """The earliest event time among what was stored after the given marks."""
         r = self.db.execute(
@@ -431,7 +534,10 @@ class SqliteStore:
         i = self.db.execute(
             "SELECT min(t) FROM inspections WHERE site = ? AND id > ?", (site, inspection_mark)
         ).fetchone()[0]
-        found = [int(v) for v in (r, i) if v is not None]
+        s = self.db.execute(
+            "SELECT min(t) FROM statuses WHERE site = ? AND id > ?", (site, status_mark)
+        ).fetchone()[0]
+        found = [int(v) for v in (r, i, s) if v is not None]
         return min(found) if found else None
 
     def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
@@ -453,14 +559,21 @@ class SqliteStore:
         taken_at: int,
         *,
         processed_to: int | None = None,
-        marks: tuple[int, int] = (0, 0),
+        marks: Marks | tuple[int, int] = (0, 0, 0),
     ) -> None:
-        """Keep a snapshot; older ones are thinned to one per ``SNAPSHOT_SPACING_MS``."""
+        """Keep a snapshot; older ones are thinned to one per ``SNAPSHOT_SPACING_MS``.
+
+        ``marks`` is :meth:`marks` as the snapshot was taken; a pair (readings,
+        inspections: what callers before statuses passed) counts no status read.
+        """
         key = -(2**62) if processed_to is None else processed_to
+        status_mark = marks[2] if len(marks) > 2 else 0
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?)",
-                (site, key, marks[0], marks[1], taken_at, blob),
+                "INSERT OR REPLACE INTO snapshots "
+                "(site, processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (site, key, marks[0], marks[1], taken_at, blob, status_mark),
             )
             kept = [
                 int(r[0])
@@ -482,13 +595,15 @@ class SqliteStore:
     def snapshots(self, site: str) -> list[SnapshotRow]:
         """Every kept snapshot of the site, newest first."""
         rows = self.db.execute(
-            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob FROM snapshots "
-            "WHERE site = ? ORDER BY processed_to DESC",
+            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark "
+            "FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
             (site,),
         )
         return [
-            SnapshotRow(None if p == -(2**62) else int(p), int(rm), int(im), int(ta), bytes(b))
-            for p, rm, im, ta, b in rows
+            SnapshotRow(
+                None if p == -(2**62) else int(p), int(rm), int(im), int(ta), bytes(b), int(sm)
+            )
+            for p, rm, im, ta, b, sm in rows
         ]
 
     def load_snapshot(self, site: str) -> bytes | None:
@@ -517,4 +632,23 @@ def _reading(row: Sequence[object]) -> SensorReading:
         float(v),  # type: ignore[arg-type]
         None if q is None else int(q),  # type: ignore[call-overload]
         frozenset(str(f).split(",")) if f else frozenset(),
+    )
+
+
+def _health_text(report: StationReport) -> str:
+    """The reported health fields as canonical JSON (the same report gives the same text)."""
+    return json.dumps(report.health(), sort_keys=True, separators=(",", ":"))
+
+
+def _status(row: Sequence[object]) -> StationReport:
+    station, t, state, health, timed = row
+    fields = json.loads(str(health)) if health else {}
+    if not isinstance(fields, dict):
+        fields = {}
+    return StationReport(
+        str(station),
+        int(t),  # type: ignore[call-overload]
+        "online" if state == "online" else "offline",
+        timed=bool(timed),
+        **{k: v for k, v in fields.items() if k in STATION_HEALTH_FIELDS},
     )

@@ -349,6 +349,11 @@ def readings_subscription(site: str = "+") -> str:
     return f"{TOPIC_ROOT}/{site}/+/+/reading"
 
 
+def statuses_subscription(site: str = "+") -> str:
+    """Every station's retained status (and last will) of one site (or all sites)."""
+    return f"{TOPIC_ROOT}/{site}/+/status"
+
+
 def site_subscription(site: str) -> str:
     """The filter for everything published under one site (what ``siltwatch record`` takes)."""
     return f"{TOPIC_ROOT}/{site}/#"

@@ -21,7 +21,7 @@ from paho.mqtt.client import topic_matches_sub
 from ingest.recording import read_csv_readings
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
-from siltwatch.schema import inspections_topic, readings_subscription
+from siltwatch.schema import inspections_topic, readings_subscription, statuses_subscription
 from tests.ingest.hostile import EXPECTED_REASONS, hostile_payloads
 from tests.ingest.live import (
     EXAMPLES,
@@ -56,7 +56,11 @@ def test_hostile_traffic_gets_reasons_valid_traffic_is_stored_serve_keeps_going(
     broker: MosquittoServer, tmp_path: Path
 ) -> None:
     site = load_site(SITE_FILE)
-    subscribed = (readings_subscription(site.site.id), inspections_topic(site.site.id))
+    subscribed = (
+        readings_subscription(site.site.id),
+        inspections_topic(site.site.id),
+        statuses_subscription(site.site.id),  # hostile statuses reach the service too
+    )
     hostile = list(hostile_payloads(site, HOSTILE, seed=8))
     # Valid traffic as a site sends it: the storm week's readings, in time order.
     storm = sorted(
