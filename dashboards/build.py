@@ -30,7 +30,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
-from siltwatch.detections import descriptions
+from siltwatch.detections import dashboard_rows
 from siltwatch.detections.base import Panel, Series
 
 DATASOURCE_UID = "siltwatch-influxdb"
@@ -238,10 +238,9 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
         )
     )
     d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
-    rows = [d.dashboard(site) for d in descriptions() if d.dashboard is not None]
-    for row in sorted(filter(None, rows), key=lambda r: r.position):
-        d = d.with_row(dash_b.Row(row.title))
-        for spec in row.panels:
+    for title, row in dashboard_rows(site):
+        d = d.with_row(dash_b.Row(title))
+        for spec in row:
             d = d.with_panel(render_panel(spec))
     model = d.build()
     for number, panel in enumerate(model.panels or [], start=1):

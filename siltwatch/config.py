@@ -461,14 +461,13 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 out.append((f"{here}", "set only one of tip_in, tip_mm"))
     dupes("receiving_waters", "receiving water")
     for description in descriptions():
-        if description.config_section:
-            dupes(description.config_section, description.config_label)
+        if description.section is not None:
+            dupes(description.section.key, description.section.label)
     dupes("areas", "area")
     rules, pack_ids = _pack_problems(data, out)
     view = ConfigView(data, sensors, rules)
     for description in descriptions():
-        if description.check_config is not None:
-            description.check_config(view)
+        description.check(view)
     out += view.problems
     overrides = data.get("rule_overrides")
     if isinstance(overrides, dict):
@@ -542,7 +541,7 @@ def _officer_problems(
     if rules is None:  # a pack did not resolve (reported above): say what packs generally do
         return [*out, ("contacts", _NO_OFFICER.format(packs=_join(pack_ids), what=_GENERIC))]
     view = ConfigView(data, {}, rules)
-    said = [d.officer_sends(view) for d in descriptions() if d.officer_sends is not None]
+    said = [d.officer_words(view) for d in descriptions()]
     sends = [words for kind, words in filter(None, said) if kind == "duty"]
     kinds = [words for kind, words in filter(None, said) if kind == "critical"]
     if kinds:

@@ -22,9 +22,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from siltwatch.detections.base import AlertSpec, Description, DutySpec, RuleKey
+from siltwatch.detections.base import AlertSpec, Description, DutySpec, Panel, RuleKey
+
+if TYPE_CHECKING:
+    from siltwatch.config import SiteConfig
 
 _NOT_DESCRIPTIONS = frozenset({"base"})
 
@@ -93,6 +96,16 @@ def duty_spec(kind: str) -> DutySpec | None:
     return None
 
 
+def dashboard_rows(site: SiteConfig) -> list[tuple[str, tuple[Panel, ...]]]:
+    """(row title, panels) of every detection with panels for ``site``, in row position."""
+    rows = [
+        (d.dashboard.position, d.dashboard.row, d.panels(site))
+        for d in descriptions()
+        if d.dashboard is not None
+    ]
+    return [(title, panels) for _pos, title, panels in sorted(rows, key=lambda r: r[0]) if panels]
+
+
 def rule_keys() -> tuple[RuleKey, ...]:
     """Every rule key some detection reads."""
     return tuple(rk for d in descriptions() for rk in d.rule_keys)
@@ -105,6 +118,7 @@ __all__ = [
     "RuleKey",
     "alert_kinds",
     "alert_spec",
+    "dashboard_rows",
     "descriptions",
     "duty_spec",
     "rule_keys",

@@ -68,6 +68,10 @@ def short_number(value: float | None, digits: int = 1) -> str | None:
     return f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
 
+def _nothing(_evidence: Any, _zone: tzinfo) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class AlertSpec(Generic[E]):
     """One alert kind: its words, whether the law is behind it, who hears it, its evidence."""
@@ -79,7 +83,7 @@ class AlertSpec(Generic[E]):
     evidence: type[E]
     # "By how much", from the typed evidence, times in the site's zone: the SMS's
     # middle part ('' when there is nothing to say).
-    amount: Callable[[E, tzinfo], str] = field(default=lambda _e, _z: "")
+    amount: Callable[[E, tzinfo], str] = _nothing
 
     def read_evidence(self, evidence: Mapping[str, Any]) -> E | None:
         """The evidence as its model, or None when it is not what this kind writes
@@ -92,6 +96,24 @@ class AlertSpec(Generic[E]):
     def how_much(self, evidence: Mapping[str, Any], zone: tzinfo) -> str:
         ev = self.read_evidence(evidence)
         return self.amount(ev, zone) if ev is not None else ""
+
+
+def regulatory(
+    kind: str,
+    label: str,
+    evidence: type[E],
+    amount: Callable[[E, tzinfo], str],
+    officer: Officer = Officer.ON_CRITICAL,
+) -> AlertSpec[E]:
+    """A breach of the law a rule pack cites: the officer hears it (on critical, by default)."""
+    return AlertSpec(kind, label, True, officer, evidence, amount)
+
+
+def diagnostic(
+    kind: str, label: str, evidence: type[E], amount: Callable[[E, tzinfo], str] = _nothing
+) -> AlertSpec[E]:
+    """siltwatch's own finding (a dead probe, a forecast): the site's people only."""
+    return AlertSpec(kind, label, False, Officer.NEVER, evidence, amount)
 
 
 @dataclass(frozen=True)
@@ -184,6 +206,22 @@ class ConfigView:
             )
 
 
+@dataclass(frozen=True)
+class Section:
+    """The site file's array of what a detection watches, and what the file must get right.
+
+    ``sensor_refs``: (field, sensor kind) pairs each item must name an existing
+    sensor of that kind by; ``officer_label``: the words in "the officer is sent
+    critical ... alerts" when the site has items (a site under a pack must name
+    an officer).
+    """
+
+    key: str  # "turbidity_pairs"
+    label: str  # "turbidity pair"
+    sensor_refs: tuple[tuple[str, str], ...] = ()
+    officer_label: str = ""
+
+
 ConfigCheck = Callable[[ConfigView], None]
 # What the officer is sent for this site by this detection: ("duty", "overdue
 # inspections") or ("critical", "turbidity"), or None when nothing.
@@ -228,13 +266,13 @@ class Panel:
 
 
 @dataclass(frozen=True)
-class Row:
-    """A detection's row of panels; rows are laid out by ``position`` (rain sits next to
-    turbidity, which it drives), not by the order detectors run in."""
+class Dashboard:
+    """A detection's row: one panel per item of its section; rows are laid out by
+    ``position`` (rain sits next to turbidity, which it drives), not by build order."""
 
-    title: str
-    panels: tuple[Panel, ...]
+    row: str
     position: int
+    panel: Callable[[SiteConfig, Any], Panel]
 
 
 # --- the description -------------------------------------------------------------------
@@ -257,11 +295,38 @@ class Description:
     alerts: tuple[AlertSpec[Any], ...] = ()
     duties: tuple[DutySpec, ...] = ()
     rule_keys: tuple[RuleKey, ...] = ()
-    config_section: str = ""  # the site file's array of what it watches ("turbidity_pairs")
-    config_label: str = ""  # its items' name in messages ("turbidity pair")
-    check_config: ConfigCheck | None = None
-    officer_sends: Callable[[ConfigView], OfficerWords | None] | None = None
-    dashboard: Callable[[SiteConfig], Row | None] | None = None
+    section: Section | None = None
+    check_config: ConfigCheck | None = None  # checks beyond the section's sensor references
+    officer_sends: Callable[[ConfigView], OfficerWords | None] | None = None  # beyond the section's
+    dashboard: Dashboard | None = None
+
+    def officer_words(self, view: ConfigView) -> OfficerWords | None:
+        """What the officer is sent for this site by this detection, if anything."""
+        if self.officer_sends is not None:
+            return self.officer_sends(view)
+        section = self.section
+        if section is None or not section.officer_label or not view.items(section.key):
+            return None
+        if any(spec.officer == Officer.ON_CRITICAL for spec in self.alerts):
+            return ("critical", section.officer_label)
+        return None
+
+    def check(self, view: ConfigView) -> None:
+        """The section's sensor references, then the detection's own checks."""
+        if self.section is not None:
+            for i, item in enumerate(view.items(self.section.key)):
+                for field_name, kind in self.section.sensor_refs:
+                    view.sensor_ref(
+                        f"{self.section.key}[{i}].{field_name}", item.get(field_name), kind
+                    )
+        if self.check_config is not None:
+            self.check_config(view)
+
+    def panels(self, site: SiteConfig) -> tuple[Panel, ...]:
+        """Its dashboard panels for ``site``: one per item of its section."""
+        if self.dashboard is None or self.section is None:
+            return ()
+        return tuple(self.dashboard.panel(site, item) for item in getattr(site, self.section.key))
 
     def __post_init__(self) -> None:
         if not self.engine_module.startswith("analytics."):

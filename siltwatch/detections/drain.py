@@ -14,16 +14,15 @@ from typing import TYPE_CHECKING
 
 from siltwatch import rulemath
 from siltwatch.detections.base import (
-    AlertSpec,
-    ConfigView,
+    Dashboard,
     Description,
     Evidence,
-    Officer,
-    OfficerWords,
     Panel,
-    Row,
+    Section,
     Series,
+    diagnostic,
     number,
+    regulatory,
     short_number,
 )
 from siltwatch.units import from_metres
@@ -43,12 +42,8 @@ PRACTICE_TYPES = (
 
 class DrainEvidence(Evidence):
     practice: str
-    sensor: str
-    unit: str
-    peak_at: str
     hours_since_peak: float
     limit_h: float | None
-    deadline: str | None
 
 
 def _amount(ev: DrainEvidence, _zone: tzinfo) -> str:
@@ -58,33 +53,10 @@ def _amount(ev: DrainEvidence, _zone: tzinfo) -> str:
     return ""
 
 
-DRAIN_TIME = AlertSpec(
-    kind=AlertKind.DRAIN_TIME,
-    label="drain time",
-    regulatory=True,
-    officer=Officer.ON_CRITICAL,
-    evidence=DrainEvidence,
-    amount=_amount,
+DRAIN_TIME = regulatory(AlertKind.DRAIN_TIME, "drain time", DrainEvidence, _amount)
+DRAIN_TIME_FORECAST = diagnostic(
+    AlertKind.DRAIN_TIME_FORECAST, "drain time forecast", DrainEvidence, _amount
 )
-DRAIN_TIME_FORECAST = AlertSpec(
-    kind=AlertKind.DRAIN_TIME_FORECAST,
-    label="drain time forecast",
-    regulatory=False,
-    officer=Officer.NEVER,
-    evidence=DrainEvidence,
-    amount=_amount,
-)
-
-
-def _check(view: ConfigView) -> None:
-    for i, practice in enumerate(view.items("infiltration_practices")):
-        view.sensor_ref(
-            f"infiltration_practices[{i}].level_sensor", practice.get("level_sensor"), "water_level"
-        )
-
-
-def _officer(view: ConfigView) -> OfficerWords | None:
-    return ("critical", "drain-time") if view.items("infiltration_practices") else None
 
 
 def practice_levels(site: SiteConfig, practice: InfiltrationPractice) -> tuple[float, float, str]:
@@ -111,16 +83,6 @@ def _panel(site: SiteConfig, practice: InfiltrationPractice) -> Panel:
     )
 
 
-def _dashboard(site: SiteConfig) -> Row | None:
-    if not site.infiltration_practices:
-        return None
-    return Row(
-        "Infiltration practices",
-        tuple(_panel(site, p) for p in site.infiltration_practices),
-        position=30,
-    )
-
-
 DESCRIPTION = Description(
     key="drain",
     order=20,
@@ -128,9 +90,11 @@ DESCRIPTION = Description(
     summary="infiltration practices that do not drain in time (Lake George §148-11 I(3))",
     alerts=(DRAIN_TIME, DRAIN_TIME_FORECAST),
     rule_keys=tuple(number(f"drain.limit_h.{t}") for t in PRACTICE_TYPES),
-    config_section="infiltration_practices",
-    config_label="practice",
-    check_config=_check,
-    officer_sends=_officer,
-    dashboard=_dashboard,
+    section=Section(
+        "infiltration_practices",
+        "practice",
+        sensor_refs=(("level_sensor", "water_level"),),
+        officer_label="drain-time",
+    ),
+    dashboard=Dashboard("Infiltration practices", 30, _panel),
 )

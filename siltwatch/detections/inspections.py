@@ -16,19 +16,20 @@ from typing import TYPE_CHECKING
 
 from siltwatch.detections.base import (
     NON_NEGATIVE,
-    AlertSpec,
     ConfigView,
+    Dashboard,
     Description,
     DutySpec,
     Evidence,
     Officer,
     OfficerWords,
     Panel,
-    Row,
     RuleKey,
+    Section,
     Series,
     flag,
     number,
+    regulatory,
     rules_set,
     short_number,
 )
@@ -42,8 +43,6 @@ ROLLING_RAIN_H = 24  # the storm rule's window as the rain panel draws it
 
 
 class OverdueEvidence(Evidence):
-    duty: str
-    reason: str
     due_at: str
     overdue_h: float
 
@@ -53,13 +52,8 @@ def _amount(ev: OverdueEvidence, zone: tzinfo) -> str:
     return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
 
 
-INSPECTION_OVERDUE = AlertSpec(
-    kind=AlertKind.INSPECTION_OVERDUE,
-    label="inspection overdue",
-    regulatory=True,
-    officer=Officer.ON_OPEN,
-    evidence=OverdueEvidence,
-    amount=_amount,
+INSPECTION_OVERDUE = regulatory(
+    AlertKind.INSPECTION_OVERDUE, "inspection overdue", OverdueEvidence, _amount, Officer.ON_OPEN
 )
 INSPECTION = DutySpec(
     kind=DutyKind.INSPECTION,
@@ -67,11 +61,6 @@ INSPECTION = DutySpec(
     reasons=tuple(DutyReason),
     overdue=INSPECTION_OVERDUE,
 )
-
-
-def _check(view: ConfigView) -> None:
-    for i, gauge in enumerate(view.items("rain_gauges")):
-        view.sensor_ref(f"rain_gauges[{i}].sensor", gauge.get("sensor"), "rain")
 
 
 def _officer(view: ConfigView) -> OfficerWords | None:
@@ -103,12 +92,6 @@ def _panel(site: SiteConfig, gauge: RainGauge) -> Panel:
     )
 
 
-def _dashboard(site: SiteConfig) -> Row | None:
-    if not site.rain_gauges:
-        return None
-    return Row("Rain", tuple(_panel(site, g) for g in site.rain_gauges), position=20)
-
-
 DESCRIPTION = Description(
     key="inspections",
     order=40,
@@ -130,9 +113,7 @@ DESCRIPTION = Description(
         RuleKey("calendar.business_hours", (str,)),
         RuleKey("calendar.weekend", (list,)),
     ),
-    config_section="rain_gauges",
-    config_label="rain gauge",
-    check_config=_check,
+    section=Section("rain_gauges", "rain gauge", sensor_refs=(("sensor", "rain"),)),
     officer_sends=_officer,
-    dashboard=_dashboard,
+    dashboard=Dashboard("Rain", 20, _panel),
 )

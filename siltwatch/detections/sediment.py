@@ -14,16 +14,14 @@ from typing import TYPE_CHECKING
 from siltwatch import rulemath
 from siltwatch.detections.base import (
     FRACTION,
-    AlertSpec,
-    ConfigView,
+    Dashboard,
     Description,
     Evidence,
-    Officer,
-    OfficerWords,
     Panel,
-    Row,
+    Section,
     Series,
     number,
+    regulatory,
 )
 from siltwatch.units import from_metres
 from siltwatch.vocabulary import AlertKind
@@ -33,8 +31,6 @@ if TYPE_CHECKING:
 
 
 class SedimentEvidence(Evidence):
-    trap: str
-    sensor: str
     fraction_lost: float
     cleanout_fraction: float
 
@@ -46,25 +42,9 @@ def _amount(ev: SedimentEvidence, _zone: tzinfo) -> str:
     )
 
 
-SEDIMENT_CAPACITY = AlertSpec(
-    kind=AlertKind.SEDIMENT_CAPACITY,
-    label="sediment-trap capacity",
-    regulatory=True,
-    officer=Officer.ON_CRITICAL,
-    evidence=SedimentEvidence,
-    amount=_amount,
+SEDIMENT_CAPACITY = regulatory(
+    AlertKind.SEDIMENT_CAPACITY, "sediment-trap capacity", SedimentEvidence, _amount
 )
-
-
-def _check(view: ConfigView) -> None:
-    for i, trap in enumerate(view.items("sediment_traps")):
-        view.sensor_ref(
-            f"sediment_traps[{i}].depth_sensor", trap.get("depth_sensor"), "sediment_depth"
-        )
-
-
-def _officer(view: ConfigView) -> OfficerWords | None:
-    return ("critical", "sediment-trap") if view.items("sediment_traps") else None
 
 
 def depth_at_fraction(site: SiteConfig, trap: SedimentTrap, fraction: float) -> float:
@@ -103,12 +83,6 @@ def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
     )
 
 
-def _dashboard(site: SiteConfig) -> Row | None:
-    if not site.sediment_traps:
-        return None
-    return Row("Sediment traps", tuple(_panel(site, t) for t in site.sediment_traps), position=40)
-
-
 DESCRIPTION = Description(
     key="sediment",
     order=30,
@@ -119,9 +93,11 @@ DESCRIPTION = Description(
         number("sediment.warn_fraction", FRACTION),
         number("sediment.cleanout_fraction", FRACTION),
     ),
-    config_section="sediment_traps",
-    config_label="trap",
-    check_config=_check,
-    officer_sends=_officer,
-    dashboard=_dashboard,
+    section=Section(
+        "sediment_traps",
+        "trap",
+        sensor_refs=(("depth_sensor", "sediment_depth"),),
+        officer_label="sediment-trap",
+    ),
+    dashboard=Dashboard("Sediment traps", 40, _panel),
 )

@@ -9,7 +9,7 @@ passes first, which is why it is built first.
 
 from __future__ import annotations
 
-from siltwatch.detections.base import AlertSpec, Description, Evidence, Officer, number
+from siltwatch.detections.base import Description, Evidence, diagnostic, number
 from siltwatch.vocabulary import AlertKind
 
 
@@ -17,34 +17,18 @@ class OfflineEvidence(Evidence):
     sensor: str
     station: str
     last_reading_at: str
-    interval_s: float
-    offline_after_s: float
 
 
 class DataQualityEvidence(Evidence):
-    """Evidence of a sensor's problems (health) or of a pair that cannot be judged
-    (turbidity): they share the kind, so only what both may write is typed."""
+    """A sensor's problems (health) or a pair that cannot be judged (turbidity): they
+    share the kind, so what either may write is optional."""
 
     sensor: str | None = None
-    station: str | None = None
     pair: str | None = None
-    unit: str | None = None
 
 
-SENSOR_OFFLINE = AlertSpec(
-    kind=AlertKind.SENSOR_OFFLINE,
-    label="sensor offline",
-    regulatory=False,
-    officer=Officer.NEVER,
-    evidence=OfflineEvidence,
-)
-DATA_QUALITY = AlertSpec(
-    kind=AlertKind.DATA_QUALITY,
-    label="data quality",
-    regulatory=False,
-    officer=Officer.NEVER,
-    evidence=DataQualityEvidence,
-)
+SENSOR_OFFLINE = diagnostic(AlertKind.SENSOR_OFFLINE, "sensor offline", OfflineEvidence)
+DATA_QUALITY = diagnostic(AlertKind.DATA_QUALITY, "data quality", DataQualityEvidence)
 
 DESCRIPTION = Description(
     key="sensor_health",

@@ -21,17 +21,16 @@ from siltwatch import rulemath
 from siltwatch.detections.base import (
     NON_NEGATIVE,
     UNIT_INTERVAL,
-    AlertSpec,
     ConfigView,
+    Dashboard,
     Description,
     Evidence,
-    Officer,
-    OfficerWords,
     Panel,
-    Row,
     RuleKey,
+    Section,
     Series,
     number,
+    regulatory,
     short_number,
 )
 from siltwatch.detections.sensor_health import DATA_QUALITY
@@ -42,11 +41,7 @@ if TYPE_CHECKING:
 
 
 class TurbidityEvidence(Evidence):
-    pair: str
-    upstream: str
-    downstream: str
     downstream_level: float
-    upstream_level: float
     limit: float
     unit: str
     peak_downstream_level: float | None = None
@@ -62,24 +57,17 @@ def _amount(ev: TurbidityEvidence, _zone: tzinfo) -> str:
     return text
 
 
-TURBIDITY_CONTRAST = AlertSpec(
-    kind=AlertKind.TURBIDITY_CONTRAST,
-    label="turbidity contrast",
-    regulatory=True,
-    officer=Officer.ON_CRITICAL,
-    evidence=TurbidityEvidence,
-    amount=_amount,
+TURBIDITY_CONTRAST = regulatory(
+    AlertKind.TURBIDITY_CONTRAST, "turbidity contrast", TurbidityEvidence, _amount
 )
 
 
 def _check(view: ConfigView) -> None:
-    """Both probes exist and are turbidity probes, they differ, the water exists, and a
-    numeric limit applies (a pack with only a narrative standard needs the site's proxy)."""
+    """The probes differ, the water exists, and a numeric limit applies (a pack with
+    only a narrative standard needs the site's proxy)."""
     waters = {w.get("id"): w for w in view.items("receiving_waters")}
     for i, pair in enumerate(view.items("turbidity_pairs")):
         here = f"turbidity_pairs[{i}]"
-        view.sensor_ref(f"{here}.upstream", pair.get("upstream"), "turbidity")
-        view.sensor_ref(f"{here}.downstream", pair.get("downstream"), "turbidity")
         if pair.get("upstream") is not None and pair.get("upstream") == pair.get("downstream"):
             view.problem(f"{here}.downstream", "must differ from upstream")
         water_id = pair.get("receiving_water")
@@ -104,10 +92,6 @@ def _check(view: ConfigView) -> None:
                 f"{here}.limit",
                 f"is required: {why}; set a numeric proxy such as limit = {{ over_background_ntu = 25 }}",
             )
-
-
-def _officer(view: ConfigView) -> OfficerWords | None:
-    return ("critical", "turbidity") if view.items("turbidity_pairs") else None
 
 
 # --- the panel's reference lines ----------------------------------------------------------
@@ -182,12 +166,6 @@ def _panel(site: SiteConfig, pair: TurbidityPair) -> Panel:
     )
 
 
-def _dashboard(site: SiteConfig) -> Row | None:
-    if not site.turbidity_pairs:
-        return None
-    return Row("Turbidity", tuple(_panel(site, pair) for pair in site.turbidity_pairs), position=10)
-
-
 DESCRIPTION = Description(
     key="turbidity",
     order=10,
@@ -205,9 +183,12 @@ DESCRIPTION = Description(
         ),
         number("turbidity.notify_ntu", NON_NEGATIVE),
     ),
-    config_section="turbidity_pairs",
-    config_label="turbidity pair",
+    section=Section(
+        "turbidity_pairs",
+        "turbidity pair",
+        sensor_refs=(("upstream", "turbidity"), ("downstream", "turbidity")),
+        officer_label="turbidity",
+    ),
     check_config=_check,
-    officer_sends=_officer,
-    dashboard=_dashboard,
+    dashboard=Dashboard("Turbidity", 10, _panel),
 )

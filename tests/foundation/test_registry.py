@@ -24,7 +24,7 @@ from alerts.messages import how_much
 from alerts.routing import officer_cares, route
 from analytics.detectors import build_detectors
 from analytics.engine import Engine
-from siltwatch.config import SiteConfig, cross_reference_problems, load_site
+from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
 from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS
 from siltwatch.schema import Alert
@@ -119,7 +119,9 @@ def test_detectors_are_built_in_registry_order() -> None:
 
 
 PH = """
-    from siltwatch.detections.base import AlertSpec, ConfigView, Description, Evidence, Officer, number, short_number
+    from siltwatch.detections.base import (
+        Description, Evidence, Officer, Section, number, regulatory, short_number,
+    )
 
     class PhEvidence(Evidence):
         sensor: str
@@ -127,21 +129,16 @@ PH = """
         low: float
         high: float
 
-    PH_RANGE = AlertSpec(
-        kind="ph_range", label="pH out of range", regulatory=True, officer=Officer.ON_OPEN,
-        evidence=PhEvidence,
-        amount=lambda ev, zone: f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}",
-    )
+    def amount(ev: PhEvidence, zone: object) -> str:
+        return f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}"
 
-    def check(view: ConfigView) -> None:
-        for i, probe in enumerate(view.items("ph_probes")):
-            view.sensor_ref(f"ph_probes[{i}].sensor", probe.get("sensor"), "ph")
+    PH_RANGE = regulatory("ph_range", "pH out of range", PhEvidence, amount, Officer.ON_OPEN)
 
     DESCRIPTION = Description(
         key="ph", order=25, engine_module="analytics.ph_for_test",
         summary="pH against its range (a test's detection)", alerts=(PH_RANGE,),
         rule_keys=(number("ph.low"), number("ph.high")),
-        config_section="ph_probes", config_label="pH probe", check_config=check,
+        section=Section("ph_probes", "pH probe", sensor_refs=(("sensor", "ph"),)),
     )
 """
 
@@ -165,9 +162,8 @@ def ph_description(tmp_path: Path) -> Iterator[None]:
 
 
 def test_a_new_description_reaches_routing_messages_and_config_checks(ph_description: None) -> None:
-    assert [d.key for d in registry.descriptions()].index(
-        "ph"
-    ) == 3  # by its order (after drain, 20)
+    keys = [d.key for d in registry.descriptions()]
+    assert keys.index("ph") == keys.index("drain") + 1  # by its order (25, after drain's 20)
     site = load_site(SITE)
     alert = Alert.model_validate(
         {
@@ -204,7 +200,11 @@ def test_officer_policies_follow_the_law() -> None:
 
 
 def test_dashboard_rows_come_from_the_descriptions_in_their_position() -> None:
-    site: SiteConfig = load_site(SITE)
-    rows = [d.dashboard(site) for d in registry.descriptions() if d.dashboard is not None]
-    titles = [r.title for r in rows if r is not None]
-    assert titles == ["Turbidity", "Infiltration practices", "Sediment traps", "Rain"]
+    rows = registry.dashboard_rows(load_site(SITE))
+    assert [title for title, _panels in rows] == [
+        "Turbidity",
+        "Rain",
+        "Infiltration practices",
+        "Sediment traps",
+    ]
+    assert all(panels for _title, panels in rows)
