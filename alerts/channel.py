@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Protocol
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
+from alerts.messages import SiteLabel
 from alerts.routing import Notification
 
 log = logging.getLogger(__name__)
 
 Message = dict[str, str]
+
+SettingsT = TypeVar("SettingsT")
 
 
 class DeliveryFailed(Exception):
@@ -61,14 +65,27 @@ class Channel(Protocol):
         ...
 
 
-class DirectSend:
+class DirectSend(Generic[SettingsT]):
     """``send(note)`` for a channel: every address, now, once; failures are logged.
 
     No retry and no record: what the outbox adds. Raises the first failure after
     trying every address, so the dispatcher logs the broken channel.
+
+    Every channel is built from its own settings (server, credentials, timeouts),
+    the site's label for the message text and an optional clock (tests pin it).
     """
 
     name: str
+
+    def __init__(
+        self,
+        settings: SettingsT,
+        site: SiteLabel,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.site = site
+        self.clock = clock
 
     def addresses(self, note: Notification) -> list[tuple[str, str]]:
         raise NotImplementedError

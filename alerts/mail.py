@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import smtplib
 import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -29,7 +29,7 @@ from typing import Literal
 
 from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id
 from alerts.http import is_loopback_host
-from alerts.messages import SiteLabel, email_body, email_subject
+from alerts.messages import email_body, email_subject
 from alerts.routing import Notification
 
 Security = Literal["none", "starttls", "tls"]
@@ -75,20 +75,10 @@ def classify_smtp(exc: Exception) -> DeliveryFailed:
     return DeliveryFailed(f"{type(exc).__name__}: {exc}", permanent=False)
 
 
-class EmailSink(DirectSend):
+class EmailSink(DirectSend[SmtpSettings]):
     """Email channel; as a Sink, one email per notification to every recipient with an email."""
 
     name = "email"
-
-    def __init__(
-        self,
-        settings: SmtpSettings,
-        site: SiteLabel,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.site = site
-        self.clock = clock
 
     def addresses(self, note: Notification) -> list[tuple[str, str]]:
         return [(c.name, c.email) for c in note.recipients if c.email]

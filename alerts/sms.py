@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import base64
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from alerts.channel import DeliveryFailed, DirectSend, Message
 from alerts.http import post
-from alerts.messages import SMS_MAX_CHARS, SiteLabel, sms_length, sms_text
+from alerts.messages import SMS_MAX_CHARS, sms_length, sms_text
 from alerts.routing import Notification
 
 
@@ -37,17 +36,10 @@ class SmsSettings:
     allow_insecure_http: bool = False  # http:// base_url, to a loopback stand-in only
 
 
-class SmsSink(DirectSend):
+class SmsSink(DirectSend[SmsSettings]):
     """SMS channel: one text per recipient with a phone number."""
 
     name = "sms"
-
-    def __init__(
-        self, settings: SmsSettings, site: SiteLabel, clock: Callable[[], float] | None = None
-    ) -> None:
-        self.settings = settings
-        self.site = site
-        self.clock = clock
 
     @property
     def url(self) -> str:

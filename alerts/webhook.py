@@ -30,12 +30,11 @@ import hmac
 import json
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from alerts.channel import DirectSend, Message
 from alerts.http import post, redact_url
-from alerts.messages import SiteLabel, webhook_document
+from alerts.messages import webhook_document
 from alerts.routing import Notification
 
 SIGNATURE_HEADER = "X-Siltwatch-Signature"
@@ -122,7 +121,7 @@ class WebhookSettings:
     allow_insecure_http: bool = False  # http:// URL, to a loopback receiver only
 
 
-class WebhookSink(DirectSend):
+class WebhookSink(DirectSend[WebhookSettings]):
     """Webhook channel: one POST per notification.
 
     Its 'address' is the redacted URL (what the outbox and logs keep); the POST goes to
@@ -130,16 +129,6 @@ class WebhookSink(DirectSend):
     """
 
     name = "webhook"
-
-    def __init__(
-        self,
-        settings: WebhookSettings,
-        site: SiteLabel,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.site = site
-        self.clock = clock
 
     @property
     def shown_url(self) -> str:

@@ -112,17 +112,7 @@ class TimeWindow:
                     self.n_soft += 1
                 else:
                     self.n_hard += 1
-        entries = self.entries
-        if entries and entries[0][0] <= start:
-            values = self.sorted
-            while entries and entries[0][0] <= start:
-                _, value, grade = entries.popleft()
-                if grade == 2:
-                    self.n_hard -= 1
-                else:
-                    del values[bisect_left(values, value)]
-                    if grade == 1:
-                        self.n_soft -= 1
+        self._evict_through(start)
 
     def add_latest(self, t: int, value: float, grade: int) -> None:
         """Push a reading and move the window to end at it, in one step.
@@ -141,15 +131,21 @@ class TimeWindow:
             self.n_soft += 1
         else:
             self.n_hard += 1
-        start = t - self.span
-        while entries[0][0] <= start:
-            _, old, old_grade = entries.popleft()
-            if old_grade == 2:
-                self.n_hard -= 1
-            else:
-                del values[bisect_left(values, old)]
-                if old_grade == 1:
-                    self.n_soft -= 1
+        self._evict_through(t - self.span)
+
+    def _evict_through(self, start: int) -> None:
+        """Drop the entries at or before ``start``: they have left the window."""
+        entries = self.entries
+        if entries and entries[0][0] <= start:
+            values = self.sorted
+            while entries and entries[0][0] <= start:
+                _, value, grade = entries.popleft()
+                if grade == 2:
+                    self.n_hard -= 1
+                else:
+                    del values[bisect_left(values, value)]
+                    if grade == 1:
+                        self.n_soft -= 1
 
     def drop_pending_before(self, t: int) -> None:
         """Forget pushed readings older than ``t`` that no window position will need."""

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import ingest.decode as decode_module
-from analytics.events import Inspection, SensorReading
+from analytics.events import Inspection, SensorReading, StationReport
 from analytics.timeutil import to_ms
 from ingest.decode import (
     MAX_DEPTH,
@@ -30,6 +30,7 @@ from ingest.decode import (
     Rejected,
     decode_message,
     nesting_depth,
+    to_station_report,
 )
 from ingest.recording import parse_payload
 from siltwatch.config import load_site
@@ -38,6 +39,8 @@ from siltwatch.schema import (
     QualityFlag,
     ReadingBatch,
     ReadingItem,
+    StationHealth,
+    StationStatus,
     alerts_topic,
     inspections_topic,
     reading_topic,
@@ -172,6 +175,26 @@ def test_inspection_status_and_alert_decode() -> None:
     out = decode_message(alerts_topic(SITE_ID), dumps(alert), SITE)
     assert isinstance(out, Decoded)
     assert (out.readings, out.inspections, out.status) == ([], [], None)
+
+
+def test_a_status_report_carries_every_health_field_the_station_sent() -> None:
+    sent: dict[str, Any] = {
+        "battery_v": 12.6,
+        "cpu_temp_c": 41.5,
+        "disk_free_mb": 900,
+        "backlog": 3,
+        "dropped": 1,
+        "quarantined": 2,
+        "clock_synced": False,
+        "clock_offset_s": -0.25,
+    }
+    assert set(sent) == set(StationHealth.model_fields)  # every field, none left untested
+    health = StationHealth(**sent)
+    status = StationStatus(site=SITE_ID, station="up-1", state="online", health=health)
+    expected = StationReport("up-1", T0, "online", timed=False, **sent)
+    assert to_station_report(status, T0) == expected
+    offline = StationStatus(site=SITE_ID, station="up-1", state="offline")
+    assert to_station_report(offline, T0) == StationReport("up-1", T0, "offline", timed=False)
 
 
 def test_physical_bounds_are_inclusive_and_in_the_declared_unit() -> None:
