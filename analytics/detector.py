@@ -2,14 +2,16 @@
 
 A detector is a small state machine. The engine calls it, in event-time order,
 with the readings of the sensors it declares, with the timers it scheduled,
-with inspections and with the stations' own reports; the detector opens and
-resolves alert episodes and creates duties through the :class:`Context`. It
-never sees arrival order, never reads a clock and never does I/O — which is
-what makes replay, backfill and live operation give the same alerts.
+with inspections, with the stations' own reports and with the site log (what
+people did on the site); the detector opens and resolves alert episodes and
+creates duties through the :class:`Context`. It never sees arrival order, never
+reads a clock and never does I/O — which is what makes replay, backfill and
+live operation give the same alerts.
 
 Ordering guarantee: a timer scheduled for time ``d`` fires after every reading,
-inspection and station report with ``t <= d`` and before any with ``t > d``; at
-one instant readings come first, then inspections, then station reports.
+inspection, station report and site-log entry with ``t <= d`` and before any
+with ``t > d``; at one instant readings come first, then inspections, then
+station reports, then site-log entries.
 
 Detectors talk to each other only through typed events
 (:class:`~analytics.events.DetectorEvent`): one publishes with
@@ -32,7 +34,14 @@ from typing import ClassVar
 from zoneinfo import ZoneInfo
 
 from analytics.episodes import AlertBook, DutyBook
-from analytics.events import DetectorEvent, Inspection, RainDay, SensorReading, StationReport
+from analytics.events import (
+    DetectorEvent,
+    Inspection,
+    RainDay,
+    SensorReading,
+    SiteLogEntry,
+    StationReport,
+)
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 
@@ -129,6 +138,19 @@ class Detector:
         or a station clock ingest could not trust), not when the station wrote it.
         Reports never move event time, so nothing a station's clock says can
         make another station look late.
+        """
+
+    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
+        """People recorded what they did on the site at ``entry.t`` (every detector gets it).
+
+        ``entry.event`` is a :class:`~siltwatch.vocabulary.SiteEvent` value and
+        ``entry.area`` an area of the site for the events that need one (ingest
+        and the replay's CSV reader check both against the site; a capture
+        replayed without a site's areas may still name an unknown one): the
+        detector decides what it means, and must not fail on it. Entries never
+        move event time — an ``inactive`` row is dated at the last day of work,
+        days back on purpose — so one arriving after its time has been processed
+        is late data: the live service rebuilds the history with it in order.
         """
 
     def on_finish(self, end: int, ctx: Context) -> None:

@@ -22,10 +22,13 @@ Where the watermark comes from depends on how the engine is fed:
   runs on from the latest data at the pace of the service's clock
   (``advance_clock``), so silence and overdue duties are still noticed.
 
-Inspections and station reports (``feed_inspection``, ``feed_status``) are
-ordered with the readings by their event time but never move a watermark:
-people are not clocks, and a station's report is about the station, not a
-measurement of time passing (a last will carries no time at all).
+Inspections, station reports and site-log entries (``feed_inspection``,
+``feed_status``, ``feed_site_log``) are ordered with the readings by their
+event time but never move a live watermark: people are not clocks, and a
+station's report is about the station, not a measurement of time passing (a
+last will carries no time at all). Station reports and site-log entries do not
+move the replay watermark either (an ``inactive`` row is dated days back on
+purpose); an inspection in a replay does, as it always has.
 
 One bad clock changes nothing else (design.md, "One bad input changes nothing
 else"): a reading whose time cannot be trusted — flagged ``clock_unsynced``
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,12 +63,14 @@ from analytics.detector import Context, Detector, Screen, TimerQueue
 from analytics.detectors import build_detectors
 from analytics.episodes import AlertBook, DutyBook
 from analytics.events import (
+    INSPECTION_RECORD_FIELDS,
     STATION_HEALTH_FIELDS,
     DetectorEvent,
     EngineEvent,
     Inspection,
     RainDay,
     SensorReading,
+    SiteLogEntry,
     StationReport,
 )
 from analytics.timeutil import MS_PER_S
@@ -73,7 +79,9 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 
 # 3: storms reach the duties as engine events (no stored sink)
 # 4: station reports (feed_status): a third input kind in the buffer, EngineStats.statuses
-SNAPSHOT_VERSION = 4
+# 5: site-log entries (feed_site_log): a fourth input kind, EngineStats.site_log; the
+#    inspection record fields (Inspection.affiliation ... corrective_actions)
+SNAPSHOT_VERSION = 5
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
@@ -81,10 +89,22 @@ CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
 # moves a watermark (a clock ten years ahead must not end the world).
 UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD})
 
-# Order of kinds at one instant: readings first, then inspections, then station reports.
+# Order of kinds at one instant: readings first, then inspections, then station reports,
+# then site-log entries.
 _READING = 0
 _INSPECTION = 1
 _STATUS = 2
+_SITE_LOG = 3
+
+# The detector method each input kind but readings is handed to (every detector, in order).
+_DELIVERY = {
+    _INSPECTION: "on_inspection",
+    _STATUS: "on_status",
+    _SITE_LOG: "on_site_log",
+}
+
+BufferEntry = tuple[int, int, str, Any]
+"""(t, kind, key, payload): the key makes ties deterministic (see ``_run_until``)."""
 
 
 @dataclass
@@ -99,6 +119,7 @@ class EngineStats:
     unknown_sensor: int = 0
     inspections: int = 0
     statuses: int = 0  # station reports fed (feed_status, catch_up)
+    site_log: int = 0  # site-log entries fed (feed_site_log, catch_up)
     timers_fired: int = 0
     untrusted_time: int = 0
     unknown_sensors: dict[str, int] = field(default_factory=dict)
@@ -128,7 +149,7 @@ _DERIVED = frozenset(
 
 
 class Engine(TimerQueue):
-    """Feed readings, inspections and station reports; read alert and duty events back."""
+    """Feed readings, inspections, station reports and site-log entries; read events back."""
 
     def __init__(
         self,
@@ -173,7 +194,7 @@ class Engine(TimerQueue):
         self._rebuild()
         self.stats = EngineStats()
         # (t, kind, key, payload) — key makes ties deterministic.
-        self._buffer: list[tuple[int, int, str, Any]] = []
+        self._buffer: list[BufferEntry] = []
         self._buffered_keys: set[tuple[str, int]] = set()
         self._timers: list[tuple[int, str, str]] = []
         self._timer_keys: set[tuple[int, str, str]] = set()
@@ -348,30 +369,10 @@ class Engine(TimerQueue):
 
         Live (``received_at`` given), an inspection never moves the watermark:
         people are not clocks, and a mistyped date must not end the day early.
+        In a replay it moves the replay watermark as a reading does.
         """
         self.stats.inspections += 1
-        if self._released_to is not None and inspection.t <= self._released_to:
-            self._note_late(inspection.t)
-        heapq.heappush(self._buffer, self._inspection_entry(inspection))
-        if received_at is not None:
-            self._live = True
-            if self._now is None or received_at > self._now:
-                self._now = received_at
-        elif self._max_seen is None or inspection.t > self._max_seen:
-            self._max_seen = inspection.t
-        wm = self.watermark
-        if wm is not None:
-            self._run_until(wm)
-        return self._drain()
-
-    @staticmethod
-    def _inspection_entry(inspection: Inspection) -> tuple[int, int, str, Any]:
-        return (
-            inspection.t,
-            _INSPECTION,
-            f"{inspection.inspector}|{inspection.duty or ''}",
-            inspection,
-        )
+        return self._feed_input(self._inspection_entry(inspection), received_at, replay_clock=True)
 
     def feed_status(
         self, report: StationReport, received_at: int | None = None
@@ -389,22 +390,62 @@ class Engine(TimerQueue):
         rebuilds from its store instead of feeding it).
         """
         self.stats.statuses += 1
-        if self._released_to is not None and report.t <= self._released_to:
-            self._note_late(report.t)
-        heapq.heappush(self._buffer, self._status_entry(report))
+        return self._feed_input(self._status_entry(report), received_at, replay_clock=False)
+
+    def feed_site_log(
+        self, entry: SiteLogEntry, received_at: int | None = None
+    ) -> list[EngineEvent]:
+        """Record a site-log entry; it is ordered with the readings by its event time.
+
+        Delivered, once the watermark passes ``entry.t``, to every detector's
+        ``on_site_log`` in detector order (after the readings, inspections and
+        station reports of the same instant). An entry never moves a watermark,
+        live or in a replay: people are not clocks, and an ``inactive`` row is
+        dated at the last day of work, days back, on purpose. Live, the arrival
+        still advances the service's clock. An entry at or before what was
+        already processed is used at once and its time noted in ``late_from``
+        (the live service rebuilds from its store instead of feeding it).
+        """
+        self.stats.site_log += 1
+        return self._feed_input(self._site_log_entry(entry), received_at, replay_clock=False)
+
+    def _feed_input(
+        self, entry: BufferEntry, received_at: int | None, *, replay_clock: bool
+    ) -> list[EngineEvent]:
+        """Buffer one input that is not a reading and release what the watermark allows.
+
+        ``replay_clock``: in a replay (no ``received_at``) its time moves the
+        replay watermark (inspections do; reports and site-log entries never).
+        """
+        t = entry[0]
+        if self._released_to is not None and t <= self._released_to:
+            self._note_late(t)
+        heapq.heappush(self._buffer, entry)
         if received_at is not None:
             self._live = True
             if self._now is None or received_at > self._now:
                 self._now = received_at
+        elif replay_clock and (self._max_seen is None or t > self._max_seen):
+            self._max_seen = t
         wm = self.watermark
         if wm is not None:
             self._run_until(wm)
         return self._drain()
 
+    # Buffer entries: the key holds every field, so equal keys mean equal inputs (a tie
+    # never compares the payloads, and the order never depends on arrival).
+
     @staticmethod
-    def _status_entry(report: StationReport) -> tuple[int, int, str, Any]:
-        """The buffer entry; its key holds every field, so equal keys mean equal reports
-        (a tie never compares the payloads, and the order never depends on arrival)."""
+    def _inspection_entry(inspection: Inspection) -> BufferEntry:
+        key = f"{inspection.inspector}|{inspection.duty or ''}"
+        record = [getattr(inspection, name) for name in INSPECTION_RECORD_FIELDS]
+        if any(value is not None for value in record):
+            # After a NUL, so inspections without record fields keep their order.
+            key += "\0" + json.dumps(record)
+        return (inspection.t, _INSPECTION, key, inspection)
+
+    @staticmethod
+    def _status_entry(report: StationReport) -> BufferEntry:
         health = ",".join(repr(getattr(report, name)) for name in STATION_HEALTH_FIELDS)
         return (
             report.t,
@@ -412,6 +453,11 @@ class Engine(TimerQueue):
             f"{report.station}|{report.state}|{int(report.timed)}|{health}",
             report,
         )
+
+    @staticmethod
+    def _site_log_entry(entry: SiteLogEntry) -> BufferEntry:
+        key = json.dumps([entry.event, entry.area or "", entry.by, entry.detail])
+        return (entry.t, _SITE_LOG, key, entry)
 
     def advance_clock(self, now: int) -> list[EngineEvent]:
         """The service's clock says it is ``now`` (arrival time): a heartbeat.
@@ -465,14 +511,15 @@ class Engine(TimerQueue):
         inspections: Iterable[Inspection],
         until: int,
         statuses: Iterable[StationReport] = (),
+        site_log: Iterable[SiteLogEntry] = (),
     ) -> list[EngineEvent]:
         """Process stored history in event-time order up to ``until`` (a restart or rebuild).
 
         ``readings`` comes in chunks sorted by event time (the store reads them
         so), all later than what this engine already processed; so do
-        ``inspections`` and ``statuses`` (station reports). Each chunk is
-        released up to just before its last time, so memory holds one chunk;
-        what lies beyond ``until`` stays buffered for the live stream.
+        ``inspections``, ``statuses`` (station reports) and ``site_log``. Each
+        chunk is released up to just before its last time, so memory holds one
+        chunk; what lies beyond ``until`` stays buffered for the live stream.
         """
         for ins in inspections:
             self.stats.inspections += 1
@@ -480,6 +527,9 @@ class Engine(TimerQueue):
         for report in statuses:
             self.stats.statuses += 1
             heapq.heappush(self._buffer, self._status_entry(report))
+        for entry in site_log:
+            self.stats.site_log += 1
+            heapq.heappush(self._buffer, self._site_log_entry(entry))
         events: list[EngineEvent] = []
         for chunk in readings:
             if not chunk:
@@ -565,12 +615,10 @@ class Engine(TimerQueue):
             if kind == _READING:
                 self._buffered_keys.discard((payload.sensor, t))
                 self._process_reading(payload)
-            elif kind == _INSPECTION:
-                for det in self.detectors.values():
-                    det.on_inspection(payload, self.ctx)
-            else:
-                for det in self.detectors.values():
-                    det.on_status(payload, self.ctx)
+                continue
+            method = _DELIVERY[kind]
+            for det in self.detectors.values():
+                getattr(det, method)(payload, self.ctx)
         if self._released_to is None or limit > self._released_to:
             self._released_to = limit
 
@@ -624,10 +672,10 @@ class Engine(TimerQueue):
         """The state up to ``processed_to``, without the inputs still waiting.
 
         For a caller that keeps every input in a store (the live service): the
-        waiting readings, inspections and station reports are re-read from it
-        after a restore (``catch_up`` from ``processed_to``), so writing them
-        again in every snapshot — thousands while a backlog drains — would only
-        cost time.
+        waiting readings, inspections, station reports and site-log entries are
+        re-read from it after a restore (``catch_up`` from ``processed_to``), so
+        writing them again in every snapshot — thousands while a backlog drains
+        — would only cost time.
         """
         state = dict(self.__dict__)
         state["_buffer"] = []

@@ -1,8 +1,9 @@
 """What goes into the engine and what comes out of it.
 
 Inputs are readings (already converted to the engine's time base),
-inspection records and station reports; outputs are alert and duty events. These are plain frozen
-dataclasses: cheap to create in the hot path and trivially snapshotted.
+inspection records, station reports and site-log entries; outputs are alert and
+duty events. These are plain frozen dataclasses: cheap to create in the hot
+path and trivially snapshotted.
 """
 
 from __future__ import annotations
@@ -27,11 +28,57 @@ class SensorReading:
 
 @dataclass(frozen=True, slots=True)
 class Inspection:
-    """An inspection recorded at ``t``; ``duty`` None completes every open inspection duty."""
+    """An inspection recorded at ``t``; ``duty`` None completes every open inspection duty.
+
+    The optional fields are what an inspection record must hold besides who
+    and when (e.g. Lake Lure 96.05(B)(17)(a),(b): the inspector's affiliation,
+    address and telephone, the signature, significant deviations from the plan,
+    corrective actions taken and their completion); None when not recorded.
+    """
 
     t: int
     inspector: str
     duty: str | None = None
+    affiliation: str | None = None
+    address: str | None = None
+    phone: str | None = None
+    signed: bool | None = None
+    deviations: str | None = None  # significant deviations from the approved plan
+    corrective_actions: str | None = None  # what was done, and when it was completed
+
+
+# The record fields of an Inspection after ``duty``, in declaration order.
+INSPECTION_RECORD_FIELDS = (
+    "affiliation",
+    "address",
+    "phone",
+    "signed",
+    "deviations",
+    "corrective_actions",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteLogEntry:
+    """What people did on the site at ``t``: one row of the site log.
+
+    ``event`` is a :class:`siltwatch.vocabulary.SiteEvent` value; ``area`` the
+    site area it concerns (None for the site-wide events: milestones, notices,
+    corrective actions); ``by`` who recorded it; ``detail`` the milestone a
+    ``milestone`` or ``notice`` row names, the alert id and what was done for a
+    ``corrective_action``, free text otherwise ("" when none).
+
+    An entry is ordered with the readings by ``t`` and handed to every
+    detector's ``on_site_log``, but never moves event time: people are not
+    clocks, and an ``inactive`` row is dated at the last day of work on purpose,
+    days back.
+    """
+
+    t: int  # event time, epoch ms UTC
+    event: str
+    area: str | None
+    by: str
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ category               what is wrong
                        match the topic
 ``unknown station``    the topic's station is not in the site configuration
 ``unknown sensor``     a sensor that is not in the site, or not on the topic's station
+``unknown area``       a site-log entry naming an area that is not in the site
 ``too large``          payload above :data:`MAX_PAYLOAD_BYTES`, or a number too long to read
 ``too deeply nested``  ``[``/``{`` nested deeper than :data:`MAX_DEPTH`
 ``not UTF-8``          bytes that are not UTF-8 text
@@ -40,13 +41,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, overload
 
 from pydantic import ValidationError
 
-from analytics.events import Inspection, SensorReading, StationReport
+from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
 from analytics.timeutil import to_ms
 from siltwatch.config import Sensor, SiteConfig
 from siltwatch.physical import impossible
@@ -56,6 +57,7 @@ from siltwatch.schema import (
     Reading,
     ReadingBatch,
     ReadingItem,
+    SiteLogRecord,
     StationStatus,
     TopicParts,
     parse_topic,
@@ -86,6 +88,7 @@ class Decoded:
     readings: list[tuple[str, SensorReading]]  # (station, reading), in the order sent
     inspections: list[Inspection]
     status: StationStatus | None
+    site_log: list[SiteLogEntry] = field(default_factory=list)  # on the site's log topic
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ class WirePayload:
     batch: bool
     inspections: list[InspectionRecord]
     status: StationStatus | None
+    site_log: list[SiteLogRecord] = field(default_factory=list)
 
 
 # --- text for people -----------------------------------------------------------------
@@ -248,6 +252,13 @@ def validate_payload(topic: str, parts: TopicParts, data: object) -> WirePayload
                 "wrong topic", f"status of {status.site}/{status.station} published on {shown}"
             )
         return WirePayload([], False, [], status)
+    if parts.kind == "log":
+        entry = SiteLogRecord.model_validate(data)
+        if entry.site != parts.site:
+            raise Refusal(
+                "wrong topic", f"site-log entry for site {entry.site!r} published on {shown}"
+            )
+        return WirePayload([], False, [], None, [entry])
     alert = AlertMessage.model_validate(data)
     if alert.site != parts.site:
         raise Refusal("wrong topic", f"alert for site {alert.site!r} published on {shown}")
@@ -262,7 +273,31 @@ def to_sensor_reading(item: ReadingItem) -> SensorReading:
 
 
 def to_inspection(rec: InspectionRecord) -> Inspection:
-    return Inspection(to_ms(rec.time), rec.inspector, rec.duty)
+    return Inspection(
+        to_ms(rec.time),
+        rec.inspector,
+        rec.duty,
+        affiliation=rec.affiliation,
+        address=rec.address,
+        phone=rec.phone,
+        signed=rec.signed,
+        deviations=rec.deviations,
+        corrective_actions=rec.corrective_actions,
+    )
+
+
+def to_site_log_entry(rec: SiteLogRecord) -> SiteLogEntry:
+    """A wire site-log entry as the engine's input (time in epoch ms, no detail: "")."""
+    return SiteLogEntry(to_ms(rec.time), rec.event.value, rec.area, rec.by, rec.detail or "")
+
+
+def check_area(area: str | None, areas: list[str], site_id: str) -> None:
+    """Refuse a site-log entry naming an area the site does not have (``unknown area``)."""
+    if area is not None and area not in areas:
+        raise Refusal(
+            "unknown area",
+            f"{_shown(area)} is not an area of site {site_id!r} (its areas: {_listed(areas)})",
+        )
 
 
 DEFAULT_MAX_CLOCK_SKEW_S = 300.0
@@ -299,23 +334,9 @@ def to_station_report(
 
 
 def _report(status: StationStatus, t: int, *, timed: bool) -> StationReport:
-    h = status.health
-    if h is None:
-        return StationReport(status.station, t, status.state, timed=timed)
-    return StationReport(
-        status.station,
-        t,
-        status.state,
-        battery_v=h.battery_v,
-        cpu_temp_c=h.cpu_temp_c,
-        disk_free_mb=h.disk_free_mb,
-        backlog=h.backlog,
-        dropped=h.dropped,
-        quarantined=h.quarantined,
-        clock_synced=h.clock_synced,
-        clock_offset_s=h.clock_offset_s,
-        timed=timed,
-    )
+    # A report's health fields are the wire's StationHealth fields, by name.
+    health = status.health.model_dump() if status.health is not None else {}
+    return StationReport(status.station, t, status.state, timed=timed, **health)
 
 
 # --- bytes -> JSON ---------------------------------------------------------------------
@@ -572,6 +593,7 @@ def _decode(topic: str, payload: bytes, site: SiteConfig) -> Decoded:
         "status": "station status",
         "inspections": "inspection",
         "alerts": "alert",
+        "log": "site-log entry",
     }[parts.kind]
     is_batch = parts.kind == "reading" and isinstance(data, dict) and data.get("type") == "batch"
     try:
@@ -594,9 +616,14 @@ def _decode(topic: str, payload: bytes, site: SiteConfig) -> Decoded:
             raise Refusal(exc.category, _in_batch(exc.detail, i, len(wire.items))) from None
     try:
         inspections = [to_inspection(rec) for rec in wire.inspections]
+        site_log = [to_site_log_entry(rec) for rec in wire.site_log]
     except (OverflowError, ValueError) as exc:
         raise Refusal("impossible value", f"field 'time': {exc}") from None
-    return Decoded(parts, readings, inspections, wire.status)
+    if site_log:
+        areas = [a.id for a in site.areas]
+        for entry in site_log:
+            check_area(entry.area, areas, index.site_id)
+    return Decoded(parts, readings, inspections, wire.status, site_log)
 
 
 def decode_message(topic: str, payload: bytes, site: SiteConfig) -> Decoded | Rejected:

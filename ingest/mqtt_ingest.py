@@ -47,6 +47,7 @@ from siltwatch.schema import (
     ingest_owner_topic,
     inspections_topic,
     readings_subscription,
+    site_log_topic,
     statuses_subscription,
 )
 
@@ -305,6 +306,7 @@ class MqttIngest:
                 (readings_subscription(self.site_id), 1),
                 (inspections_topic(self.site_id), 1),
                 (statuses_subscription(self.site_id), 1),
+                (site_log_topic(self.site_id), 1),
             ]
         )
         self._connected.set()

@@ -7,12 +7,15 @@ Two formats (docs/replay-contract.md, "Recording (input)"):
 * JSONL capture of MQTT messages written by ``siltwatch record``: one object a
   line, ``{"topic": ..., "payload": {...}}`` (and ``"received_at"`` when the
   recorder had a clock), payloads in the wire schema (reading, batch,
-  inspection, station status). The recorder subscribes to the whole site, so a
-  capture holds the stations' retained statuses and last wills too; they
-  replay as station reports (:func:`status_report`).
+  inspection, station status, site-log entry). The recorder subscribes to the
+  whole site, so a capture holds the stations' retained statuses and last wills
+  too; they replay as station reports (:func:`status_report`), and the site
+  log's entries as site-log entries.
 
 Inspections come in a second CSV ``time,inspector,duty`` (an empty ``duty`` is
-a full site inspection).
+a full site inspection), with the record's optional columns
+``affiliation,address,phone,signed,deviations,corrective_actions``. The site
+log comes in a third, ``time,event,area,by,detail`` (:func:`read_site_log`).
 
 A bad row is reported with its line number, column and value — all of them at
 once (up to a cap), because a person fixing a 30-day file should not have to
@@ -35,16 +38,24 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from analytics.events import Inspection, SensorReading, StationReport
+from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
 from analytics.timeutil import MS_PER_S, to_ms
 from ingest.decode import (
     DEFAULT_MAX_CLOCK_SKEW_S,
+    check_area,
     to_inspection,
     to_sensor_reading,
+    to_site_log_entry,
     to_station_report,
     validate_payload,
 )
-from siltwatch.schema import parse_topic
+from siltwatch.schema import (
+    SITE_LOG_BY_MAX,
+    SITE_LOG_DETAIL_MAX,
+    parse_topic,
+    site_log_problem,
+)
+from siltwatch.vocabulary import SiteEvent
 
 MAX_REPORTED = 20
 
@@ -204,12 +215,39 @@ def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]
     return out
 
 
+# The inspection record's optional text columns (analytics.events.Inspection).
+_RECORD_TEXT = ("affiliation", "address", "phone", "deviations", "corrective_actions")
+_YES = frozenset({"yes", "true", "1"})
+_NO = frozenset({"no", "false", "0"})
+
+
+def _cell(row: list[str], names: list[str], column: str) -> str:
+    """The stripped text of an optional column ("" when the file or the row lacks it)."""
+    if column not in names:
+        return ""
+    i = names.index(column)
+    return row[i].strip() if len(row) > i else ""
+
+
+def _signed(text: str) -> bool | None:
+    """yes/no (or true/false, 1/0; any case) -> bool, "" -> None; ValueError otherwise."""
+    word = text.lower()
+    if not word:
+        return None
+    if word in _YES or word in _NO:
+        return word in _YES
+    raise ValueError(f"{text!r} is not yes or no (expected yes, no, true, false, 1 or 0)")
+
+
 def read_inspections(path: Path) -> list[Inspection]:
-    """Read a ``time,inspector,duty`` CSV (empty or absent duty: a full site inspection)."""
+    """Read a ``time,inspector,duty`` CSV (empty or absent duty: a full site inspection).
+
+    Optional columns hold the rest of the record: ``affiliation``, ``address``,
+    ``phone``, ``signed`` (yes/no), ``deviations``, ``corrective_actions``.
+    """
     out: list[Inspection] = []
     with _reading(path) as (fh, problems):
         cols, names, rows = _csv_table(fh, problems.source, ("time", "inspector"))
-        duty_col = names.index("duty") if "duty" in names else None
         for line, row in rows:
             if len(row) <= max(cols.values()):
                 problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
@@ -219,13 +257,83 @@ def read_inspections(path: Path) -> list[Inspection]:
             except ValueError as exc:
                 problems.add(line, f"column 'time': {exc}")
                 continue
+            try:
+                signed = _signed(_cell(row, names, "signed"))
+            except ValueError as exc:
+                problems.add(line, f"column 'signed': {exc}")
+                continue
             inspector = row[cols["inspector"]].strip()
             if not inspector:
                 problems.add(line, "column 'inspector': empty (who inspected must be recorded)")
                 continue
-            duty = row[duty_col].strip() if duty_col is not None and len(row) > duty_col else ""
-            out.append(Inspection(t, inspector, duty or None))
+            duty = _cell(row, names, "duty")
+            record = {name: _cell(row, names, name) or None for name in _RECORD_TEXT}
+            out.append(Inspection(t, inspector, duty or None, signed=signed, **record))
     return out
+
+
+_EVENTS = ", ".join(e.value for e in SiteEvent)
+
+
+def read_site_log(path: Path, areas: Iterable[str]) -> list[SiteLogEntry]:
+    """Read a ``time,event,area,by,detail`` CSV: the site log (docs/replay-contract.md).
+
+    ``areas`` are the site's area ids. Every bad row is named by line and column,
+    with what was expected: an unknown event, an unknown area, an area missing
+    where the event needs one or given where it takes none, a bad time, no
+    ``by``, a ``milestone``/``notice`` whose detail is not a milestone. The
+    ``detail`` column may be left out of a file that needs none.
+    """
+    known = list(areas)
+    out: list[SiteLogEntry] = []
+    with _reading(path) as (fh, problems):
+        cols, names, rows = _csv_table(fh, problems.source, ("time", "event", "area", "by"))
+        for line, row in rows:
+            if len(row) <= max(cols.values()):
+                problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
+                continue
+            entry = _site_log_row(row, cols, names, known)
+            if isinstance(entry, str):
+                problems.add(line, entry)
+                continue
+            out.append(entry)
+    return out
+
+
+def _site_log_row(
+    row: list[str], cols: dict[str, int], names: list[str], areas: list[str]
+) -> SiteLogEntry | str:
+    """The row as an entry, or what is wrong with it (the first problem, by column)."""
+    try:
+        t = parse_time(row[cols["time"]])
+    except ValueError as exc:
+        return f"column 'time': {exc}"
+    text = row[cols["event"]].strip()
+    try:
+        event = SiteEvent(text)
+    except ValueError:
+        return f"column 'event': {text!r} is not a site-log event (expected one of {_EVENTS})"
+    area = row[cols["area"]].strip() or None
+    detail = _cell(row, names, "detail")
+    by = row[cols["by"]].strip()
+    wrong = site_log_problem(event, area, detail)
+    if wrong is not None:
+        column, why = wrong
+        if column == "area" and area is None:
+            why += f" (the site's areas: {', '.join(areas) or 'none'})"
+        return f"column {column!r}: {why}"
+    if area is not None and area not in areas:
+        return (
+            f"column 'area': {area!r} is not an area of the site "
+            f"(its areas: {', '.join(areas) or 'none'})"
+        )
+    if not by:
+        return "column 'by': empty (who did it or recorded it must be named)"
+    if len(by) > SITE_LOG_BY_MAX:
+        return f"column 'by': {len(by)} characters; at most {SITE_LOG_BY_MAX}"
+    if len(detail) > SITE_LOG_DETAIL_MAX:
+        return f"column 'detail': {len(detail)} characters; at most {SITE_LOG_DETAIL_MAX}"
+    return SiteLogEntry(t, event.value, area, by, detail)
 
 
 @dataclass
@@ -235,6 +343,7 @@ class Capture:
     readings: list[SensorReading]
     inspections: list[Inspection]
     statuses: list[StationReport] = field(default_factory=list)
+    site_log: list[SiteLogEntry] = field(default_factory=list)
 
 
 def parse_payload(topic: str, payload: Any) -> tuple[list[SensorReading], list[Inspection]]:
@@ -278,12 +387,18 @@ def _arrival(line: dict[str, Any]) -> int | None:
         raise ValueError(f"field 'received_at': {exc}") from None
 
 
-def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
-    """Read a JSONL capture of MQTT messages (``siltwatch record``)."""
+def read_capture(path: Path, sensors: Iterable[str], areas: Iterable[str] | None = None) -> Capture:
+    """Read a JSONL capture of MQTT messages (``siltwatch record``).
+
+    ``areas``: the site's area ids, which site-log entries must name (None: not
+    checked, the detectors get what was captured).
+    """
     known = set(sensors)
+    known_areas = None if areas is None else list(areas)
     readings: list[SensorReading] = []
     inspections: list[Inspection] = []
     statuses: list[StationReport] = []
+    site_log: list[SiteLogEntry] = []
     with _reading(path) as (fh, problems):
         for line_no, line in enumerate(fh, start=1):
             if not line.strip():
@@ -292,11 +407,13 @@ def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
                 obj = json.loads(line)
                 topic, payload = obj["topic"], obj["payload"]
                 rs, ins = parse_payload(topic, payload)
-                report = (
-                    status_report(topic, payload, _arrival(obj))
-                    if parse_topic(topic).kind == "status"
-                    else None
-                )
+                parts = parse_topic(topic)
+                kind = parts.kind
+                report = status_report(topic, payload, _arrival(obj)) if kind == "status" else None
+                log = site_log_entries(topic, payload) if kind == "log" else []
+                if known_areas is not None:
+                    for entry in log:
+                        check_area(entry.area, known_areas, parts.site)
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 problems.add(
                     line_no, f'not a capture line {{"topic": ..., "payload": ...}} ({exc})'
@@ -319,14 +436,27 @@ def read_capture(path: Path, sensors: Iterable[str]) -> Capture:
             inspections.extend(ins)
             if report is not None:
                 statuses.append(report)
-    return Capture(readings, inspections, statuses)
+            site_log.extend(log)
+    return Capture(readings, inspections, statuses, site_log)
 
 
-def read_recording(path: Path, sensors: Iterable[str]) -> Capture:
+def site_log_entries(topic: str, payload: Any) -> list[SiteLogEntry]:
+    """A captured site-log message as the engine's inputs ([] for another topic's);
+    ValueError/ValidationError as :func:`parse_payload` (the site's areas are not checked)."""
+    parts = parse_topic(topic)
+    if parts.kind != "log":
+        return []
+    wire = validate_payload(topic, parts, payload)
+    return [to_site_log_entry(rec) for rec in wire.site_log]
+
+
+def read_recording(
+    path: Path, sensors: Iterable[str], areas: Iterable[str] | None = None
+) -> Capture:
     """A CSV or JSONL recording (by extension: .jsonl / .jsonl.gz is a capture)."""
     name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
-        return read_capture(path, sensors)
+        return read_capture(path, sensors, areas)
     return Capture(read_csv_readings(path, sensors), [])
 
 

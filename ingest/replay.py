@@ -24,8 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine, EngineStats
-from analytics.events import EngineEvent, Inspection, RainDay, SensorReading, StationReport
-from ingest.recording import read_inspections, read_recording, readings_from_frame
+from analytics.events import (
+    EngineEvent,
+    Inspection,
+    RainDay,
+    SensorReading,
+    SiteLogEntry,
+    StationReport,
+)
+from ingest.recording import read_inspections, read_recording, read_site_log, readings_from_frame
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
 
@@ -136,24 +143,28 @@ def replay_site(
     progress: Progress | None = None,
     keep_engine: bool = False,
     statuses: Iterable[StationReport] = (),
+    site_log: Sequence[SiteLogEntry] = (),
 ) -> ReplayResult:
-    """Run readings, inspections and station reports through a fresh engine.
+    """Run readings, inspections, station reports and site-log entries through a fresh engine.
 
-    The run ends at the last reading: inspections and station reports after it
-    are not fed (a station report never moves event time, so a status from a
-    clock years ahead ends nothing).
+    The run ends at the last reading: inspections, station reports and site-log
+    entries after it are not fed (neither a station report nor a site-log entry
+    moves event time, so a status from a clock years ahead ends nothing).
     """
     ordered = sorted(readings, key=lambda r: (r.t, r.sensor))
     engine = Engine(site, allowed_lateness_s=allowed_lateness_s)
     events: list[EngineEvent] = []
     pending_ins = sorted(inspections, key=lambda i: (i.t, i.inspector, i.duty or ""))
     pending_st = sorted(statuses, key=lambda r: (r.t, r.station))
-    # Inspections and station reports merged by time (inspections first at one instant,
-    # as the engine orders them); without reports this is the inspections as they were.
-    pending: list[tuple[int, int, int, Inspection | StationReport]] = list(
+    pending_log = sorted(site_log, key=lambda e: e.t)
+    # Inspections, station reports and site-log entries merged by time (in the engine's
+    # order at one instant); without reports and entries this is the inspections as
+    # they were.
+    pending: list[tuple[int, int, int, Inspection | StationReport | SiteLogEntry]] = list(
         heapq.merge(
             ((ins.t, 0, n, ins) for n, ins in enumerate(pending_ins)),
             ((rep.t, 1, n, rep) for n, rep in enumerate(pending_st)),
+            ((entry.t, 2, n, entry) for n, entry in enumerate(pending_log)),
         )
     )
     total = len(ordered)
@@ -178,8 +189,10 @@ def replay_site(
             if end is None or t <= end:
                 if isinstance(item, Inspection):
                     events += engine.feed_inspection(item)
-                else:
+                elif isinstance(item, StationReport):
                     events += engine.feed_status(item)
+                else:
+                    events += engine.feed_site_log(item)
             k += 1
     events += engine.finish(end)
     return ReplayResult(
@@ -199,15 +212,29 @@ def replay_file(
     inspections: Path | str | None = None,
     *,
     progress: Progress | None = None,
+    site_log: Path | str | None = None,
 ) -> ReplayResult:
-    """Load a site file and a recording (CSV or JSONL capture) and replay them."""
+    """Load a site file and a recording (CSV or JSONL capture) and replay them.
+
+    ``inspections`` and ``site_log`` are the optional CSVs of the replay
+    contract (``time,inspector,duty``; ``time,event,area,by,detail``).
+    """
     site_cfg = site if isinstance(site, SiteConfig) else load_site(Path(site))
-    capture = read_recording(Path(recording), site_cfg.sensors())
+    areas = [area.id for area in site_cfg.areas]
+    capture = read_recording(Path(recording), site_cfg.sensors(), areas)
     ins = list(capture.inspections)
     if inspections is not None:
         ins += read_inspections(Path(inspections))
+    log = list(capture.site_log)
+    if site_log is not None:
+        log += read_site_log(Path(site_log), areas)
     return replay_site(
-        site_cfg, capture.readings, ins, progress=progress, statuses=capture.statuses
+        site_cfg,
+        capture.readings,
+        ins,
+        progress=progress,
+        statuses=capture.statuses,
+        site_log=log,
     )
 
 

@@ -11,10 +11,11 @@ The two principles of design.md are this module's job:
   unreadable snapshot rebuilds the engine from the store instead of refusing
   to start.
 * **One bad input changes nothing else.** Every message gets a stored answer:
-  readings, an inspection, a station status, or a rejection row with the
-  reason (ingest/decode.py never raises). A reading dated ahead of its arrival
-  by more than the clock-skew bound is stored flagged ``clock_ahead`` and never
-  moves event time; an inspection so dated is refused; a station status so
+  readings, an inspection, a station status, a site-log entry, or a rejection
+  row with the reason (ingest/decode.py never raises). A reading dated ahead of
+  its arrival by more than the clock-skew bound is stored flagged
+  ``clock_ahead`` and never moves event time; an inspection or a site-log entry
+  so dated is refused; a station status so
   dated (or without a time: a last will) is stored at its arrival time,
   ``timed`` False. A reading that arrives after the engine has already judged
   its window is stored and the affected history is rebuilt from the store in
@@ -44,6 +45,7 @@ from analytics.events import (
     EngineEvent,
     Inspection,
     SensorReading,
+    SiteLogEntry,
     StationReport,
 )
 from analytics.statecodec import SnapshotError
@@ -100,6 +102,8 @@ class IngestStats:
     inspections: int = 0
     statuses: int = 0  # station statuses stored
     status_duplicates: int = 0  # a retained status delivered again (store.insert_status)
+    site_log: int = 0  # site-log entries stored
+    site_log_duplicates: int = 0  # the same entry again (store.insert_site_log)
     clock_ahead: int = 0  # readings flagged clock_ahead, statuses placed at their arrival
     late_readings: int = 0
     rebuilds: int = 0
@@ -115,6 +119,7 @@ class _Fresh:
     rows: list[tuple[str, SensorReading]]
     inspections: list[Inspection]
     statuses: list[StationReport]
+    site_log: list[SiteLogEntry] = field(default_factory=list)
 
 
 def _already_told(stored: Alert, event: Alert) -> bool:
@@ -219,7 +224,11 @@ class IngestService:
                 self._why_not = self._why_not or "the allowed lateness changed"
                 continue
             earliest = self.store.earliest_stored_after(
-                self.site_id, row.reading_mark, row.inspection_mark, row.status_mark
+                self.site_id,
+                row.reading_mark,
+                row.inspection_mark,
+                row.status_mark,
+                row.site_log_mark,
             )
             if (
                 earliest is not None
@@ -277,6 +286,7 @@ class IngestService:
             self.store.inspections_after(self.site_id, after),
             target,
             self.store.statuses_after(self.site_id, after),
+            self.store.site_log_after(self.site_id, after),
         )
         opened_after = None if row is None else row.processed_to
         self._publish_history(engine, events, late=late, opened_after=opened_after)
@@ -336,7 +346,14 @@ class IngestService:
                         new_statuses.append(report)
                     else:
                         self.stats.status_duplicates += 1
-                if new or new_ins or new_statuses:
+                new_log = [
+                    entry
+                    for entry in result.site_log
+                    if self.store.insert_site_log(site, entry, msg.received_at)
+                ]
+                self.stats.site_log += len(new_log)
+                self.stats.site_log_duplicates += len(result.site_log) - len(new_log)
+                if new or new_ins or new_statuses or new_log:
                     station_of = {r.sensor: s for s, r in rows}
                     fresh.append(
                         _Fresh(
@@ -344,6 +361,7 @@ class IngestService:
                             [(station_of[r.sensor], r) for r in new],
                             new_ins,
                             new_statuses,
+                            new_log,
                         )
                     )
         self.stats.commits += 1
@@ -352,14 +370,17 @@ class IngestService:
     def _judge_clocks(
         self, msg: Incoming, decoded: Decoded
     ) -> tuple[list[tuple[str, SensorReading]], list[Inspection] | None]:
-        """Flag readings dated ahead of their arrival; refuse inspections so dated."""
+        """Flag readings dated ahead of their arrival; refuse inspections and site-log
+        entries so dated (a mistyped date must not create or complete duties ahead)."""
         limit = msg.received_at + self.max_skew_ms
-        for ins in decoded.inspections:
-            if ins.t > limit:
-                ahead_s = (ins.t - msg.received_at) / MS_PER_S
+        dated = [("inspection", ins.t) for ins in decoded.inspections]
+        dated += [("site-log", entry.t) for entry in decoded.site_log]
+        for what, t in dated:
+            if t > limit:
+                ahead_s = (t - msg.received_at) / MS_PER_S
                 self._reject(
                     msg,
-                    f"clock ahead: inspection time {utc_iso(ins.t)} is {ahead_s:,.0f} s after it "
+                    f"clock ahead: {what} time {utc_iso(t)} is {ahead_s:,.0f} s after it "
                     f"arrived (at most {self.max_skew_ms / MS_PER_S:,.0f} s is accepted)",
                 )
                 return [], None
@@ -421,6 +442,11 @@ class IngestService:
                     self._late(report.t, received_at)
                 else:
                     events += engine.feed_status(report, received_at)
+            for entry in item.site_log:
+                if processed_to is not None and entry.t <= processed_to:
+                    self._late(entry.t, received_at)
+                else:
+                    events += engine.feed_site_log(entry, received_at)
         self._publish(events)
         if self.mirror is not None:
             for item in fresh:

@@ -2,13 +2,13 @@
 
 design.md: "the store is the truth; engine state is a cache". It keeps every
 accepted reading (deduplicated), every rejected payload with the reason
-(nothing is lost silently), inspections, the stations' statuses, the alert
-episodes and duties as they stand, and the engine's snapshots. The live
+(nothing is lost silently), inspections, the stations' statuses, the site
+log, the alert episodes and duties as they stand, and the engine's snapshots. The live
 service commits a reading here *before* it acknowledges the MQTT message, so
 a reading the broker handed over is either stored or will be delivered again.
 
 Arrival order is kept too (``readings.id``, ``inspections.id``,
-``statuses.id`` grow with every insert): a snapshot records how far it had
+``statuses.id``, ``site_log.id`` grow with every insert): a snapshot records how far it had
 read each (its *marks*), so a restart restores the snapshot and replays, in
 event-time order, everything dated after what it had processed; and anything
 stored after a snapshot but dated before what it had processed is found
@@ -22,6 +22,10 @@ duplicates (the same reading resent still has the same time).
 Station statuses: a station's retained status is delivered again whenever
 the service reconnects, so a status equal to the latest stored one of its
 station is the same message, not news (:meth:`SqliteStore.insert_status`).
+
+Site log: an entry is what a person recorded; the same entry again (same time,
+event, area, person and detail: a QoS 1 message delivered twice, a form sent
+twice) is a duplicate (:meth:`SqliteStore.insert_site_log`).
 
 Snapshots: several per site, spaced in event time, so a late reading rolls
 the engine back to the newest snapshot before it rather than to the start.
@@ -39,12 +43,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analytics.events import STATION_HEALTH_FIELDS, Inspection, SensorReading, StationReport
+from analytics.events import (
+    STATION_HEALTH_FIELDS,
+    Inspection,
+    SensorReading,
+    SiteLogEntry,
+    StationReport,
+)
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
-# gains the statuses table and snapshots.status_mark in place).
-SCHEMA_VERSION = 3
+# gains the statuses table and snapshots.status_mark in place); 4: the site log and the
+# inspection record fields (additive: the site_log table, snapshots.site_log_mark and
+# the inspections' record columns are added in place).
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
@@ -79,7 +91,7 @@ CREATE TABLE IF NOT EXISTS duties (
 CREATE TABLE IF NOT EXISTS snapshots (
     site TEXT NOT NULL, processed_to INTEGER NOT NULL, reading_mark INTEGER NOT NULL,
     inspection_mark INTEGER NOT NULL, taken_at INTEGER NOT NULL, blob BLOB NOT NULL,
-    status_mark INTEGER NOT NULL DEFAULT 0,
+    status_mark INTEGER NOT NULL DEFAULT 0, site_log_mark INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (site, processed_to)
 );
 CREATE TABLE IF NOT EXISTS statuses (
@@ -90,7 +102,26 @@ CREATE TABLE IF NOT EXISTS statuses (
 );
 CREATE INDEX IF NOT EXISTS statuses_site_t ON statuses (site, t);
 CREATE INDEX IF NOT EXISTS statuses_site_station ON statuses (site, station, id);
+CREATE TABLE IF NOT EXISTS site_log (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, t INTEGER NOT NULL, event TEXT NOT NULL, area TEXT NOT NULL DEFAULT '',
+    who TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', received_at INTEGER NOT NULL,
+    UNIQUE (site, t, event, area, who, detail)
+);
+CREATE INDEX IF NOT EXISTS site_log_site_t ON site_log (site, t);
 """
+
+# Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
+_ADDED_COLUMNS = (
+    ("snapshots", "status_mark", "INTEGER NOT NULL DEFAULT 0"),  # 3
+    ("snapshots", "site_log_mark", "INTEGER NOT NULL DEFAULT 0"),  # 4
+    *(("inspections", name, "TEXT") for name in ("affiliation", "address", "phone")),  # 4
+    ("inspections", "signed", "INTEGER"),  # 4
+    *(("inspections", name, "TEXT") for name in ("deviations", "corrective_actions")),  # 4
+)
+_INSPECTION_COLUMNS = (
+    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions"
+)
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
 _TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
@@ -113,10 +144,12 @@ class SnapshotRow:
     taken_at: int
     blob: bytes
     status_mark: int = 0
+    site_log_mark: int = 0
 
 
-Marks = tuple[int, int, int]
-"""The newest reading, inspection and status ids: how far a snapshot had read the store."""
+Marks = tuple[int, int, int, int]
+"""The newest reading, inspection, status and site-log ids: how far a snapshot had read
+the store."""
 
 
 @dataclass(frozen=True)
@@ -164,9 +197,11 @@ class SqliteStore:
     def _migrate(self) -> None:
         """Create the schema, or bring a store written by an older siltwatch up to date.
 
-        Version 1 tables are rebuilt (they lacked arrival order); version 2 to 3
-        only adds (the statuses table, ``snapshots.status_mark``), so a v2 file is
-        upgraded in place and its rows, ids and snapshots stay as they were.
+        Version 1 tables are rebuilt (they lacked arrival order); from version 2
+        on an upgrade only adds (3: the statuses table, ``snapshots.status_mark``;
+        4: the site_log table, ``snapshots.site_log_mark``, the inspections'
+        record columns), so the file is upgraded in place and its rows, ids and
+        snapshots stay as they were.
         """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
         if version == SCHEMA_VERSION:
@@ -204,11 +239,10 @@ class SqliteStore:
         else:
             self.db.executescript(SCHEMA)  # a new file; for an older one, the new tables
         with self.db:
-            cols = {r[1] for r in self.db.execute("PRAGMA table_info(snapshots)")}
-            if "status_mark" not in cols:
-                self.db.execute(
-                    "ALTER TABLE snapshots ADD COLUMN status_mark INTEGER NOT NULL DEFAULT 0"
-                )
+            for table, column, declaration in _ADDED_COLUMNS:
+                cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+                if column not in cols:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
@@ -303,10 +337,24 @@ class SqliteStore:
         return int(self.db.execute("SELECT count(*) FROM rejections").fetchone()[0])
 
     def insert_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
+        """Store an inspection inside the caller's transaction; False for a duplicate
+        (the same time, inspector and duty)."""
         cur = self.db.execute(
-            "INSERT OR IGNORE INTO inspections (site, t, inspector, duty, received_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (site, ins.t, ins.inspector, ins.duty or "", received_at),
+            f"INSERT OR IGNORE INTO inspections (site, {_INSPECTION_COLUMNS}, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                ins.t,
+                ins.inspector,
+                ins.duty or "",
+                ins.affiliation,
+                ins.address,
+                ins.phone,
+                None if ins.signed is None else int(ins.signed),
+                ins.deviations,
+                ins.corrective_actions,
+                received_at,
+            ),
         )
         return bool(cur.rowcount)
 
@@ -351,6 +399,33 @@ class SqliteStore:
         """:meth:`insert_status` in its own commit."""
         with self.db:
             return self.insert_status(site, report, received_at)
+
+    def insert_site_log(self, site: str, entry: SiteLogEntry, received_at: int) -> bool:
+        """Store a site-log entry inside the caller's transaction; False for a duplicate.
+
+        A duplicate is the same entry exactly (time, event, area, who, detail): a
+        QoS 1 message delivered again, a form sent twice. The same event in the
+        same area at another time, or by another person, is another entry.
+        """
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO site_log (site, t, event, area, who, detail, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                entry.t,
+                entry.event,
+                entry.area or "",
+                entry.by,
+                entry.detail,
+                received_at,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    def add_site_log(self, site: str, entry: SiteLogEntry, received_at: int) -> bool:
+        """:meth:`insert_site_log` in its own commit."""
+        with self.db:
+            return self.insert_site_log(site, entry, received_at)
 
     def save_alert(self, site: str, alert: Alert, *, late: bool = False) -> None:
         """Write an episode as it now stands (``late``: it was found only when late data came)."""
@@ -479,10 +554,29 @@ class SqliteStore:
 
     def inspections_after(self, site: str, after: int | None) -> list[Inspection]:
         rows = self.db.execute(
-            "SELECT t, inspector, duty FROM inspections WHERE site = ? AND t > ? ORDER BY t, id",
+            f"SELECT {_INSPECTION_COLUMNS} FROM inspections WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
             (site, -(2**62) if after is None else after),
         )
-        return [Inspection(int(t), str(who), str(duty) or None) for t, who, duty in rows]
+        return [_inspection(row) for row in rows]
+
+    def site_log_after(self, site: str, after: int | None) -> list[SiteLogEntry]:
+        """Every site-log entry with event time after ``after``, in (time, id) order.
+
+        What a restart or rebuild replays after a snapshot, as
+        :meth:`statuses_after`; entries stored after the snapshot but dated
+        before it are caught by the marks (:meth:`earliest_stored_after`).
+        """
+        rows = self.db.execute(
+            "SELECT t, event, area, who, detail FROM site_log WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [_site_log_entry(row) for row in rows]
+
+    def site_log(self, site: str) -> list[SiteLogEntry]:
+        """The site's whole log in event-time order (arrival order at one instant)."""
+        return self.site_log_after(site, None)
 
     def statuses_after(self, site: str, after: int | None) -> list[StationReport]:
         """Every status with event time after ``after``, in (time, id) order.
@@ -517,14 +611,21 @@ class SqliteStore:
         return [(int(i), int(a), _status(rest)) for i, a, *rest in rows]
 
     def marks(self) -> Marks:
-        """The newest reading, inspection and status ids: how far a snapshot has read the store."""
-        r = self.db.execute("SELECT coalesce(max(id), 0) FROM readings").fetchone()[0]
-        i = self.db.execute("SELECT coalesce(max(id), 0) FROM inspections").fetchone()[0]
-        s = self.db.execute("SELECT coalesce(max(id), 0) FROM statuses").fetchone()[0]
-        return int(r), int(i), int(s)
+        """The newest reading, inspection, status and site-log ids: how far a snapshot has
+        read the store."""
+        r, i, s, g = (
+            int(self.db.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
+            for table in ("readings", "inspections", "statuses", "site_log")
+        )
+        return r, i, s, g
 
     def earliest_stored_after(
-        self, site: str, reading_mark: int, inspection_mark: int, status_mark: int = 0
+        self,
+        site: str,
+        reading_mark: int,
+        inspection_mark: int,
+        status_mark: int = 0,
+        site_log_mark: int = 0,
     ) -> int | None:
         """The earliest event time among what was stored after the given marks."""
         r = self.db.execute(
@@ -537,7 +638,10 @@ class SqliteStore:
         s = self.db.execute(
             "SELECT min(t) FROM statuses WHERE site = ? AND id > ?", (site, status_mark)
         ).fetchone()[0]
-        found = [int(v) for v in (r, i, s) if v is not None]
+        g = self.db.execute(
+            "SELECT min(t) FROM site_log WHERE site = ? AND id > ?", (site, site_log_mark)
+        ).fetchone()[0]
+        found = [int(v) for v in (r, i, s, g) if v is not None]
         return min(found) if found else None
 
     def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
@@ -559,21 +663,22 @@ class SqliteStore:
         taken_at: int,
         *,
         processed_to: int | None = None,
-        marks: Marks | tuple[int, int] = (0, 0, 0),
+        marks: Marks | tuple[int, int, int] | tuple[int, int] = (0, 0, 0, 0),
     ) -> None:
         """Keep a snapshot; older ones are thinned to one per ``SNAPSHOT_SPACING_MS``.
 
-        ``marks`` is :meth:`marks` as the snapshot was taken; a pair (readings,
-        inspections: what callers before statuses passed) counts no status read.
+        ``marks`` is :meth:`marks` as the snapshot was taken; a shorter tuple (what
+        callers before statuses or the site log passed) counts none of those read.
         """
         key = -(2**62) if processed_to is None else processed_to
         status_mark = marks[2] if len(marks) > 2 else 0
+        site_log_mark = marks[3] if len(marks) > 3 else 0
         with self.db:
             self.db.execute(
-                "INSERT OR REPLACE INTO snapshots "
-                "(site, processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (site, key, marks[0], marks[1], taken_at, blob, status_mark),
+                "INSERT OR REPLACE INTO snapshots (site, processed_to, reading_mark, "
+                "inspection_mark, taken_at, blob, status_mark, site_log_mark) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (site, key, marks[0], marks[1], taken_at, blob, status_mark, site_log_mark),
             )
             kept = [
                 int(r[0])
@@ -595,15 +700,21 @@ class SqliteStore:
     def snapshots(self, site: str) -> list[SnapshotRow]:
         """Every kept snapshot of the site, newest first."""
         rows = self.db.execute(
-            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark "
-            "FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
+            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark, "
+            "site_log_mark FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
             (site,),
         )
         return [
             SnapshotRow(
-                None if p == -(2**62) else int(p), int(rm), int(im), int(ta), bytes(b), int(sm)
+                None if p == -(2**62) else int(p),
+                int(rm),
+                int(im),
+                int(ta),
+                bytes(b),
+                int(sm),
+                int(gm),
             )
-            for p, rm, im, ta, b, sm in rows
+            for p, rm, im, ta, b, sm, gm in rows
         ]
 
     def load_snapshot(self, site: str) -> bytes | None:
@@ -651,4 +762,34 @@ def _status(row: Sequence[object]) -> StationReport:
         "online" if state == "online" else "offline",
         timed=bool(timed),
         **{k: v for k, v in fields.items() if k in STATION_HEALTH_FIELDS},
+    )
+
+
+def _inspection(row: Sequence[object]) -> Inspection:
+    t, who, duty, affiliation, address, phone, signed, deviations, actions = row
+    return Inspection(
+        int(t),  # type: ignore[call-overload]
+        str(who),
+        str(duty) or None,
+        affiliation=_text(affiliation),
+        address=_text(address),
+        phone=_text(phone),
+        signed=None if signed is None else bool(signed),
+        deviations=_text(deviations),
+        corrective_actions=_text(actions),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _site_log_entry(row: Sequence[object]) -> SiteLogEntry:
+    t, event, area, who, detail = row
+    return SiteLogEntry(
+        int(t),  # type: ignore[call-overload]
+        str(event),
+        str(area) or None,
+        str(who),
+        str(detail),
     )

@@ -40,9 +40,9 @@ from siltwatch.schema import TOPIC_ROOT, Identifier
 
 INGEST_USER = "ingest"
 STATION_USER_SEPARATOR = "/"
-# What people record in the field, one topic per site each. The site log will be the
-# second entry ("sitelog") once ingest subscribes to it; until then it is not granted.
-FIELD_RECORDS: tuple[str, ...] = ("inspections",)
+# What people record in the field, one topic per site each: inspections, and the site
+# log (what was done to which area, milestones, notices; ``siltwatch log``).
+FIELD_RECORDS: tuple[str, ...] = ("inspections", "log")
 # A person's account name: no "/" (stations), ":" (the password file's separator),
 # whitespace, "+" or "#" (MQTT wildcards), so it reads the same in every tool.
 PERSON_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"

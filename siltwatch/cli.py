@@ -16,7 +16,7 @@ from typing import Any
 
 from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.configerrors import ConfigError
-from siltwatch.serve import add_serve_options, read_secret
+from siltwatch.serve import add_broker_options, add_serve_options, read_secret
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -143,7 +143,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     try:
         site = load_site(Path(args.site))
-        result = replay_file(site, Path(args.recording), args.inspections, progress=_Progress())
+        result = replay_file(
+            site,
+            Path(args.recording),
+            args.inspections,
+            progress=_Progress(),
+            site_log=args.site_log,
+        )
     except (ConfigError, RecordingError) as exc:
         _err(exc.lines)
         return EXIT_FAIL
@@ -151,12 +157,178 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.rain_log:
         result.write_rain_log(Path(args.rain_log))
     stats = result.stats
+    log = f" and {stats.site_log} site-log entries" if stats.site_log else ""
     print(
         f"replayed {stats.readings_processed:,} readings ({stats.duplicates} duplicates dropped) "
-        f"and {stats.inspections} inspections of site {site.site.id!r}: "
+        f"and {stats.inspections} inspections{log} of site {site.site.id!r}: "
         f"{len(result.alerts)} alert episodes -> {args.alerts_out}, {len(result.duties)} duties -> {args.duties_out}"
     )
     return EXIT_OK
+
+
+LOG_AHEAD_S = 300.0  # the live service refuses entries dated further ahead (serve's skew bound)
+PUBACK_WAIT_S = 15.0
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    """Publish one site-log entry (QoS 1) and wait for the broker's PUBACK."""
+    import time
+
+    from siltwatch.config import load_site
+    from siltwatch.schema import iso_utc, site_log_topic
+    from siltwatch.serve import broker_settings
+
+    try:
+        site = load_site(Path(args.site))
+    except ConfigError as exc:
+        _err(exc.lines)
+        return EXIT_FAIL
+    try:
+        record = _site_log_record(args, site, now_ms=int(time.time() * 1000))
+        broker = broker_settings(args)
+    except ValueError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    topic = site_log_topic(site.site.id)
+    try:
+        _publish_acknowledged(broker, topic, record.model_dump_json().encode())
+    except ConnectionError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    where = f" in {record.area}" if record.area else ""
+    detail = f" ({record.detail})" if record.detail else ""
+    print(
+        f"logged {record.event.value}{where}{detail} by {record.by} at "
+        f"{iso_utc(record.time)} on {topic}: acknowledged by {broker.url}"
+    )
+    return EXIT_OK
+
+
+def _site_log_record(args: argparse.Namespace, site: Any, *, now_ms: int) -> Any:
+    """The entry the options describe, checked against the site; ValueError says what is wrong."""
+    from pydantic import ValidationError
+
+    from analytics.timeutil import from_ms
+    from ingest.recording import parse_time
+    from siltwatch.schema import SiteLogRecord, site_log_problem
+    from siltwatch.vocabulary import SiteEvent
+
+    event = SiteEvent(args.event)
+    areas = [area.id for area in site.areas]
+    known = f"the areas of site {site.site.id!r}: {', '.join(areas) or 'none'}"
+    problem = site_log_problem(event, args.area, args.detail)
+    if problem is not None:
+        option, why = problem
+        raise ValueError(f"--{option}: {why}" + (f" ({known})" if option == "area" else ""))
+    if args.area is not None and args.area not in areas:
+        raise ValueError(f"--area: {args.area!r} is not an area of the site ({known})")
+    t = now_ms
+    if args.time is not None:
+        try:
+            t = parse_time(args.time)
+        except ValueError as exc:
+            raise ValueError(f"--time: {exc}") from None
+        if t > now_ms + LOG_AHEAD_S * 1000:
+            raise ValueError(
+                f"--time: {args.time} is ahead of now; the live service refuses entries dated "
+                f"more than {LOG_AHEAD_S:.0f} s ahead (give the time it happened)"
+            )
+    by = args.by if args.by is not None else _login_name()
+    try:
+        return SiteLogRecord(
+            site=site.site.id,
+            time=from_ms(t),
+            event=event,
+            area=args.area,
+            by=by,
+            detail=args.detail,
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"--{where}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _login_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        raise ValueError("--by: say who did it (your login name is not known here)") from None
+
+
+def _publish_acknowledged(broker: Any, topic: str, payload: bytes) -> None:
+    """Publish with QoS 1 and return once the broker acknowledged it (PUBACK).
+
+    ConnectionError says, for a person, why not: an unreachable broker, a refused
+    login, a refused publish (MQTT v5 reason code), no answer in time.
+    """
+    import os
+    import ssl
+    import threading
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+    from paho.mqtt.reasoncodes import ReasonCode
+
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2,
+        client_id=f"siltwatch-log-{os.getpid()}",
+        protocol=broker.protocol,
+    )
+    if broker.username is not None:
+        client.username_pw_set(broker.username, broker.password)
+    if broker.tls:
+        client.tls_set(
+            ca_certs=broker.ca_file,
+            certfile=broker.cert_file,
+            keyfile=broker.key_file,
+            cert_reqs=ssl.CERT_REQUIRED,
+            tls_version=ssl.PROTOCOL_TLS_CLIENT,
+        )
+    connected, acked = threading.Event(), threading.Event()
+    answers: dict[str, ReasonCode] = {}
+
+    def on_connect(c: mqtt.Client, u: object, f: object, rc: ReasonCode, p: object) -> None:
+        answers["connect"] = rc
+        connected.set()
+
+    def on_publish(c: mqtt.Client, u: object, mid: int, rc: ReasonCode, p: object) -> None:
+        answers["publish"] = rc
+        acked.set()
+
+    client.on_connect = on_connect
+    client.on_publish = on_publish
+    url = broker.url
+    try:
+        client.connect(broker.host, broker.port, keepalive=30)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectionError(f"cannot reach the MQTT broker at {url}: {exc}") from None
+    client.loop_start()
+    try:
+        if not connected.wait(PUBACK_WAIT_S):
+            raise ConnectionError(
+                f"the MQTT broker at {url} did not answer within {PUBACK_WAIT_S:.0f} s"
+            )
+        if answers["connect"].is_failure:
+            raise ConnectionError(
+                f"the MQTT broker at {url} refused the login: {answers['connect']}"
+            )
+        client.publish(topic, payload, qos=1)
+        if not acked.wait(PUBACK_WAIT_S):
+            raise ConnectionError(
+                f"the MQTT broker at {url} did not acknowledge the entry within "
+                f"{PUBACK_WAIT_S:.0f} s; it may not have been logged"
+            )
+        if answers["publish"].is_failure:
+            raise ConnectionError(
+                f"the MQTT broker at {url} refused the entry on {topic}: {answers['publish']} "
+                "(may this user write the site's log?)"
+            )
+    finally:
+        client.disconnect()
+        client.loop_stop()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -332,6 +504,35 @@ def cmd_edge(args: argparse.Namespace) -> int:
 # --- parser ---------------------------------------------------------------------
 
 
+def _log_parser(sub: Any) -> None:
+    from siltwatch.vocabulary import Milestone, SiteEvent
+
+    p = sub.add_parser(
+        "log",
+        help="record what was done on the site (the site log) through the live service",
+        description="Publish one site-log entry on the site's log topic (QoS 1) and wait for "
+        "the broker's acknowledgement; 'siltwatch serve' stores it and its detections take it "
+        "in event time. Area events (disturbed, cleared, graded, active, inactive, "
+        "temporary_cover, permanent_cover) name --area; milestone and notice name the "
+        "milestone as --detail (" + ", ".join(m.value for m in Milestone) + "); "
+        "corrective_action takes the alert id and what was done as --detail.",
+    )
+    p.add_argument("event", metavar="EVENT", choices=[e.value for e in SiteEvent], help="one of "
+                   + ", ".join(e.value for e in SiteEvent))  # fmt: skip
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    add_broker_options(p)
+    p.add_argument("--area", metavar="AREA", help="the area's id in the site file")
+    p.add_argument("--by", metavar="NAME", help="who did it (default: your login name)")
+    p.add_argument("--detail", metavar="TEXT", help="the milestone, or what was done")
+    p.add_argument(
+        "--time",
+        metavar="ISO",
+        help="when it happened, ISO 8601 with an offset (default: now); for inactive, "
+        "the last day of substantial work",
+    )
+    p.set_defaults(func=cmd_log)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="siltwatch",
@@ -371,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
     p.add_argument("--inspections", metavar="INSPECTIONS.csv", help="CSV time,inspector,duty")
+    p.add_argument("--site-log", metavar="LOG.csv", help="CSV time,event,area,by,detail")
     p.add_argument(
         "--alerts-out", required=True, metavar="ALERTS.jsonl", help="alert episodes, one a line"
     )
@@ -381,6 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write the daily rainfall log per gauge, in the site's time zone (NCG01 Part III §A item 1)",
     )
     p.set_defaults(func=cmd_replay)
+
+    _log_parser(sub)
 
     p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
     p.add_argument(

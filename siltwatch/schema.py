@@ -26,12 +26,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
 )
 
 from siltwatch.timefmt import utc_iso
-from siltwatch.vocabulary import Severity
+from siltwatch.vocabulary import Milestone, Severity, SiteEvent
 
 SCHEMA_VERSION = 1
 TOPIC_ROOT = "siltwatch/v1"
@@ -256,11 +257,105 @@ class InspectionRecord(_Payload):
     inspector: str = Field(min_length=1, max_length=200)
     duty: str | None = None
     notes: str | None = None
+    # What an inspection record holds besides who and when (e.g. Lake Lure
+    # 96.05(B)(17)(a),(b)); all optional, absent when not recorded.
+    affiliation: str | None = Field(
+        default=None, max_length=200, description="the inspector's firm or agency"
+    )
+    address: str | None = Field(default=None, max_length=500, description="the inspector's")
+    phone: str | None = Field(default=None, max_length=50, description="the inspector's")
+    signed: bool | None = Field(
+        default=None, strict=True, description="the inspector signed the record"
+    )
+    deviations: str | None = Field(
+        default=None, max_length=4000, description="significant deviations from the plan"
+    )
+    corrective_actions: str | None = Field(
+        default=None,
+        max_length=4000,
+        description="corrective actions taken, and when they were completed",
+    )
 
-    @field_validator("duty")
+    @field_validator("duty", "affiliation", "address", "phone", "deviations", "corrective_actions")
     @classmethod
-    def _empty_duty_is_none(cls, value: str | None) -> str | None:
+    def _empty_is_none(cls, value: str | None) -> str | None:
         return value or None
+
+
+SITE_LOG_BY_MAX = 200  # characters of a site-log entry's ``by``
+SITE_LOG_DETAIL_MAX = 1000  # characters of its ``detail``
+
+
+def site_log_problem(
+    event: SiteEvent, area: str | None, detail: str | None
+) -> tuple[str, str] | None:
+    """What is wrong with a site-log entry's area or detail for its event, as (field, why).
+
+    The one statement of the rules (docs/replay-contract.md, the site log): an
+    area event names its area, a site-wide one names none; a ``milestone`` or
+    ``notice`` names a :class:`~siltwatch.vocabulary.Milestone`. Whether the
+    area is one of the site's is the site's check (ingest, the replay's CSV).
+    None when the entry is well formed.
+    """
+    if event.needs_area and not area:
+        return "area", f"event {event.value!r} names the area it concerns; none given"
+    if not event.needs_area and area:
+        return "area", (
+            f"event {event.value!r} is about the whole site and names no area; got {area!r}"
+        )
+    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE) and detail not in _MILESTONES:
+        return "detail", (
+            f"event {event.value!r} names a milestone, one of {', '.join(_MILESTONES)}; "
+            + ("none given" if not detail else f"got {detail[:60]!r}")
+        )
+    return None
+
+
+_MILESTONES = tuple(m.value for m in Milestone)
+
+
+class SiteLogRecord(_Payload):
+    """What people did on the site, on ``siltwatch/v1/{site}/log`` (``siltwatch log``).
+
+    One row of the site log (docs/replay-contract.md): an area event
+    (``disturbed``, ``cleared``, ``graded``, ``active``, ``inactive``,
+    ``temporary_cover``, ``permanent_cover``) names its ``area``; a
+    ``milestone`` or ``notice`` names no area and has a milestone as its
+    ``detail``; a ``corrective_action`` names no area, its ``detail`` the
+    alert id and what was done.
+    """
+
+    v: Version = 1
+    type: Literal["site_log"] = "site_log"
+    site: Identifier
+    time: WireTime
+    event: SiteEvent
+    area: Identifier | None = Field(
+        default=None, validate_default=True, description="an area id of the site"
+    )
+    by: str = Field(min_length=1, max_length=SITE_LOG_BY_MAX, description="who recorded it")
+    detail: str | None = Field(default=None, max_length=SITE_LOG_DETAIL_MAX, validate_default=True)
+
+    @field_validator("area")
+    @classmethod
+    def _area_for_event(cls, value: str | None, info: ValidationInfo) -> str | None:
+        event = info.data.get("event")
+        if isinstance(event, SiteEvent):
+            problem = site_log_problem(event, value, None)
+            if problem is not None and problem[0] == "area":
+                raise ValueError(problem[1])
+        return value
+
+    @field_validator("detail")
+    @classmethod
+    def _detail_for_event(cls, value: str | None, info: ValidationInfo) -> str | None:
+        value = value or None
+        event = info.data.get("event")
+        if isinstance(event, SiteEvent):
+            problem = site_log_problem(event, info.data.get("area"), value)
+            if problem is not None and problem[0] == "detail":
+                raise ValueError(problem[1])
+        return value
 
 
 # Severity (info < warning < critical) and the kinds/reasons: siltwatch/vocabulary.py.
@@ -340,6 +435,11 @@ def inspections_topic(site: str) -> str:
     return f"{TOPIC_ROOT}/{_check_id('site', site)}/inspections"
 
 
+def site_log_topic(site: str) -> str:
+    """Where the site log's entries are published (``siltwatch log``; ingest subscribes)."""
+    return f"{TOPIC_ROOT}/{_check_id('site', site)}/log"
+
+
 def alerts_topic(site: str) -> str:
     return f"{TOPIC_ROOT}/{_check_id('site', site)}/alerts"
 
@@ -367,7 +467,7 @@ def ingest_owner_topic(site: str) -> str:
 class TopicParts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["reading", "status", "inspections", "alerts"]
+    kind: Literal["reading", "status", "inspections", "alerts", "log"]
     site: str
     station: str | None = None
     sensor: str | None = None
@@ -393,15 +493,21 @@ def parse_topic(topic: str) -> TopicParts:
         return TopicParts(kind="reading", site=parts[0], station=parts[1], sensor=parts[2])
     if len(parts) == 3 and parts[2] == "status":
         return TopicParts(kind="status", site=parts[0], station=parts[1])
-    if len(parts) == 2 and parts[1] in ("inspections", "alerts"):
-        kind: Literal["inspections", "alerts"] = (
-            "inspections" if parts[1] == "inspections" else "alerts"
-        )
-        return TopicParts(kind=kind, site=parts[0])
+    if len(parts) == 2 and parts[1] in _SITE_TOPICS:
+        return TopicParts(kind=_SITE_TOPICS[parts[1]], site=parts[0])
     raise ValueError(
         f"topic {_shown(topic)} matches none of .../{{site}}/{{station}}/{{sensor}}/reading, "
-        ".../{site}/{station}/status, .../{site}/inspections, .../{site}/alerts"
+        ".../{site}/{station}/status, .../{site}/inspections, .../{site}/alerts, "
+        ".../{site}/log"
     )
+
+
+# The site-wide topics' last level -> their kind.
+_SITE_TOPICS: dict[str, Literal["inspections", "alerts", "log"]] = {
+    "inspections": "inspections",
+    "alerts": "alerts",
+    "log": "log",
+}
 
 
 WIRE_MODELS: dict[str, type[BaseModel]] = {
@@ -409,6 +515,7 @@ WIRE_MODELS: dict[str, type[BaseModel]] = {
     "batch": ReadingBatch,
     "status": StationStatus,
     "inspection": InspectionRecord,
+    "site_log": SiteLogRecord,
     "alert": AlertMessage,
 }
 

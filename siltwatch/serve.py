@@ -20,9 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from siltwatch.configerrors import ConfigError
+
+if TYPE_CHECKING:
+    from ingest.mqtt_ingest import BrokerSettings
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
@@ -81,7 +84,7 @@ def cmd_serve(
     args: argparse.Namespace, influx_mirror: Callable[[argparse.Namespace, Any], Any]
 ) -> int:
     """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start."""
-    from ingest.mqtt_ingest import BrokerSettings, MqttIngest, MqttStartError
+    from ingest.mqtt_ingest import MqttIngest, MqttStartError
     from ingest.store import SqliteStore, StoreError
     from siltwatch.config import load_site
 
@@ -96,15 +99,7 @@ def cmd_serve(
         return EXIT_FAIL
     try:
         mirror = influx_mirror(args, site)
-        broker = BrokerSettings.from_url(
-            args.broker,
-            username=args.username,
-            password=read_secret(args.password_file, "MQTT password"),
-            ca_file=args.ca_file,
-            cert_file=args.cert_file,
-            key_file=args.key_file,
-            protocol=_protocol(args.mqtt_version),
-        )
+        broker = broker_settings(args)
     except ValueError as exc:
         _err([str(exc)])
         return EXIT_FAIL
@@ -221,9 +216,8 @@ def _run(
     return EXIT_OK
 
 
-def add_serve_options(p: argparse.ArgumentParser) -> None:
-    """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+def add_broker_options(p: argparse.ArgumentParser) -> None:
+    """How to reach and log in to the MQTT broker (``serve``, ``log``); see :func:`broker_settings`."""
     p.add_argument(
         "--broker",
         default="mqtt://127.0.0.1:1883",
@@ -240,6 +234,28 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mqtt-version", choices=("5", "3.1.1"), default="5", help="MQTT protocol (default 5)"
     )
+
+
+def broker_settings(args: argparse.Namespace) -> BrokerSettings:
+    """Where the broker is and how to log in, from :func:`add_broker_options`' options;
+    ValueError names a bad URL or an unreadable password file."""
+    from ingest.mqtt_ingest import BrokerSettings
+
+    return BrokerSettings.from_url(
+        args.broker,
+        username=args.username,
+        password=read_secret(args.password_file, "MQTT password"),
+        ca_file=args.ca_file,
+        cert_file=args.cert_file,
+        key_file=args.key_file,
+        protocol=_protocol(args.mqtt_version),
+    )
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    add_broker_options(p)
     p.add_argument(
         "--client-id",
         metavar="ID",

@@ -159,8 +159,8 @@ def no_detectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("no_detectors")
-def test_snapshots_are_version_4_and_count_statuses() -> None:
-    assert SNAPSHOT_VERSION == 4
+def test_snapshots_are_version_5_and_count_statuses() -> None:
+    assert SNAPSHOT_VERSION == 5
     engine = Engine(gauge_site())
     engine.feed([rain(Q)])
     engine.feed_status(StationReport("st", Q, "online", battery_v=12.1, clock_synced=True))
@@ -183,15 +183,15 @@ def _rewrite(blob: bytes, change: Any) -> bytes:
 
 
 @pytest.mark.usefixtures("no_detectors")
-def test_a_version_3_snapshot_is_refused_and_one_without_the_counter_restores() -> None:
+def test_a_version_4_snapshot_is_refused_and_one_without_the_counter_restores() -> None:
     engine = Engine(gauge_site())
     engine.feed([rain(Q), rain(5 * Q)])
     blob = engine.snapshot()
 
     def older(doc: dict[str, Any]) -> None:
-        doc["version"] = 3
+        doc["version"] = 4
 
-    with pytest.raises(statecodec.SnapshotError, match="version 3 is not 4"):
+    with pytest.raises(statecodec.SnapshotError, match="version 4 is not 5"):
         Engine.restore(engine.site, _rewrite(blob, older))
 
     def without_statuses(doc: dict[str, Any]) -> None:

@@ -200,12 +200,12 @@ def test_a_version_2_store_gains_statuses_in_place(sqlite_path: Path) -> None:
 
     store = SqliteStore(sqlite_path)
     try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         assert store.reading_count(SITE_ID) == 8
         (row,) = store.snapshots(SITE_ID)
         assert (row.processed_to, row.reading_mark, row.status_mark, row.blob) == (5, 8, 0, b"\0")
         assert store.add_status(SITE_ID, StationReport("up-1", at(9), "online"), at(9))
-        assert store.marks() == (8, 0, 1)
+        assert store.marks() == (8, 0, 1, 0)
         assert store.earliest_stored_after(SITE_ID, 8, 0, row.status_mark) == at(9)
     finally:
         store.close()
