@@ -41,7 +41,7 @@ def officer_cares(alert: Alert) -> bool:
     """The episode is the town's business: a kind the officer hears from its opening,
     or one heard on critical that reached it (``severity`` is the highest it reached)."""
     policy = officer_policy(alert)
-    return policy == Officer.ON_OPEN or (
+    return policy in (Officer.ON_OPEN, Officer.ONCE) or (
         policy == Officer.ON_CRITICAL and alert.severity == Severity.CRITICAL
     )
 
@@ -54,7 +54,7 @@ def first_officer_event(event: str, alert: Alert) -> bool:
     """
     if not officer_cares(alert):
         return False
-    if officer_policy(alert) == Officer.ON_OPEN or event == "opened":
+    if officer_policy(alert) in (Officer.ON_OPEN, Officer.ONCE) or event == "opened":
         return event == "opened"
     if event != "escalated":
         return False
@@ -69,6 +69,7 @@ def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
         c for c in site.contacts if c.role in ("operator", "qualified_inspector")
     ]
     officers = [c for c in site.contacts if c.role == "officer"]
-    if first_officer_event(event, alert) or (event == "resolved" and officer_cares(alert)):
+    cleared = event == "resolved" and officer_policy(alert) != Officer.ONCE
+    if first_officer_event(event, alert) or (cleared and officer_cares(alert)):
         people += officers
     return Notification(event, at, alert, tuple(people))

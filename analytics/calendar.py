@@ -136,6 +136,18 @@ class SiteCalendar:
                 n -= 1
         return current
 
+    def add_business_days(self, day: date, n: int) -> date:
+        """The ``n``-th business day after ``day``: weekends and the site's holidays do
+        not count (the site-log contract's working days for Lake Lure 96.07(D))."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        current = day
+        while n > 0:
+            current += timedelta(days=1)
+            if self.is_business_day(current):
+                n -= 1
+        return current
+
     def in_business_hours(self, t: int) -> bool:
         """Whether ``t`` falls inside business hours on a business day (local time)."""
         loc = self.local(t)

@@ -20,7 +20,7 @@ from typing import Any
 from analytics.events import AlertEvent, DutyEvent, EngineEvent
 from analytics.timeutil import iso
 from siltwatch.schema import Alert, Duty, Escalation
-from siltwatch.vocabulary import DutyKind, DutyReason, Severity, severity_rank
+from siltwatch.vocabulary import Severity, severity_rank
 
 
 def stable_id(prefix: str, *parts: object) -> str:
@@ -151,14 +151,12 @@ class AlertBook:
         message: str | None = None,
         evidence: dict[str, Any] | None = None,
     ) -> Episode | None:
-        ep = self._open.pop((kind, subject), None)
+        """Close an open episode; its closing message and evidence are an :meth:`update`."""
+        ep = self.update(kind, subject, at, message=message, evidence=evidence)
         if ep is None:
             return None
+        del self._open[(kind, subject)]
         ep.resolved_at = max(at, ep.opened_at)
-        if message is not None:
-            ep.message = message
-        if evidence is not None:
-            ep.evidence = dict(evidence)
         self.pending.append(AlertEvent("resolved", ep.resolved_at, ep.to_alert()))
         return ep
 
@@ -194,7 +192,11 @@ class DutyRecord:
 
 
 class DutyBook:
-    """Duties created by detectors and completed by inspections."""
+    """Duties created by detectors and completed by inspections or the site log.
+
+    A kind or reason is any described one (siltwatch/detections/): a member of
+    ``DutyKind``/``DutyReason`` or of a detection's own ``StrEnum``.
+    """
 
     def __init__(self, site_id: str) -> None:
         self.site_id = site_id
@@ -204,8 +206,8 @@ class DutyBook:
     def create(
         self,
         *,
-        kind: DutyKind,
-        reason: DutyReason,
+        kind: str,
+        reason: str,
         subject: str,
         created_at: int,
         due_at: int,

@@ -1,11 +1,13 @@
-"""Overdue inspection duties: the alert that tells the officer a duty's deadline passed.
+"""Overdue duties: the alert that tells the officer a duty's deadline passed.
 
-A duty past due raises an ``inspection_overdue`` alert (critical: the alerts
-router sends it to the officer), dated at the deadline, that stays open until
-an inspection completes the duty; at the end of a record every open one is
-refreshed with how overdue it is by then. Every regime's duties end here, so
-the messages read the same whatever rule created the duty: the regime leaves a
-:class:`DutyNote` (what the duty is, under which rule) for each duty it creates.
+A duty past due raises a ``<duty kind>_overdue`` alert (``inspection_overdue``,
+``stabilization_overdue``; critical: the alerts router sends it to the
+officer), dated at the deadline, that stays open until the duty is completed
+(an inspection, a cover recorded in the site log); at the end of a record every
+open one is refreshed with how overdue it is by then. Every regime's duties end
+here, so the messages read the same whatever rule created the duty: the regime
+leaves a :class:`DutyNote` (what the duty is, under which rule) for each duty
+it creates, and the duty kind's :class:`OverdueWords` say what completes it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,26 @@ from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import AlertKind, Severity
 
 ALERT_KIND = AlertKind.INSPECTION_OVERDUE
+
+
+@dataclass(frozen=True)
+class OverdueWords:
+    """How the alerts of one duty kind speak: its alert kind, and what completes it."""
+
+    alert_kind: str
+    title: str  # "Inspection"
+    missing: str  # "no inspection has been recorded"
+    todo: str  # "Inspect the site and record the inspection."
+    done: str  # "Inspection done"
+
+
+INSPECTION_WORDS = OverdueWords(
+    ALERT_KIND,
+    "Inspection",
+    "no inspection has been recorded",
+    "Inspect the site and record the inspection.",
+    "Inspection done",
+)
 
 
 @dataclass(frozen=True)
@@ -41,11 +63,14 @@ def fmt_hours(ms: int) -> str:
 
 
 class OverdueWatch:
-    """The notes of every inspection duty, and their overdue alerts."""
+    """The notes of every duty of one kind, and their overdue alerts."""
 
-    def __init__(self, site_name: str, calendar: SiteCalendar) -> None:
+    def __init__(
+        self, site_name: str, calendar: SiteCalendar, words: OverdueWords = INSPECTION_WORDS
+    ) -> None:
         self.site_name = site_name
         self.calendar = calendar
+        self.words = words
         self.notes: dict[str, DutyNote] = {}  # duty id -> note, in creation order
 
     def check(self, duty_id: str, at: int, ctx: Context) -> None:
@@ -57,7 +82,8 @@ class OverdueWatch:
         self._alert(rec, at, ctx, refresh=False)
 
     def complete(self, rec: DutyRecord, t: int, inspector: str, ctx: Context) -> bool:
-        """Complete the duty by an inspection at ``t`` and resolve its alert; False if done."""
+        """Complete the duty at ``t`` (by an inspection, or by what the site log says) and
+        resolve its alert; False if it was already done."""
         if ctx.duties.complete(rec.id, t, inspector) is None:
             return False
         note = self.notes.get(rec.id)
@@ -65,11 +91,11 @@ class OverdueWatch:
             late = t - rec.due_at
             how = f", {fmt_hours(late)} late" if late > 0 else ""
             ctx.alerts.resolve(
-                ALERT_KIND,
+                self.words.alert_kind,
                 rec.id,
                 t,
                 message=(
-                    f"Inspection done at {self.site_name}: {note.label} (duty {rec.id}) was due "
+                    f"{self.words.done} at {self.site_name}: {note.label} (duty {rec.id}) was due "
                     f"{self._local(rec.due_at)} under {note.cite}; completed {self._local(t)} "
                     f"by {inspector}{how}."
                 ),
@@ -93,18 +119,18 @@ class OverdueWatch:
             if late > 0
             else "It is overdue from now."
         )
+        words = self.words
         message = (
-            f"Inspection overdue at {self.site_name}: {note.label} (duty {rec.id}) was due "
-            f"{self._local(rec.due_at)} under {note.cite}, and no inspection has been recorded. "
-            f"{how} The erosion-control officer is notified. Inspect the site and record the "
-            "inspection."
+            f"{words.title} overdue at {self.site_name}: {note.label} (duty {rec.id}) was due "
+            f"{self._local(rec.due_at)} under {note.cite}, and {words.missing}. "
+            f"{how} The erosion-control officer is notified. {words.todo}"
         )
         evidence = self._evidence(rec, now)
         if refresh:
-            ctx.alerts.update(ALERT_KIND, rec.id, now, message=message, evidence=evidence)
+            ctx.alerts.update(words.alert_kind, rec.id, now, message=message, evidence=evidence)
         else:
             ctx.alerts.open(
-                ALERT_KIND,
+                words.alert_kind,
                 rec.id,
                 rec.due_at,
                 Severity.CRITICAL,

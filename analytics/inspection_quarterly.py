@@ -1,9 +1,14 @@
 """Quarterly self-inspections (reason ``quarterly``, subject = the site id).
 
-Lake Lure 96.05 (B)(17)(c): one duty per calendar quarter (local time), due at
-its end, for every quarter that starts before ``site.permanent_cover_at``
-(quarterly self-inspections until permanent ground cover). The first quarter
-is the one the clock starts in; its duty is created then.
+Lake Lure 96.05 (B)(17)(c)(vi): one duty per calendar quarter (local time),
+due at its end, "quarterly until the establishment of permanent ground
+cover". The first quarter is the one the clock starts in; its duty is created
+then. Permanent cover is the site's ``permanent_cover_at`` date, or every site
+area covered in the site log: from then on no quarter has a duty, and the
+quarter in which cover is reached is not owed either (its duty is closed at
+the cover, not left to fall overdue). A quarter whose deadline had already
+passed stays overdue: that inspection was missed. New disturbance of a covered
+area starts the quarters again.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from analytics.inspection_desk import DutyDesk
+from analytics.inspection_desk import KIND, DutyDesk
 from analytics.inspection_overdue import DutyNote
-from analytics.inspection_timers import QuarterTimer
+from analytics.inspection_timers import CoverTimer, QuarterTimer
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import DutyReason
@@ -49,9 +54,31 @@ class QuarterlyDuties:
     def __init__(self, rule: QuarterlyRule, site_id: str) -> None:
         self.rule = rule
         self.site_id = site_id
+        self.stopped = False  # permanent cover reached
 
     def start(self, t: int, desk: DutyDesk) -> None:
         """The clock starts at ``t``: the quarter it falls in has its duty from now."""
+        until = self.rule.until
+        if until is not None:
+            cover_at = desk.calendar.start_of_day(until)
+            if cover_at <= t:
+                self.stopped = True
+                return
+            desk.schedule(cover_at, CoverTimer(until))
+        self.open_quarter(quarter_start(desk.calendar.local_date(t)), t, desk)
+
+    def stop(self, t: int, why: str, desk: DutyDesk) -> None:
+        """Permanent cover at ``t``: no more quarters, and the current one is not owed."""
+        self.stopped = True
+        for rec in desk.ctx.duties.open_at(t):
+            if rec.kind == KIND and rec.reason == DutyReason.QUARTERLY and rec.due_at > t:
+                desk.complete(rec, t, f"not required: {why}")
+
+    def resume(self, t: int, desk: DutyDesk) -> None:
+        """Ground opened again after permanent cover: the quarters start again."""
+        if not self.stopped:
+            return
+        self.stopped = False
         self.open_quarter(quarter_start(desk.calendar.local_date(t)), t, desk)
 
     def on_quarter(self, timer: QuarterTimer, at: int, desk: DutyDesk) -> None:
@@ -60,7 +87,7 @@ class QuarterlyDuties:
     def open_quarter(self, start: date, t: int, desk: DutyDesk) -> None:
         """Lake Lure 96.05 (B)(17)(c): quarterly self-inspections until permanent ground cover."""
         rule = self.rule
-        if rule.until is not None and start >= rule.until:
+        if self.stopped or (rule.until is not None and start >= rule.until):
             return
         nxt = next_quarter(start)
         cal = desk.calendar

@@ -24,6 +24,7 @@ class TimerKind(StrEnum):
     WEEK = "tw-period"
     SECOND = "tw-second"
     QUARTER = "quarter"
+    COVER = "cover"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,14 @@ class QuarterTimer:
     quarter: date
 
 
-InspectionTimer = DueTimer | WeekTimer | SecondTimer | QuarterTimer
+@dataclass(frozen=True, slots=True)
+class CoverTimer:
+    """The configured permanent-cover date starts: the quarterly duties end."""
+
+    day: date
+
+
+InspectionTimer = DueTimer | WeekTimer | SecondTimer | QuarterTimer | CoverTimer
 
 
 def encode(timer: InspectionTimer) -> str:
@@ -69,6 +77,8 @@ def encode(timer: InspectionTimer) -> str:
             return f"{TimerKind.SECOND}|{period.isoformat()},{first_day.isoformat()}"
         case QuarterTimer(quarter):
             return f"{TimerKind.QUARTER}|{quarter.isoformat()}"
+        case CoverTimer(day):
+            return f"{TimerKind.COVER}|{day.isoformat()}"
 
 
 def decode(tag: str) -> InspectionTimer | None:
@@ -83,4 +93,6 @@ def decode(tag: str) -> InspectionTimer | None:
         return SecondTimer(date.fromisoformat(period), date.fromisoformat(first_day))
     if kind == TimerKind.QUARTER:
         return QuarterTimer(date.fromisoformat(arg))
+    if kind == TimerKind.COVER:
+        return CoverTimer(date.fromisoformat(arg))
     return None

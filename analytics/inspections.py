@@ -13,8 +13,11 @@ its own module with its rule and its citations:
 * routine duties every N calendar days: :mod:`analytics.inspection_routine`,
   or on a large site NY GP Part IV.C's twice-weekly cadence instead:
   :mod:`analytics.inspection_twice_weekly`;
-* quarterly self-inspections (Lake Lure 96.05 (B)(17)(c)):
-  :mod:`analytics.inspection_quarterly`.
+* quarterly self-inspections until permanent ground cover (Lake Lure 96.05
+  (B)(17)(c)(vi)): :mod:`analytics.inspection_quarterly` — permanent cover is
+  the configured date, or every site area covered in the site log;
+* phase inspections after each phase milestone of the site log (96.05
+  (B)(17)(c)(i)-(v)): :mod:`analytics.inspection_phase`.
 
 They share one detector because an inspection is one event for all of them:
 it completes the inspection duties that were open at its time, of whatever
@@ -32,20 +35,33 @@ from collections.abc import Iterable
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
-from analytics.events import DetectorEvent, Inspection, SensorReading
+from analytics.events import DetectorEvent, Inspection, SensorReading, SiteLogEntry
 from analytics.inspection_desk import KIND as KIND
 from analytics.inspection_desk import DutyDesk
 from analytics.inspection_overdue import ALERT_KIND as ALERT_KIND
 from analytics.inspection_overdue import OverdueWatch
+from analytics.inspection_phase import PhaseDuties, PhaseRule
 from analytics.inspection_quarterly import QuarterlyDuties, QuarterlyRule
 from analytics.inspection_routine import RoutineCadence, RoutineRule
 from analytics.inspection_storm import StormDuties, storm_lookback_ms, storm_rule
-from analytics.inspection_timers import DueTimer, QuarterTimer, SecondTimer, WeekTimer, decode
+from analytics.inspection_timers import (
+    CoverTimer,
+    DueTimer,
+    QuarterTimer,
+    SecondTimer,
+    WeekTimer,
+    decode,
+)
 from analytics.inspection_twice_weekly import TwiceWeeklyCadence, TwiceWeeklyRule
 from analytics.rain import RainDetector, StormEnded
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
+from siltwatch.vocabulary import SiteEvent
+
+
+# Site-log rows that record paperwork, not work on site: they start no inspection clock.
+PAPERWORK = frozenset({SiteEvent.NOTICE, SiteEvent.CORRECTIVE_ACTION})
 
 
 class InspectionDetector(Detector):
@@ -61,6 +77,9 @@ class InspectionDetector(Detector):
         self.routine: RoutineCadence | TwiceWeeklyCadence | None = None
         self.storm: StormDuties | None = None
         self.quarterly: QuarterlyDuties | None = None
+        self.phase: PhaseDuties | None = None
+        self.areas: set[str] = set()  # the site's areas
+        self.covered: set[str] = set()  # those with permanent cover, per the site log
 
     @classmethod
     def from_site(
@@ -80,10 +99,15 @@ class InspectionDetector(Detector):
         quarterly = QuarterlyRule.from_site(site, rules)
         if quarterly is not None:
             det.quarterly = QuarterlyDuties(quarterly, site_id)
+        phase = PhaseRule.from_rules(rules)
+        if phase is not None:
+            det.phase = PhaseDuties(phase)
+        det.areas = {a.id for a in site.areas}
         return det
 
     def has_duties(self) -> bool:
-        return any(x is not None for x in (self.routine, self.storm, self.quarterly))
+        regimes = (self.routine, self.storm, self.quarterly, self.phase)
+        return any(x is not None for x in regimes)
 
     def sensors(self) -> Iterable[str]:
         # Every sensor: the routine clock starts at the first reading of any of them.
@@ -110,6 +134,25 @@ class InspectionDetector(Detector):
         done = [r for r in targets if desk.complete(r, t, inspection.inspector)]
         self._after_completions(done, t, inspection.inspector, desk)
 
+    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
+        """Phase milestones create duties; permanent cover of every area ends the quarters."""
+        desk = self._desk(ctx)
+        if self.started_at is None and entry.event not in PAPERWORK:
+            self._start(entry.t, desk)  # work on site starts the clocks, as readings do
+        if entry.event == SiteEvent.MILESTONE and self.phase is not None:
+            self.phase.on_milestone(entry.detail, entry.t, desk)
+        elif entry.area in self.areas and self.quarterly is not None:
+            was_covered = self.covered == self.areas
+            if entry.event == SiteEvent.PERMANENT_COVER:
+                self.covered.add(entry.area)
+            elif entry.event in (SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED):
+                self.covered.discard(entry.area)
+            now_covered = self.covered == self.areas
+            if now_covered and not was_covered:
+                self.quarterly.stop(entry.t, "every site area has permanent cover", desk)
+            elif was_covered and not now_covered and self.started_at is not None:
+                self.quarterly.resume(entry.t, desk)
+
     def on_event(self, event: DetectorEvent, ctx: Context) -> None:
         if not isinstance(event, StormEnded) or self.storm is None:
             return
@@ -133,6 +176,8 @@ class InspectionDetector(Detector):
             routine.on_second(timer, at, desk)
         elif isinstance(timer, QuarterTimer) and quarterly is not None:
             quarterly.on_quarter(timer, at, desk)
+        elif isinstance(timer, CoverTimer) and quarterly is not None:
+            quarterly.stop(at, "permanent ground cover (the site's permanent_cover_at)", desk)
 
     def on_finish(self, end: int, ctx: Context) -> None:
         """Refresh the open overdue alerts: how overdue each duty is at the end of the record."""

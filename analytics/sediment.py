@@ -121,6 +121,13 @@ class SedimentCapacityDetector(Detector):
         # Lake George §148-10 A / Big Flats 17.37.100 A: remove sediment at 50 % loss of design capacity.
         self.cleanout_fraction = float(cleanout.value)
         self.rule_cite = cleanout.cite()
+        # Who asks for the cleanout: the law a pack cites, or, where no pack of the
+        # site sets a level, siltwatch's own default, named as one (not passed off as law).
+        self.rule_says = (
+            "siltwatch's default (no rule pack of this site sets a cleanout level) calls for"
+            if cleanout.verified == "default"
+            else f"{self.rule_cite} requires"
+        )
         self._recent: list[tuple[int, float]] = []  # (t, depth m)
         self._rain_mm: dict[str, float] = dict.fromkeys(self.rain_units, 0.0)
         self.envelope_fraction = 0.0
@@ -285,12 +292,12 @@ class SedimentCapacityDetector(Detector):
         )
         if severity == Severity.CRITICAL:
             return (
-                f"{lost}: at or past the {pct(self.cleanout_fraction)} at which {self.rule_cite} "
-                "requires removing the sediment. Clean the trap out now."
+                f"{lost}: at or past the {pct(self.cleanout_fraction)} at which {self.rule_says} "
+                "removing the sediment. Clean the trap out now."
             )
         return (
             f"{lost}: past the {pct(self.warn_fraction)} warning ({self.warn_source}); "
-            f"{self.rule_cite} requires a cleanout at {pct(self.cleanout_fraction)}. "
+            f"{self.rule_says} a cleanout at {pct(self.cleanout_fraction)}. "
             f"{self._forecast_text()} Schedule the cleanout."
         )
 

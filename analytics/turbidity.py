@@ -61,7 +61,9 @@ from siltwatch.vocabulary import AlertKind, Severity
 KIND = AlertKind.TURBIDITY_CONTRAST
 DATA_QUALITY = AlertKind.DATA_QUALITY
 
-DEFAULT_CRITICAL_NTU = 250.0  # WA CSWGP S5.A notify level, the yardstick where no pack sets one
+# Where no pack sets a notify level: siltwatch's yardstick (the level Washington's CSWGP
+# S5.A makes a notice), named in alerts as siltwatch's policy, never as another state's law.
+DEFAULT_CRITICAL_NTU = 250.0
 CRITICAL_CONTRAST_MULTIPLE = 2.0
 # Upstream readings are kept this long beyond what the aligned window needs, so
 # a downstream probe that backfills after an outage still finds its background.
@@ -121,7 +123,8 @@ class TurbidityContrast(Detector):
         notify = rules.get("turbidity.notify_ntu")
         self.critical_ntu = DEFAULT_CRITICAL_NTU if notify is None else float(notify.value)
         self.critical_rule = (
-            "siltwatch severity policy (WA CSWGP S5.A notify level)"
+            f"siltwatch severity policy: {DEFAULT_CRITICAL_NTU:g} NTU, no rule pack of this "
+            "site sets a notify level"
             if notify is None
             else notify.cite()
         )

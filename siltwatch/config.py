@@ -463,7 +463,6 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     for description in descriptions():
         if description.section is not None:
             dupes(description.section.key, description.section.label)
-    dupes("areas", "area")
     rules, pack_ids = _pack_problems(data, out)
     view = ConfigView(data, sensors, rules)
     for description in descriptions():

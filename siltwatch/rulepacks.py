@@ -42,10 +42,6 @@ PENDING_RULE_KEYS: tuple[RuleKey, ...] = (
     flag("rain.daily_log"),
     number("turbidity.benchmark_ntu", NON_NEGATIVE),
     number("turbidity.dewatering_benchmark_ntu", NON_NEGATIVE),
-    number("notice.before_inspection_h", NON_NEGATIVE),
-    number("cover.exposed_near_water_h"),
-    number("cover.graded_slopes_days"),
-    number("cover.permanent_working_days"),
 )
 
 # Every key a pack may set, with the type of its value: what the detections read

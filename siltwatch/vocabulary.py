@@ -44,6 +44,47 @@ class DutyReason(StrEnum):
     STORM = "storm"  # after a qualifying storm
     ROUTINE = "routine"  # the routine cadence (weekly, or twice weekly on large sites)
     QUARTERLY = "quarterly"  # the quarterly inspection
+    PHASE = "phase"  # after a phase of the plan (Lake Lure 96.05(B)(17)(c)(i)-(v))
+
+
+class SiteEvent(StrEnum):
+    """What a site-log row records (``event`` in the site log; docs/replay-contract.md).
+
+    The cover, stabilization, phase-inspection and notice duties hang on these:
+    what people do on the site, in event time like readings.
+    """
+
+    DISTURBED = "disturbed"  # ground in the area was opened (cleared, stripped, stockpiled)
+    CLEARED = "cleared"  # clearing of the area substantially completed
+    GRADED = "graded"  # a phase of grading of slopes or fills in the area completed
+    ACTIVE = "active"  # substantial construction activity in the area that day
+    INACTIVE = "inactive"  # work in the area stopped; the time is the last substantial activity
+    TEMPORARY_COVER = "temporary_cover"  # protective cover or temporary stabilization
+    PERMANENT_COVER = "permanent_cover"  # permanent ground cover sufficient to restrain erosion
+    MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
+    NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
+    CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
+
+    @property
+    def needs_area(self) -> bool:
+        """Area events name the area; milestones, notices and actions are site-wide."""
+        return self not in _SITE_WIDE
+
+
+_SITE_WIDE = frozenset({SiteEvent.MILESTONE, SiteEvent.NOTICE, SiteEvent.CORRECTIVE_ACTION})
+
+
+class Milestone(StrEnum):
+    """The plan's phases a ``milestone`` or ``notice`` row names."""
+
+    START_OF_DEVELOPMENT = "start_of_development"
+    CONTROLS_INSTALLED = "controls_installed"
+    CLEARING_COMPLETED = "clearing_completed"
+    ROUGH_GRADING_COMPLETED = "rough_grading_completed"
+    FINAL_GRADING_COMPLETED = "final_grading_completed"
+    STORM_DRAINAGE_COMPLETED = "storm_drainage_completed"
+    CONSTRUCTION_COMPLETED = "construction_completed"
+    CONSTRUCTION_SEASON_CLOSED = "construction_season_closed"
 
 
 class Severity(StrEnum):

@@ -41,6 +41,7 @@ class Officer(StrEnum):
     NEVER = "never"  # siltwatch's own diagnostics and forecasts: the site's people only
     ON_CRITICAL = "on_critical"  # a regulatory episode that reached critical
     ON_OPEN = "on_open"  # from its opening (e.g. a missed legal deadline)
+    ONCE = "once"  # a fact the town must know, once: its opening only (a missed notice)
 
 
 class Evidence(BaseModel):

@@ -47,13 +47,17 @@ class OverdueEvidence(Evidence):
     overdue_h: float
 
 
-def _amount(ev: OverdueEvidence, zone: tzinfo) -> str:
+def overdue_amount(ev: OverdueEvidence, zone: tzinfo) -> str:
     late = short_number(ev.overdue_h)
     return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
 
 
 INSPECTION_OVERDUE = regulatory(
-    AlertKind.INSPECTION_OVERDUE, "inspection overdue", OverdueEvidence, _amount, Officer.ON_OPEN
+    AlertKind.INSPECTION_OVERDUE,
+    "inspection overdue",
+    OverdueEvidence,
+    overdue_amount,
+    Officer.ON_OPEN,
 )
 INSPECTION = DutySpec(
     kind=DutyKind.INSPECTION,
@@ -110,6 +114,8 @@ DESCRIPTION = Description(
         flag("inspection.storm_due_next_business_day"),
         flag("inspection.storm_resets_routine"),
         flag("inspection.quarterly"),
+        flag("inspection.phase"),
+        number("inspection.phase_due_days"),
         RuleKey("calendar.business_hours", (str,)),
         RuleKey("calendar.weekend", (list,)),
     ),

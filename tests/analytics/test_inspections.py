@@ -91,6 +91,11 @@ def run(
     return engine
 
 
+def inspected_once(site: SiteConfig, at: str, by: str, *, end: int) -> Engine:
+    """No rain; the first reading on Monday 05-04 09:00, one inspection at local ``at``."""
+    return run(site, start(local("2026-05-04T09:00")), [Inspection(local(at), by)], end=end)
+
+
 def duties(engine: Engine, reason: str) -> list[Duty]:
     return [d for d in engine.duties() if d.reason == reason]
 
@@ -310,13 +315,7 @@ def ny_site(acres: float = 3.2) -> SiteConfig:
 
 
 def test_routine_7_day_duties_and_their_reset_by_an_inspection() -> None:
-    site = ny_site()
-    eng = run(
-        site,
-        start(local("2026-05-04T09:00")),
-        [Inspection(local("2026-05-07T10:00"), "Dana Ruiz")],
-        end=utc("2026-05-16T12:00"),
-    )
+    eng = inspected_once(ny_site(), "2026-05-07T10:00", "Dana Ruiz", end=utc("2026-05-16T12:00"))
     first, second = duties(eng, "routine")
     assert first.created_at == z(utc("2026-05-04T13:00"))  # the clock starts at the first reading
     assert first.due_at == z(utc("2026-05-12T04:00"))  # end of Mon 05-11 (7 calendar days)
@@ -334,13 +333,7 @@ def test_routine_7_day_duties_and_their_reset_by_an_inspection() -> None:
 
 
 def test_overdue_alert_opens_at_due_time_and_the_inspection_resolves_it() -> None:
-    site = ny_site()
-    eng = run(
-        site,
-        start(local("2026-05-04T09:00")),
-        [Inspection(local("2026-05-12T10:00"), "Dana Ruiz")],
-        end=utc("2026-05-13T00:00"),
-    )
+    eng = inspected_once(ny_site(), "2026-05-12T10:00", "Dana Ruiz", end=utc("2026-05-13T00:00"))
     [alert] = overdue_alerts(eng)
     first, second = duties(eng, "routine")
     assert alert.subject == first.id
@@ -378,19 +371,15 @@ def test_ny_twice_weekly_at_least_two_full_days_apart() -> None:
 
 def test_quarterly_until_permanent_cover() -> None:
     site = lake_lure(cover="2026-08-01")
-    eng = run(
-        site,
-        start(local("2026-05-04T09:00")),
-        [Inspection(local("2026-06-15T10:00"), "Jo Whitaker")],
-        end=utc("2026-10-15T00:00"),
-    )
+    eng = inspected_once(site, "2026-06-15T10:00", "Jo Whitaker", end=utc("2026-10-15T00:00"))
     q1, q2 = duties(eng, "quarterly")  # no duty for the quarter from 10-01 (cover on 08-01)
     assert (q1.created_at, q1.due_at) == (z(utc("2026-05-04T13:00")), z(utc("2026-07-01T04:00")))
     assert q1.completed_at == z(utc("2026-06-15T14:00"))
     assert (q2.created_at, q2.due_at) == (z(utc("2026-07-01T04:00")), z(utc("2026-10-01T04:00")))
-    [alert] = [a for a in overdue_alerts(eng) if a.subject == q2.id]
-    assert alert.opened_at == z(utc("2026-10-01T04:00"))
-    assert alert.rule == "Lake Lure 96.05 (B)(17)(c)"
+    # Permanent cover on 08-01 (local midnight, EDT): the quarter it falls in is not owed,
+    # so no overdue alert goes to the officer when that quarter ends uninspected.
+    assert q2.completed_at == z(utc("2026-08-01T04:00"))
+    assert [a for a in overdue_alerts(eng) if a.subject == q2.id] == []
 
 
 def test_routine_duties_without_rain_gauges_and_without_rain() -> None:

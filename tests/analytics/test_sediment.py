@@ -199,8 +199,9 @@ def test_forecast_from_accumulation_per_inch_of_rain() -> None:
     assert forecast.inches_to_cleanout == pytest.approx(3.5, rel=0.06)
     [alert] = capacity_alerts(engine)
     assert alert.severity == "warning"
-    # No NC pack sets the cleanout fraction: the siltwatch default, NH Env-Wq 1506.10.
-    assert alert.rule == "NH Env-Wq 1506.10"
+    # No NC pack sets the cleanout fraction: siltwatch's default, named as one, not as law.
+    assert alert.rule == "siltwatch default"
+    assert "siltwatch's default (no rule pack of this site sets a cleanout level)" in alert.message
     match = re.search(
         r"At the current rate of ([0-9.]+) % per inch, 50 % after about ([0-9.]+) more "
         r"inches of rain",

@@ -83,9 +83,10 @@ def test_evidence_from_another_release_gives_no_amount_rather_than_a_guess() -> 
 
 
 def _rule_keys_in(source: str) -> set[str]:
-    return set(
-        re.findall(r"""rules\.(?:get|number|require)\(\s*f?["']([a-z_]+\.[a-z_.]+)""", source)
+    reads = (
+        r"""(?:rules\.(?:get|number|require)\(|Deadline\.of\(rules, )\s*f?["']([a-z_]+\.[a-z_.]+)"""
     )
+    return set(re.findall(reads, source))
 
 
 def test_the_rule_keys_described_are_those_the_detectors_read() -> None:

@@ -1,0 +1,66 @@
+"""Phase inspections (reason ``phase``, subject = the milestone).
+
+Lake Lure 96.05(B)(17)(c): "The inspection shall be performed during or after
+each of the following phases of a plan: (i) installation of perimeter erosion
+and sediment control measures; (ii) clearing and grubbing of existing ground
+cover; (iii) completion of any phase of grading of slopes or fills ...; (iv)
+completion of storm drainage facilities; (v) completion of construction or
+development". The site log's ``milestone`` rows mark the phases; each creates
+an inspection duty, completed like any other by the next inspection. The
+ordinance names no deadline: ``inspection.phase_due_days`` is siltwatch's
+default, cited as such (the duty is due at the end of that local day).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analytics.inspection_desk import DutyDesk
+from analytics.inspection_overdue import DutyNote
+from analytics.timeutil import iso
+from siltwatch.rulepacks import Rules
+from siltwatch.vocabulary import DutyReason, Milestone
+
+# The milestones that are the ordinance's phases, with its words.
+PHASES: dict[str, str] = {
+    Milestone.CONTROLS_INSTALLED: "(i) installation of perimeter erosion and sediment controls",
+    Milestone.CLEARING_COMPLETED: "(ii) clearing and grubbing of existing ground cover",
+    Milestone.ROUGH_GRADING_COMPLETED: "(iii) completion of a phase of grading (rough grading)",
+    Milestone.FINAL_GRADING_COMPLETED: "(iii) completion of a phase of grading (final grading)",
+    Milestone.STORM_DRAINAGE_COMPLETED: "(iv) completion of storm drainage facilities",
+    Milestone.CONSTRUCTION_COMPLETED: "(v) completion of construction or development",
+}
+
+
+@dataclass(frozen=True)
+class PhaseRule:
+    due_days: int
+    cite: str
+
+    @classmethod
+    def from_rules(cls, rules: Rules) -> PhaseRule | None:
+        phase = rules.get("inspection.phase")
+        if phase is None or phase.value is not True:
+            return None
+        due = rules.require("inspection.phase_due_days")
+        return cls(int(due.value), f"{phase.cite()}; due per {due.cite()}")
+
+
+class PhaseDuties:
+    """A duty for each phase milestone the site log records."""
+
+    def __init__(self, rule: PhaseRule) -> None:
+        self.rule = rule
+
+    def on_milestone(self, milestone: str, t: int, desk: DutyDesk) -> None:
+        words = PHASES.get(milestone)
+        if words is None:
+            return
+        rule = self.rule
+        note = DutyNote(
+            label=f"phase inspection after {words}",
+            cite=rule.cite,
+            evidence={"milestone": milestone, "reached_at": iso(t)},
+        )
+        due = desk.calendar.end_of_calendar_days(t, rule.due_days)
+        desk.open(DutyReason.PHASE, milestone, (t, due), note, t)

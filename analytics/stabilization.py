@@ -1,0 +1,287 @@
+"""Stabilization duties from the site log: cover exposed ground by the law's deadlines.
+
+Kinds, reasons and citations: siltwatch/detections/stabilization.py. Each rule
+applies when the site's rule packs set its key, so a Lake George site gets the
+10-day and 24-hour rules and a Lake Lure site the 21-day and permanent-cover
+ones. Deadlines are in the site's calendar: "N days" ends at the end of the
+Nth local day (a DST change inside it is the calendar's business, not a 24 h
+multiple); "24 hours" is 24 hours; working days skip weekends and the site's
+holidays.
+
+Per area, at most one duty per reason is open at a time: the first deadline is
+the binding one (a second ``graded`` row while the first phase's 21 days run
+does not push it out). The cover recorded in the log completes them —
+``temporary_cover`` every reason but permanent cover, ``permanent_cover`` all
+— and only duties created before it. A row naming an area the site does not
+have is counted and ignored (ingest refuses such rows; a replay reports them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analytics.calendar import SiteCalendar
+from analytics.detector import Context, Detector
+from analytics.episodes import DutyRecord
+from analytics.events import SiteLogEntry
+from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.timeutil import MS_PER_H, iso
+from siltwatch.config import Area, SiteConfig
+from siltwatch.detections.stabilization import StabilizationKind, StabilizationReason
+from siltwatch.rulepacks import Rules
+from siltwatch.timefmt import local_time
+from siltwatch.vocabulary import SiteEvent
+
+Reason = StabilizationReason
+KIND = StabilizationKind.STABILIZATION
+WORDS = OverdueWords(
+    StabilizationKind.OVERDUE,
+    "Stabilization",
+    "no cover has been recorded in the site log",
+    "Cover the area (temporary or permanent stabilization) and record it in the site log.",
+    "Stabilization done",
+)
+TEMPORARY_COVERS = frozenset(
+    {Reason.INACTIVE_AREA, Reason.EXPOSED_24H, Reason.REVEGETATION, Reason.GRADED_SLOPES}
+)
+
+
+@dataclass(frozen=True)
+class AreaFacts:
+    """What the rules need of a site area (plain values: detector state is snapshotted)."""
+
+    id: str
+    name: str
+    acres: float
+    slope_pct: float
+    distance_to_water_ft: float
+    hqw_zone: bool
+
+    @classmethod
+    def of(cls, area: Area) -> AreaFacts:
+        return cls(
+            area.id, area.name, area.acres, area.slope_pct, area.distance_to_water_ft, area.hqw_zone
+        )
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """One rule's number and citation (plain values: detector state is snapshotted)."""
+
+    value: float
+    cite: str
+
+    @classmethod
+    def of(cls, rules: Rules, key: str) -> Deadline | None:
+        rule = rules.get(key)
+        return None if rule is None else cls(float(rule.value), rule.cite())
+
+
+@dataclass(frozen=True)
+class CoverRules:
+    """The deadlines the site's packs set (None: that rule does not apply here)."""
+
+    inactive: Deadline | None
+    revegetation: Deadline | None
+    exposed: Deadline | None
+    steep_pct: float
+    near_ft: float
+    graded: Deadline | None
+    permanent_working: Deadline | None
+    permanent_days: Deadline | None
+    permanent_days_hqw: Deadline | None
+
+    @classmethod
+    def from_rules(cls, rules: Rules) -> CoverRules:
+        steep = Deadline.of(rules, "cover.steep_slope_pct")
+        near = Deadline.of(rules, "cover.near_water_ft")
+        return cls(
+            inactive=Deadline.of(rules, "stabilization.inactive_days"),
+            revegetation=Deadline.of(rules, "stabilization.revegetation_days"),
+            exposed=Deadline.of(rules, "cover.exposed_near_water_h"),
+            steep_pct=15.0 if steep is None else steep.value,
+            near_ft=500.0 if near is None else near.value,
+            graded=Deadline.of(rules, "cover.graded_slopes_days"),
+            permanent_working=Deadline.of(rules, "cover.permanent_working_days"),
+            permanent_days=Deadline.of(rules, "cover.permanent_calendar_days"),
+            permanent_days_hqw=Deadline.of(rules, "cover.permanent_calendar_days_hqw"),
+        )
+
+    def any(self) -> bool:
+        rules = (self.inactive, self.revegetation, self.exposed, self.graded)
+        return any(r is not None for r in (*rules, self.permanent_working))
+
+
+class StabilizationDetector(Detector):
+    """Creates, completes and watches the site's stabilization duties."""
+
+    name = "stabilization"
+
+    def __init__(self, site: SiteConfig, rules: CoverRules, calendar: SiteCalendar) -> None:
+        self.rules = rules
+        self.areas = {a.id: AreaFacts.of(a) for a in site.areas}
+        self.watch = OverdueWatch(site.site.name or site.site.id, calendar, WORDS)
+        self.unknown_areas = 0
+
+    @property
+    def calendar(self) -> SiteCalendar:
+        return self.watch.calendar
+
+    # --- engine callbacks ----------------------------------------------------------
+
+    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
+        area = self.areas.get(entry.area or "")
+        if area is None:
+            if entry.area is not None:
+                self.unknown_areas += 1
+            return
+        t, event = entry.t, entry.event
+        if event in (SiteEvent.DISTURBED, SiteEvent.CLEARED) and self._exposed(area):
+            self._exposed_24h(area, t, ctx)
+        if event == SiteEvent.CLEARED:
+            self._revegetation(area, t, ctx)
+        elif event == SiteEvent.GRADED:
+            self._graded(area, t, ctx)
+        elif event == SiteEvent.INACTIVE:
+            self._inactive(area, t, ctx)
+        elif event == SiteEvent.TEMPORARY_COVER:
+            self._cover(area, t, entry.by, TEMPORARY_COVERS, "temporary cover", ctx)
+        elif event == SiteEvent.PERMANENT_COVER:
+            self._cover(area, t, entry.by, frozenset(Reason), "permanent cover", ctx)
+
+    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+        self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
+
+    def on_finish(self, end: int, ctx: Context) -> None:
+        self.watch.refresh(end, ctx)
+
+    # --- the rules ---------------------------------------------------------------------
+
+    def _exposed(self, area: AreaFacts) -> bool:
+        """Lake George §148-11 I(3)(e)[3][b]: steeper than 15 % or within 500 ft of water."""
+        r = self.rules
+        return area.slope_pct > r.steep_pct or area.distance_to_water_ft <= r.near_ft
+
+    def _exposed_24h(self, area: AreaFacts, t: int, ctx: Context) -> None:
+        rule = self.rules.exposed
+        if rule is None:
+            return
+        hours = rule.value
+        why = (
+            f"slope {area.slope_pct:g} % over {self.rules.steep_pct:g} %"
+            if area.slope_pct > self.rules.steep_pct
+            else f"{area.distance_to_water_ft:g} ft from water, within {self.rules.near_ft:g} ft"
+        )
+        label = f"protective cover of {_name(area)} within {hours:g} h of exposing it ({why})"
+        self._open(Reason.EXPOSED_24H, area, t, t + round(hours * MS_PER_H), rule, label, ctx)
+
+    def _revegetation(self, area: AreaFacts, t: int, ctx: Context) -> None:
+        rule = self.rules.revegetation
+        if rule is None:
+            return
+        days = int(rule.value)
+        due = self.calendar.end_of_calendar_days(t, days)
+        label = f"revegetation of {_name(area)} within {days} days of completing its clearing"
+        self._open(Reason.REVEGETATION, area, t, due, rule, label, ctx)
+
+    def _inactive(self, area: AreaFacts, t: int, ctx: Context) -> None:
+        rule = self.rules.inactive
+        if rule is None:
+            return
+        days = int(rule.value)
+        due = self.calendar.end_of_calendar_days(t, days)
+        label = (
+            f"stabilization of {_name(area)} within {days} days of its last substantial "
+            f"activity ({self._local(t)})"
+        )
+        self._open(Reason.INACTIVE_AREA, area, t, due, rule, label, ctx)
+
+    def _graded(self, area: AreaFacts, t: int, ctx: Context) -> None:
+        rules = self.rules
+        if rules.graded is not None:
+            days = int(rules.graded.value)
+            due = self.calendar.end_of_calendar_days(t, days)
+            label = f"cover of the graded slopes of {_name(area)} within {days} calendar days"
+            self._open(Reason.GRADED_SLOPES, area, t, due, rules.graded, label, ctx)
+        if rules.permanent_working is not None:
+            self._permanent(area, t, rules.permanent_working, ctx)
+
+    def _permanent(self, area: AreaFacts, t: int, rule: Deadline, ctx: Context) -> None:
+        """Lake Lure 96.07(D): 15 working days or 90 calendar days, whichever is shorter;
+        96.08(B)(5): 60 calendar days in a High Quality Water zone."""
+        cal, rules = self.calendar, self.rules
+        working = int(rule.value)
+        day = cal.local_date(t)
+        due = cal.end_of_day(cal.add_business_days(day, working))
+        calendar_days = rules.permanent_days_hqw if area.hqw_zone else rules.permanent_days
+        words = f"{working} working days"
+        cite = rule.cite
+        if calendar_days is not None:
+            by_calendar = cal.end_of_calendar_days(t, int(calendar_days.value))
+            words += f" or {calendar_days.value:g} calendar days, whichever is shorter"
+            due = min(due, by_calendar)
+            if calendar_days.cite != cite:
+                cite = f"{cite}; {calendar_days.cite}"
+        zone = " (High Quality Water zone)" if area.hqw_zone else ""
+        label = f"permanent ground cover of {_name(area)}{zone} within {words}"
+        self._open(Reason.PERMANENT_COVER, area, t, due, Deadline(working, cite), label, ctx)
+
+    # --- duties ------------------------------------------------------------------------
+
+    def _open(
+        self,
+        reason: Reason,
+        area: AreaFacts,
+        t: int,
+        due: int,
+        rule: Deadline,
+        label: str,
+        ctx: Context,
+    ) -> None:
+        if self._open_duties(area, {reason}, t, ctx):
+            return  # the first deadline binds
+        rec = ctx.duties.create(
+            kind=KIND, reason=reason, subject=area.id, created_at=t, due_at=due, rule=rule.cite
+        )
+        self.watch.notes[rec.id] = DutyNote(
+            label=label,
+            cite=rule.cite,
+            evidence={"area": area.id, "acres": area.acres, "started": iso(t)},
+        )
+        ctx.schedule(self, due, rec.id)
+
+    def _cover(
+        self,
+        area: AreaFacts,
+        t: int,
+        by: str,
+        reasons: frozenset[Reason],
+        what: str,
+        ctx: Context,
+    ) -> None:
+        for rec in self._open_duties(area, reasons, t, ctx):
+            self.watch.complete(rec, t, f"{what} recorded by {by}", ctx)
+
+    def _open_duties(
+        self, area: AreaFacts, reasons: set[Reason] | frozenset[Reason], t: int, ctx: Context
+    ) -> list[DutyRecord]:
+        return [
+            r
+            for r in ctx.duties.open_at(t)
+            if r.kind == KIND and r.subject == area.id and r.reason in reasons
+        ]
+
+    def _local(self, t: int) -> str:
+        return local_time(t, self.calendar.zone)
+
+
+def _name(area: AreaFacts) -> str:
+    return f"area {area.id}" + (f" ({area.name})" if area.name else "")
+
+
+def build(site: SiteConfig, ctx: Context) -> list[Detector]:
+    """One detector when the site has areas and its packs set a cover rule."""
+    rules = CoverRules.from_rules(ctx.rules)
+    if not site.areas or not rules.any():
+        return []
+    return [StabilizationDetector(site, rules, SiteCalendar.from_site(site, ctx.rules))]

@@ -1,0 +1,55 @@
+"""Notices: the town told 48 hours before each construction milestone.
+
+Lake George §148-12 A and Big Flats 17.37.110 A: the applicant notifies the
+town at least 48 hours before each milestone the town inspects at. The site
+log records both (``notice`` and ``milestone`` rows naming the milestone); a
+milestone with no notice of it at least that long before raises
+``notice_missing``, which the officer hears once: it is a fact to know, not a
+condition that clears.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from enum import StrEnum
+
+from siltwatch.detections.base import (
+    NON_NEGATIVE,
+    Description,
+    Evidence,
+    Officer,
+    number,
+    regulatory,
+)
+
+
+class NoticeKind(StrEnum):
+    MISSING = "notice_missing"  # ``kind`` in ALERTS.jsonl; subject: the milestone
+
+
+class NoticeEvidence(Evidence):
+    milestone: str
+    reached_at: str
+    needed_by: str
+    notice_at: str | None = None  # the latest notice of it, if one came too late
+
+
+def _amount(ev: NoticeEvidence, _zone: tzinfo) -> str:
+    if ev.notice_at is None:
+        return f"no notice of {ev.milestone}"
+    return f"notice of {ev.milestone} too late"
+
+
+NOTICE_MISSING = regulatory(
+    NoticeKind.MISSING, "milestone notice missing", NoticeEvidence, _amount, Officer.ONCE
+)
+
+DESCRIPTION = Description(
+    key="notices",
+    order=47,
+    engine_module="analytics.notices",
+    summary="milestones reached without the town's 48-hour notice (Lake George §148-12 A; "
+    "Big Flats 17.37.110 A)",
+    alerts=(NOTICE_MISSING,),
+    rule_keys=(number("notice.before_inspection_h", NON_NEGATIVE),),
+)

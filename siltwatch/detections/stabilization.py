@@ -1,0 +1,81 @@
+"""Stabilization: exposed ground covered by the law's deadlines, from the site log.
+
+What people do on site (docs/replay-contract.md, "Site areas and the site
+log") starts the clocks: an area left inactive must be stabilized within 10
+days of its last substantial activity (Lake George §148-11 I(3)(e)[2]); cleared
+ground on a slope over 15 % or within 500 ft of water may not stay uncovered
+for more than 24 hours (§148-11 I(3)(e)[3][b]); cleared ground is revegetated
+within 10 days (§148-11 I(3)(e)[3][c]); graded slopes are covered within 21
+calendar days of a phase of grading (Lake Lure 96.07(B)), and get permanent
+ground cover within 15 working days or 90 calendar days, whichever is shorter
+(96.07(D); 60 calendar days in a High Quality Water zone, 96.08(B)(5)). Each
+is a duty of kind ``stabilization`` with its reason, completed by the cover
+recorded in the log; one past its deadline raises ``stabilization_overdue``,
+the town's business from its opening, like an overdue inspection.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from siltwatch.detections.base import (
+    NON_NEGATIVE,
+    Description,
+    DutySpec,
+    Officer,
+    Section,
+    number,
+    regulatory,
+)
+from siltwatch.detections.inspections import OverdueEvidence, overdue_amount
+
+
+class StabilizationKind(StrEnum):
+    STABILIZATION = "stabilization"  # ``kind`` in DUTIES.jsonl
+    OVERDUE = "stabilization_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
+
+
+class StabilizationReason(StrEnum):
+    """Why an area must be covered (``reason`` in DUTIES.jsonl); subject: the area id."""
+
+    INACTIVE_AREA = "inactive_area"  # Lake George §148-11 I(3)(e)[2]
+    EXPOSED_24H = "exposed_24h"  # Lake George §148-11 I(3)(e)[3][b]
+    REVEGETATION = "revegetation"  # Lake George §148-11 I(3)(e)[3][c]
+    GRADED_SLOPES = "graded_slopes"  # Lake Lure 96.07(B)
+    PERMANENT_COVER = "permanent_cover"  # Lake Lure 96.07(D), 96.08(B)(5)
+
+
+STABILIZATION_OVERDUE = regulatory(
+    StabilizationKind.OVERDUE,
+    "stabilization overdue",
+    OverdueEvidence,
+    overdue_amount,
+    Officer.ON_OPEN,
+)
+STABILIZATION = DutySpec(
+    StabilizationKind.STABILIZATION,
+    "stabilization",
+    tuple(StabilizationReason),
+    overdue=STABILIZATION_OVERDUE,
+)
+
+DESCRIPTION = Description(
+    key="stabilization",
+    order=45,
+    engine_module="analytics.stabilization",
+    summary="exposed areas covered in time, from the site log (Lake George §148-11 I(3)(e); "
+    "Lake Lure 96.07)",
+    duties=(STABILIZATION,),
+    rule_keys=(
+        number("stabilization.inactive_days"),
+        number("stabilization.revegetation_days"),
+        number("cover.exposed_near_water_h"),
+        number("cover.steep_slope_pct", NON_NEGATIVE),
+        number("cover.near_water_ft", NON_NEGATIVE),
+        number("cover.graded_slopes_days"),
+        number("cover.permanent_working_days"),
+        number("cover.permanent_calendar_days"),
+        number("cover.permanent_calendar_days_hqw"),
+    ),
+    section=Section("areas", "area"),
+)
