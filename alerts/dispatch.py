@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from alerts.routing import route
+from alerts.routing import announced, route
 from alerts.sinks import Sink
 from analytics.events import AlertEvent, EngineEvent
 from siltwatch.config import SiteConfig
@@ -27,6 +27,8 @@ class Dispatcher:
             if not isinstance(event, AlertEvent):
                 continue
             alert = event.alert
+            if not announced(event.type, alert):
+                continue
             note = route(self.site, event.type, utc_iso(event.at), alert)
             for sink in self.sinks:
                 try:

@@ -63,6 +63,12 @@ def first_officer_event(event: str, alert: Alert) -> bool:
     return last.severity == Severity.CRITICAL and len(criticals) == 1
 
 
+def announced(event: str, alert: Alert) -> bool:
+    """Whether anyone is told of this event: a fact heard once (``Officer.ONCE``, e.g. a
+    missed notice) closes as it opens, so its "resolved" is kept, not announced."""
+    return not (event == "resolved" and officer_policy(alert) == Officer.ONCE)
+
+
 def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
     """The recipients of one alert event (see the module docstring for the policy)."""
     people: list[Contact] = [

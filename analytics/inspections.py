@@ -59,7 +59,6 @@ from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import SiteEvent
 
-
 # Site-log rows that record paperwork, not work on site: they start no inspection clock.
 PAPERWORK = frozenset({SiteEvent.NOTICE, SiteEvent.CORRECTIVE_ACTION})
 

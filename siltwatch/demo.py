@@ -28,7 +28,7 @@ from alerts.sinks import ConsoleSink, JsonlSink
 from analytics.timeutil import MS_PER_MIN, from_ms
 from ingest.broker import EmbeddedBroker
 from ingest.mqtt_ingest import BrokerSettings, MqttIngest
-from ingest.recording import RecordingError, read_csv_readings, read_inspections
+from ingest.recording import RecordingError, read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig, load_site
@@ -37,9 +37,12 @@ from siltwatch.schema import (
     InspectionRecord,
     ReadingBatch,
     ReadingItem,
+    SiteLogRecord,
     inspections_topic,
     reading_topic,
+    site_log_topic,
 )
+from siltwatch.vocabulary import SiteEvent
 
 SITES = ("lake-george", "lake-lure")
 BATCH_MS = 5 * MS_PER_MIN  # well inside the engine's allowed lateness (15 min)
@@ -55,7 +58,8 @@ def _publish_site(client: mqtt.Client, site: SiteConfig, examples: Path, name: s
     Each station sends its readings oldest first, five minutes of data a
     message (the batch form of the wire schema, as a station on a power-saving
     LTE schedule does), with per-sensor sequence numbers; inspections go on the
-    site's inspections topic. Returns the number of messages sent.
+    site's inspections topic and the site log on its log topic. Returns the number
+    of messages sent.
     """
     sensors = site.sensors()
     station_of = site.station_of()
@@ -90,6 +94,17 @@ def _publish_site(client: mqtt.Client, site: SiteConfig, examples: Path, name: s
             site=sid, time=from_ms(ins.t), inspector=ins.inspector, duty=ins.duty
         )
         messages.append((ins.t, inspections_topic(sid), rec.model_dump_json().encode()))
+    # The site log, as the field tablet (or `siltwatch log`) publishes it.
+    for entry in read_site_log(examples / f"{name}-site-log.csv", [a.id for a in site.areas]):
+        row = SiteLogRecord(
+            site=sid,
+            time=from_ms(entry.t),
+            event=SiteEvent(entry.event),
+            area=entry.area,
+            by=entry.by,
+            detail=entry.detail or None,
+        )
+        messages.append((entry.t, site_log_topic(sid), row.model_dump_json().encode()))
     messages.sort(key=lambda m: m[0])
     for _, topic, payload in messages:
         client.publish(topic, payload, qos=1).wait_for_publish(timeout=30)
@@ -183,8 +198,8 @@ def run_demo(out: Path, *, examples: Path) -> int:
                         else f"done {duty.completed_at:%Y-%m-%d %H:%M}Z"
                     )
                     print(
-                        f"   duty: {duty.reason:9} inspection due {duty.due_at:%Y-%m-%d %H:%M}Z "
-                        f"({state}) — {duty.rule}"
+                        f"   duty: {duty.kind} ({duty.reason}) of {duty.subject}, due "
+                        f"{duty.due_at:%Y-%m-%d %H:%M}Z ({state}) — {duty.rule}"
                     )
             with (out / f"{name}-alerts.jsonl").open("w", encoding="utf-8") as fh:
                 for alert in store.alerts(info.id):

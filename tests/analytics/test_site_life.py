@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.routing import route
+from alerts.routing import announced, route
 from analytics.engine import Engine
 from analytics.events import Inspection, SiteLogEntry
 from analytics.timeutil import to_ms
@@ -173,6 +173,7 @@ def test_notice_of_a_milestone_48_hours_before(george: SiteConfig) -> None:
     officers = {c for c in george.contacts if c.role == "officer"}
     assert officers <= set(route(george, "opened", "2026-06-09T13:00:00Z", alert).recipients)
     assert not officers & set(route(george, "resolved", "2026-06-09T13:00:00Z", alert).recipients)
+    assert announced("opened", alert) and not announced("resolved", alert)  # one message
 
 
 # --- Lake Lure ------------------------------------------------------------------------

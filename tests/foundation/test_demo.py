@@ -33,6 +33,16 @@ def test_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     assert ("drain_time", "critical") in kinds
     # ...and the 2-minute debris spike on day 4 is not an alert: one turbidity episode only.
     assert sum(a["kind"] == "turbidity_contrast" for a in lg) == 1
+    # The scripted site logs (examples/*-site-log.csv) reach the duties through MQTT: a
+    # stabilization duty done in time and one left open, on each site.
+    for name in ("lake-george", "lake-lure"):
+        duties = [
+            json.loads(line)
+            for line in (tmp_path / f"{name}-duties.jsonl").read_text().splitlines()
+        ]
+        covers = [d for d in duties if d["kind"] == "stabilization"]
+        assert any(d["completed_at"] and d["completed_at"] <= d["due_at"] for d in covers), name
+        assert any(d["completed_at"] is None for d in covers), name
     ll = [
         json.loads(line) for line in (tmp_path / "lake-lure-duties.jsonl").read_text().splitlines()
     ]
