@@ -42,6 +42,7 @@ from analytics.inspection_overdue import ALERT_KIND as ALERT_KIND
 from analytics.inspection_overdue import OverdueWatch
 from analytics.inspection_phase import PhaseDuties, PhaseRule
 from analytics.inspection_quarterly import QuarterlyDuties, QuarterlyRule
+from analytics.inspection_record import RecordRule, check_record
 from analytics.inspection_routine import RoutineCadence, RoutineRule
 from analytics.inspection_storm import StormDuties, storm_lookback_ms, storm_rule
 from analytics.inspection_timers import (
@@ -77,6 +78,7 @@ class InspectionDetector(Detector):
         self.storm: StormDuties | None = None
         self.quarterly: QuarterlyDuties | None = None
         self.phase: PhaseDuties | None = None
+        self.record: RecordRule | None = None  # what an inspection record must hold
         self.areas: set[str] = set()  # the site's areas
         self.covered: set[str] = set()  # those with permanent cover, per the site log
 
@@ -101,6 +103,7 @@ class InspectionDetector(Detector):
         phase = PhaseRule.from_rules(rules)
         if phase is not None:
             det.phase = PhaseDuties(phase)
+        det.record = RecordRule.from_rules(rules)
         det.areas = {a.id for a in site.areas}
         return det
 
@@ -132,6 +135,8 @@ class InspectionDetector(Detector):
             targets = [rec] if rec is not None and named and rec.completed_at is None else []
         done = [r for r in targets if desk.complete(r, t, inspection.inspector)]
         self._after_completions(done, t, inspection.inspector, desk)
+        if self.record is not None:
+            check_record(self.record, inspection, done, ctx)
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         """Phase milestones create duties; permanent cover of every area ends the quarters."""

@@ -27,6 +27,7 @@ from siltwatch.detections.base import (
     RuleKey,
     Section,
     Series,
+    diagnostic,
     flag,
     number,
     regulatory,
@@ -58,6 +59,23 @@ INSPECTION_OVERDUE = regulatory(
     OverdueEvidence,
     overdue_amount,
     Officer.ON_OPEN,
+)
+RECORD_INCOMPLETE_KIND = "inspection_record_incomplete"
+
+
+class RecordEvidence(Evidence):
+    inspector: str
+    missing: list[str]
+    duties: list[str]
+
+
+def _lacks(ev: RecordEvidence, _zone: tzinfo) -> str:
+    return f"record lacks {', '.join(ev.missing)}"
+
+
+# Lake Lure 96.05(B)(17)(b): the record's fields; the site's people fix it, not the town.
+RECORD_INCOMPLETE = diagnostic(
+    RECORD_INCOMPLETE_KIND, "inspection record incomplete", RecordEvidence, _lacks
 )
 INSPECTION = DutySpec(
     kind=DutyKind.INSPECTION,
@@ -101,6 +119,7 @@ DESCRIPTION = Description(
     order=40,
     engine_module="analytics.inspections",
     summary="rain record, storms and the inspection duties they trigger (NCG01 Part III §A)",
+    alerts=(RECORD_INCOMPLETE,),
     duties=(INSPECTION,),
     rule_keys=(
         number("rain.storm_gap_h"),
@@ -116,6 +135,7 @@ DESCRIPTION = Description(
         flag("inspection.quarterly"),
         flag("inspection.phase"),
         number("inspection.phase_due_days"),
+        RuleKey("inspection.record_fields", (list,)),
         RuleKey("calendar.business_hours", (str,)),
         RuleKey("calendar.weekend", (list,)),
     ),

@@ -341,3 +341,34 @@ def test_clearing_in_the_cold_season_reminds_until_cover(george: SiteConfig) -> 
     assert alert.opened_at == iso("2026-11-02T15:00Z")
     assert alert.resolved_at == iso("2026-11-03T15:00Z")
     assert alert.rule == "Lake George §148-11 I(3)(e)[3][e]"
+
+
+def test_an_inspection_record_without_the_required_fields_is_kept_and_flagged(
+    lure: SiteConfig,
+) -> None:
+    """96.05(B)(17)(b): address, affiliation, telephone, signature. The unsigned record
+    still completes the phase duty (the inspection happened) and is flagged, naming the
+    duty; the next complete record clears the flag."""
+    unsigned = Inspection(t("2026-06-02T10:00-04:00"), "Jo Whitaker", affiliation="BREC")
+    complete = Inspection(
+        t("2026-06-09T10:00-04:00"),
+        "Jo Whitaker",
+        affiliation="BREC",
+        address="412 Memorial Hwy",
+        phone="+1 828 555 0142",
+        signed=True,
+    )
+    engine = run(
+        lure,
+        [log("2026-06-01T15:00-04:00", "milestone", detail="controls_installed")],
+        end="2026-06-20T00:00-04:00",
+        inspections=[unsigned, complete],
+    )
+    (phase,) = duties(engine, "inspection", "phase")
+    assert phase.completed_at == iso("2026-06-02T14:00Z")
+    (alert,) = alerts(engine, "inspection_record_incomplete")
+    assert alert.opened_at == iso("2026-06-02T14:00Z")
+    assert alert.resolved_at == iso("2026-06-09T14:00Z")
+    assert phase.id in alert.evidence["duties"]  # with the routine and quarterly ones
+    assert "address, telephone number, signature" in alert.message
+    assert alert.rule == "Lake Lure 96.05(B)(17)(b)"
