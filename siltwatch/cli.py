@@ -77,6 +77,7 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
+    from siltwatch.applicability import scope_warnings
     from siltwatch.config import load_site
 
     status = EXIT_OK
@@ -96,6 +97,8 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         )
         for value in rules.overrides():
             print(f"  site override: {value.key} = {value.value!r} ({value.cite()})")
+        for warning in scope_warnings(site):
+            print(f"  warning: {warning}")
     return status
 
 
@@ -162,6 +165,42 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"replayed {stats.readings_processed:,} readings ({stats.duplicates} duplicates dropped) "
         f"and {stats.inspections} inspections{log} of site {site.site.id!r}: "
         f"{len(result.alerts)} alert episodes -> {args.alerts_out}, {len(result.duties)} duties -> {args.duties_out}"
+    )
+    return EXIT_OK
+
+
+def cmd_records(args: argparse.Namespace) -> int:
+    """Write the inspection log, the daily rain log and the site log from a store as CSV."""
+    from ingest.records import export_records, parse_day
+    from ingest.store import SqliteStore, StoreError
+    from siltwatch.config import load_site
+
+    try:
+        site = load_site(Path(args.site))
+        start, end = parse_day(args.date_from), parse_day(args.date_to)
+    except ConfigError as exc:
+        _err(exc.lines)
+        return EXIT_FAIL
+    except ValueError:
+        _err([f"--from/--to: expected a date YYYY-MM-DD, got {args.date_from!r}/{args.date_to!r}"])
+        return EXIT_FAIL
+    db = Path(args.db)
+    if not db.exists():
+        _err([f"{db}: no such store (the --db of siltwatch serve)"])
+        return EXIT_FAIL
+    try:
+        store = SqliteStore(db)
+    except StoreError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    try:
+        written = export_records(store, site, Path(args.out), start, end)
+    finally:
+        store.close()
+    print(
+        f"wrote {written.inspections} inspections, {written.rain_days} gauge-days of rain and "
+        f"{written.site_log} site-log entries of site {site.site.id!r} to {written.folder}/"
+        "{inspections,rain-log,site-log}.csv"
     )
     return EXIT_OK
 
@@ -585,6 +624,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_replay)
 
     _log_parser(sub)
+
+    p = sub.add_parser(
+        "records",
+        help="write the records to hand over (inspections, daily rain, site log) as CSV",
+        description="From the live store: the inspection log with the fields the law asks "
+        "for, the daily rain log and the site log, for a range of local dates.",
+    )
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument("--db", required=True, metavar="STORE", help="the store siltwatch serve writes")
+    p.add_argument("--out", required=True, metavar="DIR", help="where the three CSV files go")
+    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="first local date")
+    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
+    p.set_defaults(func=cmd_records)
 
     p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
     p.add_argument(

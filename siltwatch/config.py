@@ -144,6 +144,13 @@ class SiteInfo(_Model):
         default=None,
         description="when permanent ground cover was established (ends quarterly duties)",
     )
+    common_plan: bool = Field(
+        default=False,
+        description="part of a larger common plan of development or sale (permit coverage)",
+    )
+    project: Literal["major", "minor"] | None = Field(
+        default=None, description="the town's project class (Lake George §148-7)"
+    )
 
     @field_validator("timezone")
     @classmethod

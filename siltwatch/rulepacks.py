@@ -44,10 +44,18 @@ PENDING_RULE_KEYS: tuple[RuleKey, ...] = (
     number("turbidity.dewatering_benchmark_ntu", NON_NEGATIVE),
 )
 
+# Keys that say which sites a pack's law reaches: read by the scope warnings of
+# ``siltwatch config check`` (siltwatch/applicability.py), not by a detection.
+SCOPE_RULE_KEYS: tuple[RuleKey, ...] = (
+    number("scope.min_disturbed_acres", NON_NEGATIVE),
+    number("scope.exempt_under_sq_ft", NON_NEGATIVE),
+    flag("scope.drain_limits_major_only"),
+)
+
 # Every key a pack may set, with the type of its value: what the detections read
 # (their descriptions, siltwatch/detections/) and the pending keys above. A key
 # outside this catalogue is a typo in a pack, and a pack with a typo must not load.
-_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS)
+_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS, *SCOPE_RULE_KEYS)
 RULE_KEYS: dict[str, tuple[type, ...]] = {k.name: k.types for k in _CATALOGUE}
 # The range a numeric rule must lie in (see RuleKey): a pack or a site override
 # outside it is refused rather than left to switch a rule off quietly.

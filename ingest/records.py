@@ -1,0 +1,117 @@
+"""The records to hand over, from the live store: inspections, the daily rain log, the site log.
+
+The ordinances ask the site to keep records and show them: inspection reports
+with who inspected, their affiliation, address, telephone and signature (Lake
+Lure 96.05(B)(17)(b); Big Flats 17.37.100 A: "kept in a site log book"), the
+daily rain gauge reading (NCG01 Part III §A item 1), and what was done on the
+site. ``siltwatch records`` writes them as CSV for a date range, from the store
+the service writes (it reads only; a running ``serve`` is not disturbed).
+
+Times are the site's local time with their offset, as people read them. The
+rain log is derived the one way siltwatch derives it: the store's rain-gauge
+readings through the engine's rain detector (analytics/rain.py), so it is the
+same record a replay writes.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+
+from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, SensorReading, SiteLogEntry
+from analytics.timeutil import from_ms
+from ingest.replay import RainLogRow, replay_site
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig
+
+INSPECTION_COLUMNS = ("time", "inspector", "duty", *INSPECTION_RECORD_FIELDS)
+SITE_LOG_COLUMNS = ("time", "event", "area", "by", "detail")
+RAIN_COLUMNS = ("date", "gauge", "depth", "unit", "readings", "excluded_readings")
+_Local = Callable[[int], str]  # event time -> the site's local ISO time
+
+
+@dataclass(frozen=True)
+class Written:
+    """How many rows each record got, and where."""
+
+    inspections: int
+    rain_days: int
+    site_log: int
+    folder: Path
+
+
+def export_records(
+    store: SqliteStore,
+    site: SiteConfig,
+    out: Path,
+    start: date | None = None,
+    end: date | None = None,
+) -> Written:
+    """Write inspections.csv, rain-log.csv and site-log.csv for ``start``..``end``
+    (local dates, both included; None: unbounded) into ``out``."""
+    site_id = site.site.id
+    zone = site.site.zone
+
+    def day(t: int) -> date:
+        return from_ms(t).astimezone(zone).date()
+
+    def within(d: date) -> bool:
+        return (start is None or d >= start) and (end is None or d <= end)
+
+    def local(t: int) -> str:
+        return from_ms(t).astimezone(zone).isoformat()
+
+    inspections = [i for i in store.inspections_after(site_id, None) if within(day(i.t))]
+    log = [e for e in store.site_log(site_id) if within(day(e.t))]
+    rain = [r for r in daily_rain(store, site) if within(r.day)]
+    out.mkdir(parents=True, exist_ok=True)
+    _write(
+        out / "inspections.csv",
+        INSPECTION_COLUMNS,
+        (_inspection_row(i, local) for i in inspections),
+    )
+    _write(out / "site-log.csv", SITE_LOG_COLUMNS, (_log_row(e, local) for e in log))
+    _write(
+        out / "rain-log.csv",
+        RAIN_COLUMNS,
+        ([r.day.isoformat(), r.gauge, r.depth, r.unit, r.readings, r.excluded] for r in rain),
+    )
+    return Written(len(inspections), len(rain), len(log), out)
+
+
+def daily_rain(store: SqliteStore, site: SiteConfig) -> list[RainLogRow]:
+    """The site's daily rain record from the stored gauge readings (the engine's rule)."""
+    readings: list[SensorReading] = []
+    for gauge in site.rain_gauges:
+        readings += store.readings(site.site.id, gauge.sensor)
+    if not readings:
+        return []
+    readings.sort(key=lambda r: (r.t, r.sensor))
+    return replay_site(site, readings).rain_log
+
+
+def _inspection_row(ins: Inspection, local: _Local) -> list[object]:
+    values = [getattr(ins, name) for name in INSPECTION_RECORD_FIELDS]
+    shown = [
+        "" if v is None else ("yes" if v is True else "no" if v is False else v) for v in values
+    ]
+    return [local(ins.t), ins.inspector, ins.duty or "", *shown]
+
+
+def _log_row(entry: SiteLogEntry, local: _Local) -> list[object]:
+    return [local(entry.t), entry.event, entry.area or "", entry.by, entry.detail]
+
+
+def _write(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        out = csv.writer(fh, lineterminator="\n")
+        out.writerow(header)
+        out.writerows(rows)
+
+
+def parse_day(text: str | None) -> date | None:
+    """A ``--from``/``--to`` value: a local date, YYYY-MM-DD."""
+    return None if text is None else datetime.strptime(text, "%Y-%m-%d").date()
