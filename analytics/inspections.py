@@ -61,7 +61,14 @@ from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import SiteEvent
 
 # Site-log rows that record paperwork, not work on site: they start no inspection clock.
-PAPERWORK = frozenset({SiteEvent.NOTICE, SiteEvent.CORRECTIVE_ACTION})
+PAPERWORK = frozenset(
+    {
+        SiteEvent.NOTICE,
+        SiteEvent.CORRECTIVE_ACTION,
+        SiteEvent.VIOLATION,
+        SiteEvent.VIOLATION_CORRECTED,
+    }
+)
 
 
 class InspectionDetector(Detector):

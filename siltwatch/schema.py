@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -292,14 +293,16 @@ def site_log_problem(
     """What is wrong with a site-log entry's area or detail for its event, as (field, why).
 
     The one statement of the rules (docs/replay-contract.md, the site log): an
-    area event names its area, a site-wide one names none; a ``milestone`` or
-    ``notice`` names a :class:`~siltwatch.vocabulary.Milestone`. Whether the
-    area is one of the site's is the site's check (ingest, the replay's CSV).
-    None when the entry is well formed.
+    area event names its area, a site-wide one names none (a ``violation`` may
+    name one or not); a ``milestone`` or ``notice`` names a
+    :class:`~siltwatch.vocabulary.Milestone`; a ``violation`` and a
+    ``violation_corrected`` name the violation (:func:`parse_violation`,
+    :func:`parse_violation_corrected`). Whether the area is one of the site's is
+    the site's check (ingest, the replay's CSV). None when the entry is well formed.
     """
     if event.needs_area and not area:
         return "area", f"event {event.value!r} names the area it concerns; none given"
-    if not event.needs_area and area:
+    if not event.takes_area and area:
         return "area", (
             f"event {event.value!r} is about the whole site and names no area; got {area!r}"
         )
@@ -308,10 +311,78 @@ def site_log_problem(
             f"event {event.value!r} names a milestone, one of {', '.join(_MILESTONES)}; "
             + ("none given" if not detail else f"got {detail[:60]!r}")
         )
+    try:
+        if event == SiteEvent.VIOLATION:
+            parse_violation(detail)
+        elif event == SiteEvent.VIOLATION_CORRECTED:
+            parse_violation_corrected(detail)
+    except ValueError as exc:
+        return "detail", str(exc)
     return None
 
 
 _MILESTONES = tuple(m.value for m in Milestone)
+
+
+@dataclass(frozen=True)
+class ViolationNotice:
+    """A ``violation`` row's detail: ``<id> [remedy by YYYY-MM-DD] <what was found>``."""
+
+    id: str  # the town's number for it, or one the site gives it (e.g. NOV-2026-03)
+    remedy_by: date | None  # the last day of the remedy schedule, when the notice sets one
+    text: str  # what was found and what must be done (may be empty)
+
+
+_VIOLATION_FORMAT = (
+    "its id, optionally 'remedy by YYYY-MM-DD', then what was found "
+    "(e.g. 'NOV-2026-03 remedy by 2026-06-20 silt fence down at outfall A')"
+)
+_REMEDY_BY = re.compile(r"remedy\s+by\b\s*(\S*)\s*(.*)", re.IGNORECASE | re.DOTALL)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _violation_id(event: str, text: str) -> str:
+    if not _ID_RE.match(text):
+        raise ValueError(
+            f"event {event!r}: the violation id {text[:60]!r} must be 1 to 64 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (e.g. NOV-2026-03)"
+        )
+    return text
+
+
+def parse_violation(detail: str | None) -> ViolationNotice:
+    """A ``violation`` row's detail, or ValueError saying, for people, what is wrong."""
+    parts = (detail or "").split(maxsplit=1)
+    if not parts:
+        raise ValueError(f"event 'violation' names the violation: {_VIOLATION_FORMAT}; none given")
+    vid = _violation_id("violation", parts[0])
+    rest = parts[1].strip() if len(parts) > 1 else ""
+    remedy = _REMEDY_BY.match(rest)
+    if remedy is None:
+        return ViolationNotice(vid, None, rest)
+    day_text, text = remedy.group(1), remedy.group(2).strip()
+    try:
+        if not _ISO_DATE.fullmatch(day_text):
+            raise ValueError
+        day = date.fromisoformat(day_text)
+    except ValueError:
+        raise ValueError(
+            "event 'violation': 'remedy by' takes the remedy schedule's last day as "
+            "YYYY-MM-DD (e.g. 2026-06-20); "
+            + (f"got {day_text[:30]!r}" if day_text else "no date given")
+        ) from None
+    return ViolationNotice(vid, day, text)
+
+
+def parse_violation_corrected(detail: str | None) -> str:
+    """A ``violation_corrected`` row's violation id (free text may follow it)."""
+    parts = (detail or "").split(maxsplit=1)
+    if not parts:
+        raise ValueError(
+            "event 'violation_corrected' names the violation the town accepted as corrected "
+            "(its id, as in its 'violation' row); none given"
+        )
+    return _violation_id("violation_corrected", parts[0])
 
 
 class SiteLogRecord(_Payload):
@@ -322,7 +393,10 @@ class SiteLogRecord(_Payload):
     ``temporary_cover``, ``permanent_cover``) names its ``area``; a
     ``milestone`` or ``notice`` names no area and has a milestone as its
     ``detail``; a ``corrective_action`` names no area, its ``detail`` the
-    alert id and what was done.
+    alert id and what was done; a ``violation`` may name an area, its
+    ``detail`` the violation id, optionally ``remedy by YYYY-MM-DD``, then what
+    was found; a ``violation_corrected`` names no area, its ``detail`` the
+    violation id.
     """
 
     v: Version = 1

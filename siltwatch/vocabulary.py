@@ -64,14 +64,32 @@ class SiteEvent(StrEnum):
     MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
     CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
+    # The town served a notice of violation or a stop-work order (area optional; detail:
+    # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
+    VIOLATION = "violation"
+    VIOLATION_CORRECTED = "violation_corrected"  # the town accepted the correction (detail: id)
 
     @property
     def needs_area(self) -> bool:
-        """Area events name the area; milestones, notices and actions are site-wide."""
+        """Area events name the area; milestones, notices and actions are site-wide; a
+        violation may name the area it was found in."""
+        return self not in _SITE_WIDE and self not in _AREA_OPTIONAL
+
+    @property
+    def takes_area(self) -> bool:
+        """Whether the event may name an area at all (site-wide events name none)."""
         return self not in _SITE_WIDE
 
 
-_SITE_WIDE = frozenset({SiteEvent.MILESTONE, SiteEvent.NOTICE, SiteEvent.CORRECTIVE_ACTION})
+_SITE_WIDE = frozenset(
+    {
+        SiteEvent.MILESTONE,
+        SiteEvent.NOTICE,
+        SiteEvent.CORRECTIVE_ACTION,
+        SiteEvent.VIOLATION_CORRECTED,
+    }
+)
+_AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})
 
 
 class Milestone(StrEnum):

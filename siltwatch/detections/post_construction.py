@@ -1,0 +1,64 @@
+"""The post-construction calendar: what is owed after construction is completed.
+
+From the site log's ``construction_completed`` milestone, the duties the
+ordinances set for the permanent stormwater facilities, each a duty of kind
+``post_construction`` with its reason: the annual operation and maintenance
+report (Lake George §148-10 C(4)), recurring yearly; the inspection that ends
+the performance guarantee (Lake George §148-13 A: two years; Big Flats
+17.37.120 A: one year); the inspection by a licensed Professional Engineer at
+least once in every five-year period, and its written report within 30 days of
+it (Big Flats Schedule B (4)). An inspection record naming the duty completes
+it; one past its deadline raises ``post_construction_overdue``, the town's
+business from its opening, like an overdue inspection.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from siltwatch.detections.base import Description, DutySpec, Officer, number, regulatory
+from siltwatch.detections.inspections import OverdueEvidence, overdue_amount
+
+
+class PostConstructionKind(StrEnum):
+    POST_CONSTRUCTION = "post_construction"  # ``kind`` in DUTIES.jsonl; subject: the site id
+    OVERDUE = "post_construction_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
+
+
+class PostConstructionReason(StrEnum):
+    """What is owed (``reason`` in DUTIES.jsonl)."""
+
+    ANNUAL_REPORT = "annual_report"  # Lake George §148-10 C(4)
+    GUARANTEE_INSPECTION = "guarantee_inspection"  # Lake George §148-13 A; Big Flats 17.37.120 A
+    ENGINEER_INSPECTION = "engineer_inspection"  # Big Flats Schedule B (4)
+    ENGINEER_REPORT = "engineer_report"  # Big Flats Schedule B (4)
+
+
+POST_CONSTRUCTION_OVERDUE = regulatory(
+    PostConstructionKind.OVERDUE,
+    "post-construction duty overdue",
+    OverdueEvidence,
+    overdue_amount,
+    Officer.ON_OPEN,
+)
+POST_CONSTRUCTION = DutySpec(
+    PostConstructionKind.POST_CONSTRUCTION,
+    "post-construction",
+    tuple(PostConstructionReason),
+    overdue=POST_CONSTRUCTION_OVERDUE,
+)
+
+DESCRIPTION = Description(
+    key="post_construction",
+    order=49,
+    engine_module="analytics.post_construction",
+    summary="reports and inspections owed after construction is completed (Lake George "
+    "§148-10 C(4), §148-13 A; Big Flats 17.37.120 A, Schedule B (4))",
+    duties=(POST_CONSTRUCTION,),
+    rule_keys=(
+        number("post_construction.annual_report_years"),
+        number("post_construction.guarantee_inspection_years"),
+        number("post_construction.engineer_inspection_years"),
+        number("post_construction.engineer_report_days"),
+    ),
+)
