@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from siltwatch.timefmt import local_time
+
 if TYPE_CHECKING:
     from siltwatch.config import SiteConfig
     from siltwatch.rulepacks import Rules
@@ -125,6 +127,27 @@ class DutySpec:
     label: str
     reasons: tuple[str, ...]
     overdue: AlertSpec[Any] | None = None
+
+
+class OverdueEvidence(Evidence):
+    """What every ``<duty kind>_overdue`` alert says (analytics/inspection_overdue.py)."""
+
+    due_at: str
+    overdue_h: float
+
+
+def overdue_amount(ev: OverdueEvidence, zone: tzinfo) -> str:
+    late = short_number(ev.overdue_h)
+    return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
+
+
+def deadline_duty(kind: str, label: str, reasons: tuple[str, ...]) -> DutySpec:
+    """A duty kind whose missed deadline is the town's business from its opening: the
+    replay contract's ``<duty kind>_overdue`` alert, routed like ``inspection_overdue``."""
+    overdue = regulatory(
+        f"{kind}_overdue", f"{label} overdue", OverdueEvidence, overdue_amount, Officer.ON_OPEN
+    )
+    return DutySpec(kind, label, reasons, overdue)
 
 
 # --- rule keys --------------------------------------------------------------------
@@ -266,6 +289,14 @@ class Panel:
     bars: bool = False
 
 
+def level_panel(
+    title: str, unit: str, description: str, mean: Series, lines: tuple[tuple[float, Color], ...]
+) -> Panel:
+    """A sensor's mean level with the dashed lines its rule draws (design and drained
+    levels, warning and cleanout depths), green below the first."""
+    return Panel(title, unit, description, (mean,), ((None, "green"), *lines))
+
+
 @dataclass(frozen=True)
 class Dashboard:
     """A detection's row: one panel per item of its section; rows are laid out by
@@ -286,12 +317,11 @@ class Description:
     ``order`` is the order detectors are built and called in (it decides the
     order of alerts raised at the same instant, so it is part of the replay's
     byte-for-byte output); ``engine_module`` the ``analytics`` module whose
-    ``build(site, ctx)`` returns the detectors.
+    ``build(site, ctx)`` returns the detectors (by convention ``analytics.<key>``).
     """
 
     key: str
     order: int
-    engine_module: str
     summary: str  # one line: what it detects, with the law's section
     alerts: tuple[AlertSpec[Any], ...] = ()
     duties: tuple[DutySpec, ...] = ()
@@ -300,6 +330,7 @@ class Description:
     check_config: ConfigCheck | None = None  # checks beyond the section's sensor references
     officer_sends: Callable[[ConfigView], OfficerWords | None] | None = None  # beyond the section's
     dashboard: Dashboard | None = None
+    engine_module: str = ""  # default: analytics.<key>
 
     def officer_words(self, view: ConfigView) -> OfficerWords | None:
         """What the officer is sent for this site by this detection, if anything."""
@@ -330,6 +361,8 @@ class Description:
         return tuple(self.dashboard.panel(site, item) for item in getattr(site, self.section.key))
 
     def __post_init__(self) -> None:
+        if not self.engine_module:
+            object.__setattr__(self, "engine_module", f"analytics.{self.key}")
         if not self.engine_module.startswith("analytics."):
             raise ValueError(f"{self.key}: engine_module must be an analytics module")
 

@@ -21,6 +21,7 @@ from siltwatch.detections.base import (
     Section,
     Series,
     diagnostic,
+    level_panel,
     number,
     regulatory,
     short_number,
@@ -70,23 +71,20 @@ def practice_levels(site: SiteConfig, practice: InfiltrationPractice) -> tuple[f
 
 def _panel(site: SiteConfig, practice: InfiltrationPractice) -> Panel:
     design, drained, unit = practice_levels(site, practice)
-    return Panel(
-        title=f"Water level {practice.id} ({practice.type.replace('_', ' ')})",
-        unit=unit,
-        description=(
-            f"Mean level of {practice.level_sensor}. Dashed lines: the design level "
-            f"({design:g} {unit}) and design level + tolerance ({drained:g} {unit}), "
-            "below which the practice counts as drained."
-        ),
-        series=(Series(practice.level_sensor, "level"),),
-        thresholds=((None, "green"), (design, "blue"), (drained, "orange")),
+    return level_panel(
+        f"Water level {practice.id} ({practice.type.replace('_', ' ')})",
+        unit,
+        f"Mean level of {practice.level_sensor}. Dashed lines: the design level "
+        f"({design:g} {unit}) and design level + tolerance ({drained:g} {unit}), "
+        "below which the practice counts as drained.",
+        Series(practice.level_sensor, "level"),
+        ((design, "blue"), (drained, "orange")),
     )
 
 
 DESCRIPTION = Description(
     key="drain",
     order=20,
-    engine_module="analytics.drain",
     summary="infiltration practices that do not drain in time (Lake George §148-11 I(3))",
     alerts=(DRAIN_TIME, DRAIN_TIME_FORECAST),
     rule_keys=tuple(number(f"drain.limit_h.{t}") for t in PRACTICE_TYPES),

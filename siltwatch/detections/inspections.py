@@ -19,23 +19,19 @@ from siltwatch.detections.base import (
     ConfigView,
     Dashboard,
     Description,
-    DutySpec,
     Evidence,
-    Officer,
     OfficerWords,
     Panel,
     RuleKey,
     Section,
     Series,
+    deadline_duty,
     diagnostic,
     flag,
     number,
-    regulatory,
     rules_set,
-    short_number,
 )
-from siltwatch.timefmt import local_time
-from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason
+from siltwatch.vocabulary import DutyKind, DutyReason
 
 if TYPE_CHECKING:
     from siltwatch.config import RainGauge, SiteConfig
@@ -43,23 +39,6 @@ if TYPE_CHECKING:
 ROLLING_RAIN_H = 24  # the storm rule's window as the rain panel draws it
 
 
-class OverdueEvidence(Evidence):
-    due_at: str
-    overdue_h: float
-
-
-def overdue_amount(ev: OverdueEvidence, zone: tzinfo) -> str:
-    late = short_number(ev.overdue_h)
-    return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
-
-
-INSPECTION_OVERDUE = regulatory(
-    AlertKind.INSPECTION_OVERDUE,
-    "inspection overdue",
-    OverdueEvidence,
-    overdue_amount,
-    Officer.ON_OPEN,
-)
 RECORD_INCOMPLETE_KIND = "inspection_record_incomplete"
 
 
@@ -77,12 +56,7 @@ def _lacks(ev: RecordEvidence, _zone: tzinfo) -> str:
 RECORD_INCOMPLETE = diagnostic(
     RECORD_INCOMPLETE_KIND, "inspection record incomplete", RecordEvidence, _lacks
 )
-INSPECTION = DutySpec(
-    kind=DutyKind.INSPECTION,
-    label="inspection",
-    reasons=tuple(DutyReason),
-    overdue=INSPECTION_OVERDUE,
-)
+INSPECTION = deadline_duty(DutyKind.INSPECTION, "inspection", tuple(DutyReason))
 
 
 def _officer(view: ConfigView) -> OfficerWords | None:
@@ -117,7 +91,6 @@ def _panel(site: SiteConfig, gauge: RainGauge) -> Panel:
 DESCRIPTION = Description(
     key="inspections",
     order=40,
-    engine_module="analytics.inspections",
     summary="rain record, storms and the inspection duties they trigger (NCG01 Part III §A)",
     alerts=(RECORD_INCOMPLETE,),
     duties=(INSPECTION,),

@@ -47,7 +47,6 @@ NOTICE_MISSING = regulatory(
 DESCRIPTION = Description(
     key="notices",
     order=47,
-    engine_module="analytics.notices",
     summary="milestones reached without the town's 48-hour notice (Lake George §148-12 A; "
     "Big Flats 17.37.110 A)",
     alerts=(NOTICE_MISSING,),

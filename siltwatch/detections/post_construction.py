@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, DutySpec, Officer, number, regulatory
-from siltwatch.detections.inspections import OverdueEvidence, overdue_amount
+from siltwatch.detections.base import (
+    Description,
+    deadline_duty,
+    number,
+)
 
 
 class PostConstructionKind(StrEnum):
@@ -34,24 +37,13 @@ class PostConstructionReason(StrEnum):
     ENGINEER_REPORT = "engineer_report"  # Big Flats Schedule B (4)
 
 
-POST_CONSTRUCTION_OVERDUE = regulatory(
-    PostConstructionKind.OVERDUE,
-    "post-construction duty overdue",
-    OverdueEvidence,
-    overdue_amount,
-    Officer.ON_OPEN,
-)
-POST_CONSTRUCTION = DutySpec(
-    PostConstructionKind.POST_CONSTRUCTION,
-    "post-construction",
-    tuple(PostConstructionReason),
-    overdue=POST_CONSTRUCTION_OVERDUE,
+POST_CONSTRUCTION = deadline_duty(
+    PostConstructionKind.POST_CONSTRUCTION, "post-construction", tuple(PostConstructionReason)
 )
 
 DESCRIPTION = Description(
     key="post_construction",
     order=49,
-    engine_module="analytics.post_construction",
     summary="reports and inspections owed after construction is completed (Lake George "
     "§148-10 C(4), §148-13 A; Big Flats 17.37.120 A, Schedule B (4))",
     duties=(POST_CONSTRUCTION,),

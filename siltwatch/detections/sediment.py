@@ -20,6 +20,7 @@ from siltwatch.detections.base import (
     Panel,
     Section,
     Series,
+    level_panel,
     number,
     regulatory,
 )
@@ -70,23 +71,20 @@ def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
     warn, clean = trap_fractions(site, trap)
     warn_d = depth_at_fraction(site, trap, warn)
     clean_d = depth_at_fraction(site, trap, clean)
-    return Panel(
-        title=f"Sediment depth {trap.id}",
-        unit=unit,
-        description=(
-            f"Mean depth of {trap.depth_sensor}. Dashed lines: the depths at which "
-            f"{warn:.0%} ({warn_d:g} {unit}) and {clean:.0%} ({clean_d:g} {unit}) of the "
-            "design storage volume is lost; cleanout is due at the second."
-        ),
-        series=(Series(trap.depth_sensor, "depth"),),
-        thresholds=((None, "green"), (warn_d, "orange"), (clean_d, "red")),
+    return level_panel(
+        f"Sediment depth {trap.id}",
+        unit,
+        f"Mean depth of {trap.depth_sensor}. Dashed lines: the depths at which "
+        f"{warn:.0%} ({warn_d:g} {unit}) and {clean:.0%} ({clean_d:g} {unit}) of the "
+        "design storage volume is lost; cleanout is due at the second.",
+        Series(trap.depth_sensor, "depth"),
+        ((warn_d, "orange"), (clean_d, "red")),
     )
 
 
 DESCRIPTION = Description(
     key="sediment",
     order=30,
-    engine_module="analytics.sediment",
     summary="sediment traps nearing half their design storage (Lake George §148-10 A)",
     alerts=(SEDIMENT_CAPACITY,),
     rule_keys=(

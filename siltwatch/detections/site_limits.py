@@ -73,7 +73,6 @@ COLD_SEASON = diagnostic(
 DESCRIPTION = Description(
     key="site_limits",
     order=46,
-    engine_module="analytics.site_limits",
     summary="open ground over the disturbed-area limits, and cold-season earthwork "
     "(Lake George §148-8 B(1)(d), §148-11 I(3)(e)[3][e]; Lake Lure 96.08(B)(1))",
     alerts=(DISTURBED_AREA, COLD_SEASON),

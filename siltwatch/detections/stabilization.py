@@ -21,13 +21,10 @@ from enum import StrEnum
 from siltwatch.detections.base import (
     NON_NEGATIVE,
     Description,
-    DutySpec,
-    Officer,
     Section,
+    deadline_duty,
     number,
-    regulatory,
 )
-from siltwatch.detections.inspections import OverdueEvidence, overdue_amount
 
 
 class StabilizationKind(StrEnum):
@@ -45,24 +42,13 @@ class StabilizationReason(StrEnum):
     PERMANENT_COVER = "permanent_cover"  # Lake Lure 96.07(D), 96.08(B)(5)
 
 
-STABILIZATION_OVERDUE = regulatory(
-    StabilizationKind.OVERDUE,
-    "stabilization overdue",
-    OverdueEvidence,
-    overdue_amount,
-    Officer.ON_OPEN,
-)
-STABILIZATION = DutySpec(
-    StabilizationKind.STABILIZATION,
-    "stabilization",
-    tuple(StabilizationReason),
-    overdue=STABILIZATION_OVERDUE,
+STABILIZATION = deadline_duty(
+    StabilizationKind.STABILIZATION, "stabilization", tuple(StabilizationReason)
 )
 
 DESCRIPTION = Description(
     key="stabilization",
     order=45,
-    engine_module="analytics.stabilization",
     summary="exposed areas covered in time, from the site log (Lake George §148-11 I(3)(e); "
     "Lake Lure 96.07)",
     duties=(STABILIZATION,),

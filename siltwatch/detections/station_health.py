@@ -99,7 +99,6 @@ CLOCK_UNSYNCED = diagnostic(K.CLOCK_UNSYNCED, "station clock not synced", ClockE
 DESCRIPTION = Description(
     key="station_health",
     order=5,
-    engine_module="analytics.station_health",
     summary="edge stations offline, low on battery or disk, backlogged or unsynced (siltwatch station health)",
     alerts=(STATION_OFFLINE, BATTERY_LOW, DISK_LOW, BACKLOG_GROWING, CLOCK_UNSYNCED),
     rule_keys=(

@@ -169,7 +169,6 @@ def _panel(site: SiteConfig, pair: TurbidityPair) -> Panel:
 DESCRIPTION = Description(
     key="turbidity",
     order=10,
-    engine_module="analytics.turbidity",
     summary="turbidity contrast below the site against its upstream background (Lake George §148-9 B)",
     alerts=(TURBIDITY_CONTRAST, DATA_QUALITY),
     rule_keys=(

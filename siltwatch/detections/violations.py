@@ -33,11 +33,11 @@ from siltwatch.detections.base import (
     DutySpec,
     Evidence,
     Officer,
+    deadline_duty,
     flag,
     number,
     regulatory,
 )
-from siltwatch.detections.inspections import OverdueEvidence, overdue_amount
 from siltwatch.timefmt import local_time
 
 
@@ -89,17 +89,13 @@ VIOLATION_OPEN = regulatory(
 WORK_DURING_VIOLATION = regulatory(
     ViolationKind.WORK, "work during a violation", WorkEvidence, _work_amount, Officer.ON_OPEN
 )
-REMEDY_OVERDUE = regulatory(
-    ViolationKind.REMEDY_OVERDUE, "remedy overdue", OverdueEvidence, overdue_amount, Officer.ON_OPEN
-)
-REMEDY = DutySpec(ViolationKind.REMEDY, "remedy", tuple(ViolationReason), overdue=REMEDY_OVERDUE)
+REMEDY = deadline_duty(ViolationKind.REMEDY, "remedy", tuple(ViolationReason))
 # A reminder: the right to appeal lapses at its deadline, which is no breach (no alert).
 APPEAL = DutySpec(ViolationKind.APPEAL, "appeal", tuple(ViolationReason))
 
 DESCRIPTION = Description(
     key="violations",
     order=48,
-    engine_module="analytics.violations",
     summary="notices of violation and stop-work orders from the site log: open weeks, "
     "stabilization only, remedy and appeal deadlines (Lake George §148-12 A, §148-14 B; "
     "Big Flats 17.37.110 A, 17.37.130)",
