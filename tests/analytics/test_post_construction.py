@@ -10,48 +10,25 @@ its deadline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date, datetime
-from pathlib import Path
-
-import pytest
+from datetime import date
 
 from alerts.routing import route
 from analytics.engine import Engine
 from analytics.episodes import stable_id
 from analytics.events import Inspection, SiteLogEntry
 from analytics.post_construction import anniversary
-from analytics.timeutil import to_ms
-from siltwatch.config import SiteConfig, load_site
+from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty
+from tests.analytics import site_log_helpers
+from tests.analytics.site_log_helpers import alerts, iso, officers, restarted, t
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SITE_ID = "lg-route9n"
 KIND = "post_construction"
-
-
-def t(text: str) -> int:
-    return to_ms(datetime.fromisoformat(text))
-
-
-def iso(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 def duty_id(reason: str, created: str) -> str:
     """The stable id of the site's post-construction duty created at ``created``."""
     return stable_id("du", SITE_ID, KIND, reason, SITE_ID, t(created))
-
-
-@pytest.fixture(scope="module")
-def george() -> SiteConfig:
-    return load_site(EXAMPLES / "lake-george-site.toml")
-
-
-@pytest.fixture(scope="module")
-def flats(george: SiteConfig) -> SiteConfig:
-    return george.model_copy(
-        update={"site": george.site.model_copy(update={"rule_packs": ["ny-big-flats"]})}
-    )
 
 
 COMPLETED = SiteLogEntry(
@@ -60,12 +37,8 @@ COMPLETED = SiteLogEntry(
 
 
 def run(site: SiteConfig, inspections: Sequence[Inspection], end: str) -> Engine:
-    engine = Engine(site)
-    engine.feed_site_log(COMPLETED)
-    for inspection in inspections:
-        engine.feed_inspection(inspection)
-    engine.finish(t(end))
-    return engine
+    """The site, construction completed (COMPLETED), with ``inspections``, to ``end``."""
+    return site_log_helpers.run(site, [COMPLETED], end, inspections)
 
 
 def post(engine: Engine) -> dict[str, list[Duty]]:
@@ -77,7 +50,7 @@ def post(engine: Engine) -> dict[str, list[Duty]]:
 
 
 def overdue(engine: Engine) -> list[Alert]:
-    return [a for a in engine.alerts() if a.kind == "post_construction_overdue"]
+    return alerts(engine, "post_construction_overdue")
 
 
 def test_lake_george_annual_reports_and_the_two_year_inspection(george: SiteConfig) -> None:
@@ -118,8 +91,9 @@ def test_lake_george_annual_reports_and_the_two_year_inspection(george: SiteConf
     (alert,) = overdue(engine)
     assert alert.subject == guarantee.id and alert.resolved_at is None
     assert alert.opened_at == iso("2028-10-16T04:00Z") and alert.severity == "critical"
-    officers = {c for c in george.contacts if c.role == "officer"}
-    assert officers <= set(route(george, "opened", "2028-10-16T04:00:00Z", alert).recipients)
+    assert officers(george) <= set(
+        route(george, "opened", "2028-10-16T04:00:00Z", alert).recipients
+    )
 
 
 def test_big_flats_one_year_inspection_and_the_engineer_every_five_years(
@@ -192,14 +166,13 @@ def test_a_snapshot_between_reminders_gives_the_same_duties_and_alerts(
 ) -> None:
     report_1 = duty_id("annual_report", "2027-09-16T00:00-04:00")
     done = Inspection(t("2027-10-01T10:00-04:00"), "Jo Whitaker", report_1)
-    end = t("2028-11-01T00:00-04:00")
-    whole = run(george, [done], end="2028-11-01T00:00-04:00")
-    engine = Engine(george)
-    engine.feed_site_log(COMPLETED)
-    engine.advance_to(t("2027-09-20T00:00-04:00"))
-    engine = Engine.restore(george, engine.snapshot())
-    engine.feed_inspection(done)
-    engine.finish(end)
+    whole, engine = restarted(
+        george,
+        [COMPLETED],
+        end="2028-11-01T00:00-04:00",
+        at="2027-09-20T00:00-04:00",
+        inspections=[done],
+    )
     assert engine.duties() == whole.duties()
     assert engine.alerts() == whole.alerts()
     assert len(post(whole)["annual_report"]) == 2

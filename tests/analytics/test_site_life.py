@@ -10,87 +10,59 @@ local day; "24 hours" is 24 hours; working days skip weekends and holidays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from alerts.routing import announced, route
-from analytics.engine import Engine
-from analytics.events import Inspection, SiteLogEntry
-from analytics.timeutil import to_ms
-from siltwatch.config import SiteConfig, load_site
-from siltwatch.schema import Alert, Duty
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def t(text: str) -> int:
-    """An ISO time with its offset, as epoch ms."""
-    return to_ms(datetime.fromisoformat(text))
-
-
-def iso(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-@pytest.fixture(scope="module")
-def george() -> SiteConfig:
-    return load_site(EXAMPLES / "lake-george-site.toml")
-
-
-@pytest.fixture(scope="module")
-def lure() -> SiteConfig:
-    return load_site(EXAMPLES / "lake-lure-site.toml")
-
-
-def log(when: str, event: str, area: str | None = None, detail: str = "") -> SiteLogEntry:
-    return SiteLogEntry(t(when), event, area, "Dana Ruiz", detail)
-
-
-def run(
-    site: SiteConfig,
-    entries: Sequence[SiteLogEntry],
-    end: str,
-    inspections: Sequence[Inspection] = (),
-) -> Engine:
-    engine = Engine(site)
-    for entry in entries:
-        engine.feed_site_log(entry)
-    for inspection in inspections:
-        engine.feed_inspection(inspection)
-    engine.finish(t(end))
-    return engine
-
-
-def duties(engine: Engine, kind: str, reason: str | None = None) -> list[Duty]:
-    return [d for d in engine.duties() if d.kind == kind and reason in (None, d.reason)]
-
-
-def alerts(engine: Engine, kind: str) -> list[Alert]:
-    return [a for a in engine.alerts() if a.kind == kind]
-
+from analytics.events import Inspection
+from siltwatch.config import SiteConfig
+from tests.analytics.site_log_helpers import alerts, duties, iso, log, officers, restarted, run, t
 
 # --- Lake George ----------------------------------------------------------------------
 
 
-def test_inactive_area_is_due_10_days_after_the_last_activity(george: SiteConfig) -> None:
-    """§148-11 I(3)(e)[2]: last activity Fri 06-12 17:00 EDT; the 10th day is 06-22,
-    which ends at local midnight 06-23 00:00 EDT = 04:00 UTC; covered on 06-20."""
-    engine = run(
-        george,
-        [
-            log("2026-06-12T17:00-04:00", "inactive", "pad-b"),
-            log("2026-06-20T11:00-04:00", "temporary_cover", "pad-b"),
-        ],
-        end="2026-07-01T00:00-04:00",
-    )
-    (duty,) = duties(engine, "stabilization", "inactive_area")
-    assert duty.subject == "pad-b"
-    assert duty.due_at == iso("2026-06-23T04:00Z")
-    assert duty.completed_at == iso("2026-06-20T15:00Z")
-    assert duty.rule == "Lake George §148-11 I(3)(e)[2]"
+@pytest.mark.parametrize(
+    ("event", "times", "duty", "rule"),
+    [
+        # §148-11 I(3)(e)[2]: last activity Fri 06-12 17:00 EDT; the 10th day is 06-22,
+        # which ends at local midnight 06-23 00:00 EDT = 04:00 UTC; covered on 06-20.
+        (
+            "inactive",
+            ("2026-06-12T17:00-04:00", "2026-06-20T11:00-04:00", "2026-07-01T00:00-04:00"),
+            ("inactive_area", "2026-06-23T04:00Z", "2026-06-20T15:00Z"),
+            "Lake George §148-11 I(3)(e)[2]",
+        ),
+        # §148-11 I(3)(e)[3][c]: cleared 06-03 10:00 EDT, due end of 06-13 = 06-14 04:00 UTC;
+        # temporary seeding recorded as temporary_cover completes it.
+        (
+            "cleared",
+            ("2026-06-03T10:00-04:00", "2026-06-12T16:00-04:00", "2026-06-20T00:00-04:00"),
+            ("revegetation", "2026-06-14T04:00Z", "2026-06-12T20:00Z"),
+            "Lake George §148-11 I(3)(e)[3][c]",
+        ),
+    ],
+    ids=["inactive-area-10-days-after-the-last-activity", "revegetation-10-days-after-clearing"],
+)
+def test_a_10_day_duty_of_pad_b_is_completed_by_a_temporary_cover(
+    george: SiteConfig,
+    event: str,
+    times: tuple[str, str, str],
+    duty: tuple[str, str, str],
+    rule: str,
+) -> None:
+    """A row on pad-b at the first of ``times`` starts a stabilization duty (``duty``:
+    its reason, due and completed times); a temporary cover of pad-b at the second
+    completes it before it is overdue; the run ends at the third."""
+    start, cover, end = times
+    reason, due_at, completed_at = duty
+    rows = [log(start, event, "pad-b"), log(cover, "temporary_cover", "pad-b")]
+    engine = run(george, rows, end=end)
+    (found,) = duties(engine, "stabilization", reason)
+    assert found.subject == "pad-b"
+    assert found.due_at == iso(due_at)
+    assert found.completed_at == iso(completed_at)
+    assert found.rule == rule
     assert alerts(engine, "stabilization_overdue") == []
 
 
@@ -131,24 +103,9 @@ def test_exposed_ground_on_a_steep_slope_or_near_water_is_due_in_24_hours(
     assert alert.subject == exposed["north-cut"].id
     assert alert.opened_at == iso("2026-06-04T14:00Z")
     assert alert.rule == "Lake George §148-11 I(3)(e)[3][b]"
-    officers = [c for c in george.contacts if c.role == "officer"]
-    assert set(officers) <= set(route(george, "opened", "2026-06-04T14:00:00Z", alert).recipients)
-
-
-def test_revegetation_within_10_days_of_clearing(george: SiteConfig) -> None:
-    """§148-11 I(3)(e)[3][c]: cleared 06-03 10:00 EDT, due end of 06-13 = 06-14 04:00 UTC;
-    temporary seeding recorded as temporary_cover completes it."""
-    engine = run(
-        george,
-        [
-            log("2026-06-03T10:00-04:00", "cleared", "pad-b"),
-            log("2026-06-12T16:00-04:00", "temporary_cover", "pad-b"),
-        ],
-        end="2026-06-20T00:00-04:00",
+    assert officers(george) <= set(
+        route(george, "opened", "2026-06-04T14:00:00Z", alert).recipients
     )
-    (duty,) = duties(engine, "stabilization", "revegetation")
-    assert duty.due_at == iso("2026-06-14T04:00Z")
-    assert duty.completed_at == iso("2026-06-12T20:00Z")
 
 
 def test_notice_of_a_milestone_48_hours_before(george: SiteConfig) -> None:
@@ -170,9 +127,12 @@ def test_notice_of_a_milestone_48_hours_before(george: SiteConfig) -> None:
     assert alert.opened_at == alert.resolved_at == iso("2026-06-09T13:00Z")
     assert alert.evidence["notice_at"] == "2026-06-08T13:00:00Z"
     assert alert.rule == "Lake George §148-12 A"
-    officers = {c for c in george.contacts if c.role == "officer"}
-    assert officers <= set(route(george, "opened", "2026-06-09T13:00:00Z", alert).recipients)
-    assert not officers & set(route(george, "resolved", "2026-06-09T13:00:00Z", alert).recipients)
+    assert officers(george) <= set(
+        route(george, "opened", "2026-06-09T13:00:00Z", alert).recipients
+    )
+    assert not officers(george) & set(
+        route(george, "resolved", "2026-06-09T13:00:00Z", alert).recipients
+    )
     assert announced("opened", alert) and not announced("resolved", alert)  # one message
 
 
@@ -284,14 +244,9 @@ def test_a_snapshot_between_log_rows_gives_the_same_duties_and_alerts(george: Si
         log("2026-06-12T17:00-04:00", "inactive", "pad-b"),
         log("2026-06-20T11:00-04:00", "temporary_cover", "pad-b"),
     ]
-    whole = run(george, rows, end="2026-07-01T00:00-04:00")
-    engine = Engine(george)
-    for i, row in enumerate(rows):
-        engine.feed_site_log(row)
-        if i == 2:
-            engine.advance_to(row.t)
-            engine = Engine.restore(george, engine.snapshot())
-    engine.finish(t("2026-07-01T00:00-04:00"))
+    whole, engine = restarted(
+        george, rows, end="2026-07-01T00:00-04:00", at="2026-06-12T17:00-04:00"
+    )
     assert engine.duties() == whole.duties()
     assert engine.alerts() == whole.alerts()
     assert duties(whole, "stabilization")  # the comparison is not of two empty lists

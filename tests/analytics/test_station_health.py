@@ -189,39 +189,29 @@ def test_snapshot_mid_episode_gives_the_same_alerts(site: SiteConfig) -> None:
 health_values = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, width=32))
 
 
-@settings(max_examples=60)
-@given(
-    st.lists(
-        st.tuples(
-            st.integers(0, 600),
-            st.sampled_from(["online", "offline"]),
-            health_values,
-            health_values,
-            st.one_of(st.none(), st.integers(0, 10**6)),
-            st.one_of(st.none(), st.booleans()),
-            health_values,
-            st.booleans(),
-        ),
-        max_size=40,
-    )
+# Any report a station could send: at any minute of the first ten hours, in either state,
+# each health value present or not, timed by the station or not.
+any_report = st.builds(
+    StationReport,
+    st.just("basin-1"),
+    st.integers(0, 600).map(lambda minute: T0 + minute * MIN),
+    st.sampled_from(["online", "offline"]),
+    battery_v=health_values,
+    disk_free_mb=health_values,
+    backlog=st.one_of(st.none(), st.integers(0, 10**6)),
+    clock_synced=st.one_of(st.none(), st.booleans()),
+    clock_offset_s=health_values,
+    timed=st.booleans(),
 )
-def test_any_report_is_taken_without_failing(site: SiteConfig, rows: list[Any]) -> None:
+
+
+@settings(max_examples=60)
+@given(st.lists(any_report, max_size=40))
+def test_any_report_is_taken_without_failing(
+    site: SiteConfig, reports: list[StationReport]
+) -> None:
     """Whatever a station says (or leaves out), the detector answers and never raises;
     at most one episode per kind and station is open at a time."""
-    reports = [
-        StationReport(
-            "basin-1",
-            T0 + minute * MIN,
-            state,
-            battery_v=volts,
-            disk_free_mb=disk,
-            backlog=backlog,
-            clock_synced=synced,
-            clock_offset_s=offset,
-            timed=timed,
-        )
-        for minute, state, volts, disk, backlog, synced, offset, timed in rows
-    ]
     engine, _events = run(site, reports, minutes=30)
     open_now = [(a.kind, a.subject) for a in engine.alerts() if a.resolved_at is None]
     assert len(open_now) == len(set(open_now))

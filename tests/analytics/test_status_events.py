@@ -4,59 +4,30 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 import analytics.engine
 from analytics import statecodec
-from analytics.detector import Context, Detector
 from analytics.engine import SNAPSHOT_VERSION, Engine
-from analytics.events import Inspection, SensorReading, StationReport
+from analytics.events import StationReport
 from analytics.timeutil import MS_PER_DAY, MS_PER_MIN
+from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded
 from tests.analytics.test_rain import gauge_site
 
-Q = 15 * MS_PER_MIN
 LATENESS_MS = 15 * MS_PER_MIN  # the engine's default allowed lateness
 
 
-class Recorder(Detector):
-    """Logs what it is handed, in the order it is handed it."""
-
-    def __init__(self, name: str, log: list[tuple[str, str, str, int]]) -> None:
-        self.name = name
-        self.log = log
-
-    def sensors(self) -> Iterable[str]:
-        return ("rain",)
-
-    def on_reading(self, reading: SensorReading, ctx: Context) -> None:
-        self.log.append((self.name, "reading", reading.sensor, reading.t))
-
-    def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
-        self.log.append((self.name, "inspection", inspection.inspector, inspection.t))
-
-    def on_status(self, report: StationReport, ctx: Context) -> None:
-        self.log.append((self.name, f"status {report.state}", report.station, report.t))
-
-
-def rain(t: int) -> SensorReading:
-    return SensorReading("rain", t, 0.0)
-
-
 def test_statuses_are_ordered_with_readings_by_event_time_and_reach_every_detector() -> None:
-    log: list[tuple[str, str, str, int]] = []
-    engine = Engine(gauge_site(), detectors=[Recorder("a", log), Recorder("b", log)])
     # Fed out of order: a status before the readings it follows, ties at one instant.
-    engine.feed_status(StationReport("st", 2 * Q, "online", battery_v=12.6))
-    engine.feed_status(StationReport("zz-ghost", Q, "offline", timed=False))  # not in the site
-    engine.feed_status(StationReport("st", Q, "offline", timed=False))
-    engine.feed_inspection(Inspection(Q, "Dana"))
-    engine.feed([rain(3 * Q), rain(Q), rain(2 * Q)])
-    engine.finish()
-    per_detector = [(kind, who, t) for name, kind, who, t in log if name == "a"]
-    assert per_detector == [
+    statuses = [
+        StationReport("st", 2 * Q, "online", battery_v=12.6),
+        StationReport("zz-ghost", Q, "offline", timed=False),  # not in the site
+        StationReport("st", Q, "offline", timed=False),
+    ]
+    engine, log = out_of_order(statuses=statuses)
+    assert recorded(log) == [
         # At one instant: readings, then inspections, then statuses (ties by their key,
         # not by the order they were fed in).
         ("reading", "rain", Q),
@@ -68,20 +39,13 @@ def test_statuses_are_ordered_with_readings_by_event_time_and_reach_every_detect
         ("reading", "rain", 3 * Q),
     ]
     # Every detector gets each report, in detector order.
-    statuses = [(name, who, t) for name, kind, who, t in log if kind.startswith("status")]
-    assert statuses == [
-        ("a", "st", Q),
-        ("b", "st", Q),
-        ("a", "zz-ghost", Q),
-        ("b", "zz-ghost", Q),
-        ("a", "st", 2 * Q),
-        ("b", "st", 2 * Q),
-    ]
+    reports = [(name, who, t) for name, kind, who, t in log if kind.startswith("status")]
+    assert reports == each_detector("ab", [("st", Q), ("zz-ghost", Q), ("st", 2 * Q)])
     assert engine.stats.statuses == 3
 
 
 def test_equal_reports_at_one_instant_never_compare_their_payloads() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     same = StationReport("st", Q, "online", backlog=3)
     for report in (same, same, StationReport("st", Q, "online", backlog=None)):
@@ -92,7 +56,7 @@ def test_equal_reports_at_one_instant_never_compare_their_payloads() -> None:
 
 
 def test_a_live_status_never_moves_the_watermark() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     t0 = 100 * Q
     engine.feed([rain(t0)], received_at=t0 + 1_000)
@@ -122,7 +86,7 @@ def test_a_status_never_moves_the_replay_watermark_either() -> None:
 
 
 def test_a_status_dated_before_what_was_processed_is_used_and_noted_late() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     engine.feed([rain(Q), rain(10 * Q)], received_at=10 * Q)
     processed = engine.processed_to()
@@ -134,7 +98,7 @@ def test_a_status_dated_before_what_was_processed_is_used_and_noted_late() -> No
 
 
 def test_catch_up_delivers_stored_statuses_in_order() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     engine.catch_up(
         [[rain(Q), rain(2 * Q), rain(3 * Q)]],

@@ -8,68 +8,19 @@ violation is 7 days at the same local wall time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from alerts.routing import announced, route
-from analytics.engine import Engine
-from analytics.events import SiteLogEntry
-from analytics.timeutil import to_ms
 from ingest.recording import RecordingError, read_site_log
-from siltwatch.config import SiteConfig, load_site
-from siltwatch.schema import Alert, Duty, SiteLogRecord
+from siltwatch.config import SiteConfig
+from siltwatch.schema import SiteLogRecord
 from siltwatch.vocabulary import SiteEvent
+from tests.analytics.site_log_helpers import alerts, duties, iso, log, officers, restarted, run
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AREAS = ["north-cut", "pad-b", "stockpile"]
-
-
-def t(text: str) -> int:
-    return to_ms(datetime.fromisoformat(text))
-
-
-def iso(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-@pytest.fixture(scope="module")
-def george() -> SiteConfig:
-    return load_site(EXAMPLES / "lake-george-site.toml")
-
-
-@pytest.fixture(scope="module")
-def flats(george: SiteConfig) -> SiteConfig:
-    """The example site under the Big Flats pack."""
-    return george.model_copy(
-        update={"site": george.site.model_copy(update={"rule_packs": ["ny-big-flats"]})}
-    )
-
-
-def log(when: str, event: str, area: str | None = None, detail: str = "") -> SiteLogEntry:
-    return SiteLogEntry(t(when), event, area, "Dana Ruiz", detail)
-
-
-def run(site: SiteConfig, entries: Sequence[SiteLogEntry], end: str) -> Engine:
-    engine = Engine(site)
-    for entry in entries:
-        engine.feed_site_log(entry)
-    engine.finish(t(end))
-    return engine
-
-
-def duties(engine: Engine, kind: str) -> list[Duty]:
-    return [d for d in engine.duties() if d.kind == kind]
-
-
-def alerts(engine: Engine, kind: str) -> list[Alert]:
-    return [a for a in engine.alerts() if a.kind == kind]
-
-
-def officers(site: SiteConfig) -> set[object]:
-    return {c for c in site.contacts if c.role == "officer"}
 
 
 # --- Lake George ---------------------------------------------------------------------------
@@ -242,15 +193,9 @@ def test_a_snapshot_mid_violation_gives_the_same_alerts_and_duties(george: SiteC
         log("2026-06-18T08:00-04:00", "active", "pad-b"),
         log("2026-06-30T16:00-04:00", "violation_corrected", detail="NOV-3"),
     ]
-    end = "2026-07-10T00:00-04:00"
-    whole = run(george, rows, end)
-    engine = Engine(george)
-    for i, row in enumerate(rows):
-        engine.feed_site_log(row)
-        if i == 1:
-            engine.advance_to(row.t)
-            engine = Engine.restore(george, engine.snapshot())
-    engine.finish(t(end))
+    whole, engine = restarted(
+        george, rows, end="2026-07-10T00:00-04:00", at="2026-06-10T08:00-04:00"
+    )
     assert engine.alerts() == whole.alerts()
     assert engine.duties() == whole.duties()
     (nov,) = alerts(whole, "violation_open")

@@ -129,16 +129,10 @@ id = "s"
 rule_packs = ["nc-ncg01"]
 [[stations]]
 id = "a"
-  [[stations.sensors]]
-  id = "x"
-  kind = "rain"
-  unit = "mm"
-  interval_s = 300
-  [[stations.sensors]]
-  id = "x"
-  kind = "rain"
-  unit = "mm"
-  intervall_s = 300
+sensors = [
+  { id = "x", kind = "rain", unit = "mm", interval_s = 300 },
+  { id = "x", kind = "rain", unit = "mm", intervall_s = 300 },
+]
 """,
     )
     text = "\n".join(_lines(path))

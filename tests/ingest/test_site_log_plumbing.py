@@ -25,103 +25,50 @@ from typing import Any
 
 import pytest
 
-import analytics.engine
-from analytics import statecodec
-from analytics.detector import Context, Detector
 from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
-from analytics.timeutil import MS_PER_DAY, MS_PER_MIN, iso
+from analytics.timeutil import iso
 from ingest.decode import Decoded, Rejected, decode_message
 from ingest.recording import RecordingError, read_capture, read_inspections, read_site_log
 from ingest.replay import replay_file, replay_site
-from ingest.service import IngestService
-from ingest.store import SCHEMA_VERSION, SqliteStore
-from siltwatch.config import SiteConfig
-from siltwatch.schema import inspections_topic, parse_topic, reading_topic, site_log_topic
-from tests.analytics import test_status_events as status_events
+from ingest.store import SqliteStore
+from siltwatch.schema import inspections_topic, parse_topic, site_log_topic
+from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded
 from tests.analytics.test_rain import gauge_site
-from tests.analytics.test_status_events import rain
+from tests.ingest import probes
 from tests.ingest.live import ROOT, ServeProcess, loopback_broker, password_file
-from tests.ingest.test_status_plumbing import (
-    SITE,
-    SITE_ID,
-    at,
-    minutes,
-    new_service,
-    reading,
-)
+from tests.ingest.probes import SITE, SITE_ID, TEN_YEARS_MS, at, minutes, new_service
+from tests.ingest.probes import LogSeen as Seen
 from tests.servers import MosquittoServer
 
 SITE_FILE = ROOT / "examples" / "lake-george-site.toml"
 AREAS = "north-cut, pad-b, stockpile"  # the example site's areas, as messages list them
-Q = 15 * MS_PER_MIN
-TEN_YEARS_MS = 3652 * MS_PER_DAY
-
-Seen = tuple[str, str | None, int]  # (event, area, t)
 
 
 # --- detectors that record what they are handed ----------------------------------------
 
 
-class LogProbe(Detector):
-    """Records (event, area, t) of every site-log entry, in the order the engine gives them."""
-
-    # A snapshot may only hold analytics classes (analytics/statecodec.py): this test
-    # detector is admitted under an analytics module name, as the engine admits its own.
-    __module__ = "analytics.test_site_log_probe"
-    name = "site-log-probe"
-
-    def __init__(self) -> None:
-        self.seen: list[Seen] = []
-
-    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
-        self.seen.append((entry.event, entry.area, entry.t))
-
-
-statecodec.allow(LogProbe)
-
-
-class Recorder(status_events.Recorder):
-    """Logs every input it is handed (site-log entries as (name, event, by, t)), in order."""
-
-    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
-        self.log.append((self.name, entry.event, entry.by, entry.t))
-
-
-def recorded(log: list[tuple[str, str, str, int]], name: str = "a") -> list[tuple[str, str, int]]:
-    return [(kind, who, t) for n, kind, who, t in log if n == name]
-
-
 @pytest.fixture
 def only_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every engine of a test (new, restored, rebuilt) runs the probe alone."""
-
-    def build(site: SiteConfig, ctx: Context) -> list[Detector]:
-        return [LogProbe()]
-
-    monkeypatch.setattr(analytics.engine, "build_detectors", build)
+    probes.run_alone(monkeypatch, probes.LogProbe)
 
 
 def probe(engine: Engine) -> list[Seen]:
-    det = engine.detectors["site-log-probe"]
-    assert isinstance(det, LogProbe)
-    return det.seen
+    return probes.seen_by(engine, probes.LogProbe)
 
 
 # --- the engine ------------------------------------------------------------------------
 
 
 def test_entries_come_after_the_other_inputs_and_reach_every_detector() -> None:
-    log: list[tuple[str, str, str, int]] = []
-    engine = Engine(gauge_site(), detectors=[Recorder("a", log), Recorder("b", log)])
     # Fed out of order, site-log entries first; ties at one instant.
-    engine.feed_site_log(SiteLogEntry(2 * Q, "cleared", "north", "Dana"))
-    engine.feed_site_log(SiteLogEntry(Q, "milestone", None, "Jo", "controls_installed"))
-    engine.feed_site_log(SiteLogEntry(Q, "disturbed", "north", "Dana"))
-    engine.feed_status(StationReport("st", Q, "online"))
-    engine.feed_inspection(Inspection(Q, "Dana"))
-    engine.feed([rain(3 * Q), rain(Q), rain(2 * Q)])
-    engine.finish()
+    site_log = [
+        SiteLogEntry(2 * Q, "cleared", "north", "Dana"),
+        SiteLogEntry(Q, "milestone", None, "Jo", "controls_installed"),
+        SiteLogEntry(Q, "disturbed", "north", "Dana"),
+    ]
+    engine, log = out_of_order(site_log, [StationReport("st", Q, "online")])
     assert recorded(log) == [
         ("reading", "rain", Q),
         ("inspection", "Dana", Q),
@@ -134,17 +81,12 @@ def test_entries_come_after_the_other_inputs_and_reach_every_detector() -> None:
         ("reading", "rain", 3 * Q),
     ]
     entries = [(n, kind, t) for n, kind, _who, t in log if kind in ("disturbed", "milestone")]
-    assert entries == [
-        ("a", "disturbed", Q),
-        ("b", "disturbed", Q),
-        ("a", "milestone", Q),
-        ("b", "milestone", Q),
-    ]
+    assert entries == each_detector("ab", [("disturbed", Q), ("milestone", Q)])
     assert (engine.stats.site_log, engine.stats.inspections, engine.stats.statuses) == (3, 1, 1)
 
 
 def test_equal_keys_mean_equal_entries_and_ties_never_compare_payloads() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     same = SiteLogEntry(Q, "corrective_action", None, "Dana", "al-1 silt fence mended")
     # Fields that would join to one text with a naive separator are still told apart.
@@ -164,7 +106,7 @@ def test_equal_keys_mean_equal_entries_and_ties_never_compare_payloads() -> None
 
 
 def test_an_entry_never_moves_a_watermark_live_or_in_a_replay() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     live = Engine(gauge_site(), detectors=[Recorder("a", log)])
     t0 = 100 * Q
     live.feed([rain(t0)], received_at=t0 + 1_000)
@@ -184,7 +126,7 @@ def test_an_entry_never_moves_a_watermark_live_or_in_a_replay() -> None:
 
 
 def test_an_entry_dated_before_what_was_processed_is_used_at_once_and_noted_late() -> None:
-    log: list[tuple[str, str, str, int]] = []
+    log: Log = []
     engine = Engine(gauge_site(), detectors=[Recorder("a", log)])
     engine.feed([rain(Q), rain(10 * Q)], received_at=10 * Q)
     assert engine.late_from is None
@@ -218,13 +160,6 @@ def test_catch_up_and_snapshots_carry_entries() -> None:
 
 
 # --- the store -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def store(sqlite_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(sqlite_path)
-    yield s
-    s.close()
 
 
 def test_store_round_trip_duplicate_refusal_and_marks(store: SqliteStore) -> None:
@@ -290,17 +225,7 @@ PRAGMA user_version=3;
 
 @pytest.mark.usefixtures("only_the_probe")
 def test_a_version_3_store_gains_the_site_log_in_place(sqlite_path: Path) -> None:
-    store = SqliteStore(sqlite_path)
-    minutes(new_service(store), 0, 3)
-    store.close()
-    db = sqlite3.connect(sqlite_path)  # make it the file a version 3 siltwatch wrote
-    db.executescript(V3_TABLES)
-    db.close()
-
-    store = SqliteStore(sqlite_path)
-    try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-        assert store.reading_count(SITE_ID) == 8
+    with probes.an_older_store(sqlite_path, V3_TABLES) as store:  # the file version 3 wrote
         (row,) = store.snapshots(SITE_ID)
         assert (row.processed_to, row.reading_mark, row.site_log_mark, row.blob) == (5, 8, 0, b"\0")
         assert store.inspections_after(SITE_ID, None) == [Inspection(at(0), "Jo")]
@@ -308,8 +233,6 @@ def test_a_version_3_store_gains_the_site_log_in_place(sqlite_path: Path) -> Non
         assert store.add_site_log(SITE_ID, entry, at(9))
         assert store.marks() == (8, 1, 0, 1)
         assert store.earliest_stored_after(SITE_ID, 8, 1, 0, row.site_log_mark) == at(9)
-    finally:
-        store.close()
 
 
 # --- decoding --------------------------------------------------------------------------
@@ -459,31 +382,14 @@ def test_inspection_record_fields_are_stored_from_the_wire(store: SqliteStore) -
     assert store.rejections()[-1][1].startswith("invalid payload: field 'signed'")
 
 
-def _history(service: IngestService) -> None:
-    """E1 processed, E2 still waiting in the engine at the snapshot, E3 stored after it."""
-    minutes(service, 0, 5)
-    service.handle_message(LOG, CLEARED, at(5.5) + 200)
-    minutes(service, 6, 20)
-    service.handle_message(LOG, MILESTONE, at(20.5))
-    processed = service.engine.processed_to()
-    assert processed is not None and E1[2] <= processed < E2[2]
-    service.snapshot(at(20.6))
-    minutes(service, 21, 21)
-    service.handle_message(LOG, INACTIVE, at(21.25) + 100)
-    minutes(service, 22, 23)
+# E1 processed, E2 still waiting in the engine at the snapshot, E3 stored after it.
+_history = probes.history((LOG, CLEARED), (LOG, MILESTONE), (LOG, INACTIVE))
 
 
 @pytest.mark.usefixtures("only_the_probe")
-@pytest.mark.parametrize("how", ["snapshot", "rebuild from the store"])
+@pytest.mark.parametrize("how", probes.HOW)
 def test_a_restarted_service_delivers_each_entry_exactly_once(store: SqliteStore, how: str) -> None:
-    first = new_service(store)
-    _history(first)
-    if how == "rebuild from the store":
-        store.drop_snapshots_from(SITE_ID, -(2**62))
-    said: list[str] = []
-    second = new_service(store, said)  # the first one died without a word
-    assert bool(said) == (how != "snapshot"), said
-    minutes(second, 24, 30)
+    first, second = probes.restarted(store, how, _history)
     assert probe(second.engine) == [E1, E2, E3]
     assert probe(first.engine) == [E1, E2, E3]
 
@@ -505,12 +411,8 @@ def test_an_entry_dated_back_is_applied_in_order_by_a_rebuild(store: SqliteStore
 @pytest.mark.usefixtures("only_the_probe")
 def test_a_late_entry_takes_a_restart_to_an_older_snapshot(store: SqliteStore) -> None:
     """An entry stored after a snapshot but dated before it: the site-log mark finds it."""
-    first = new_service(store)
-    _history(first)
-    first.snapshot(at(23.5))
-    first.handle_message(LOG, entry_payload("graded", at(10.5), "stockpile"), at(23.6))
-    assert first._rebuild_from == at(10.5)  # noted; the service dies before it rebuilds
-    second = new_service(store)
+    late = (LOG, entry_payload("graded", at(10.5), "stockpile"))
+    second = probes.restarted_after_a_late_message(store, _history, late, at(10.5))
     minutes(second, 24, 30)
     assert probe(second.engine) == [E1, ("graded", "stockpile", at(10.5)), E2, E3]
 
@@ -669,22 +571,17 @@ def test_an_empty_site_log_changes_no_replay_output(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("only_the_probe")
 def test_a_capture_replays_the_site_log_and_checks_its_areas(tmp_path: Path) -> None:
-    def line(topic: str, payload: bytes) -> str:
-        return json.dumps({"topic": topic, "payload": json.loads(payload)}) + "\n"
-
-    lines = [
-        line(reading_topic(SITE_ID, "up-1", "turb-up"), reading("up-1", "turb-up", m))
-        for m in range(0, 31)
-    ]
-    lines.insert(9, line(LOG, CLEARED))
-    lines.append(line(LOG, MILESTONE))
+    lines = probes.upstream_capture(0, 30)
+    lines.insert(9, probes.capture_line(LOG, CLEARED))
+    lines.append(probes.capture_line(LOG, MILESTONE))
     path = write(tmp_path, "capture.jsonl", "".join(lines))
     capture = read_capture(path, SITE.sensors(), [a.id for a in SITE.areas])
     assert len(capture.site_log) == 2
     result = replay_file(SITE, path)
     assert result.stats.site_log == 2
 
-    bad = write(tmp_path, "bad.jsonl", line(LOG, entry_payload("cleared", at(1), "south-cut")))
+    bad_line = probes.capture_line(LOG, entry_payload("cleared", at(1), "south-cut"))
+    bad = write(tmp_path, "bad.jsonl", bad_line)
     with pytest.raises(RecordingError) as info:
         read_capture(bad, SITE.sensors(), [a.id for a in SITE.areas])
     assert info.value.lines == [

@@ -8,87 +8,31 @@ which a snapshot carries across a restart like any detector's.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import analytics.engine
-from analytics import statecodec
-from analytics.detector import Context, Detector
 from analytics.engine import Engine
 from analytics.events import StationReport
-from analytics.timeutil import MS_PER_DAY, MS_PER_MIN, MS_PER_S, iso
+from analytics.timeutil import MS_PER_S, iso
 from ingest.recording import read_capture
 from ingest.replay import replay_site
-from ingest.service import IngestService
-from ingest.store import SCHEMA_VERSION, SqliteStore
-from siltwatch.config import SiteConfig, load_site
+from ingest.store import SqliteStore
 from siltwatch.schema import reading_topic, status_topic
-from tests.ingest.live import EXAMPLES
-
-SITE = load_site(EXAMPLES / "lake-george-site.toml")
-SITE_ID = SITE.site.id
-T0 = 1777899600000  # 2026-05-04T13:00:00Z
-LATENESS_S = 60.0
-TEN_YEARS_MS = 3652 * MS_PER_DAY
-
-Seen = tuple[str, int, str, bool]
-
-
-class StatusProbe(Detector):
-    """Records (station, t, state, timed) of every report, in the order the engine gives them."""
-
-    # A snapshot may only hold analytics classes (analytics/statecodec.py): this test
-    # detector is admitted under an analytics module name, as the engine admits its own.
-    __module__ = "analytics.test_status_probe"
-    name = "status-probe"
-
-    def __init__(self) -> None:
-        self.seen: list[Seen] = []
-
-    def on_status(self, report: StationReport, ctx: Context) -> None:
-        self.seen.append((report.station, report.t, report.state, report.timed))
-
-
-statecodec.allow(StatusProbe)
+from tests.ingest import probes
+from tests.ingest.probes import SITE, SITE_ID, TEN_YEARS_MS, at, minutes, new_service, reading
+from tests.ingest.probes import StatusSeen as Seen
 
 
 @pytest.fixture(autouse=True)
 def only_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every engine of these tests (new, restored, rebuilt) runs the probe alone."""
-
-    def build(site: SiteConfig, ctx: Context) -> list[Detector]:
-        return [StatusProbe()]
-
-    monkeypatch.setattr(analytics.engine, "build_detectors", build)
+    probes.run_alone(monkeypatch, probes.StatusProbe)
 
 
 def probe(engine: Engine) -> list[Seen]:
-    det = engine.detectors["status-probe"]
-    assert isinstance(det, StatusProbe)
-    return det.seen
-
-
-def at(minute: float) -> int:
-    return T0 + round(minute * MS_PER_MIN)
-
-
-def reading(station: str, sensor: str, minute: float) -> bytes:
-    return json.dumps(
-        {
-            "type": "reading",
-            "site": SITE_ID,
-            "station": station,
-            "sensor": sensor,
-            "time": iso(at(minute)),
-            "seq": round(minute * 60),
-            "value": 8.0,
-            "unit": "NTU",
-        }
-    ).encode()
+    return probes.seen_by(engine, probes.StatusProbe)
 
 
 def status(station: str, state: str, t: int | None = None, **health: Any) -> bytes:
@@ -100,23 +44,6 @@ def status(station: str, state: str, t: int | None = None, **health: Any) -> byt
     return json.dumps(body).encode()
 
 
-def minutes(service: IngestService, first: int, last: int) -> None:
-    """Both turbidity stations, one reading a minute, each arriving a second after it."""
-    for m in range(first, last + 1):
-        for station, sensor in (("up-1", "turb-up"), ("down-1", "turb-down")):
-            topic = reading_topic(SITE_ID, station, sensor)
-            service.handle_message(topic, reading(station, sensor, m), at(m) + MS_PER_S)
-
-
-def new_service(store: SqliteStore, said: list[str] | None = None) -> IngestService:
-    return IngestService(
-        SITE,
-        store,
-        allowed_lateness_s=LATENESS_S,
-        say=(said.append if said is not None else None),
-    )
-
-
 UP = status_topic(SITE_ID, "up-1")
 DOWN = status_topic(SITE_ID, "down-1")
 ONLINE = status("up-1", "online", at(5.5), battery_v=12.4, backlog=0, clock_synced=True)
@@ -124,13 +51,6 @@ WILL = status("down-1", "offline")  # a last will: no time of its own
 S1: Seen = ("up-1", at(5.5), "online", True)
 S2: Seen = ("down-1", at(20.5), "offline", False)  # the will, placed at its arrival
 S3: Seen = ("up-1", at(21.25), "online", True)
-
-
-@pytest.fixture
-def store(sqlite_path: Path) -> Iterator[SqliteStore]:
-    s = SqliteStore(sqlite_path)
-    yield s
-    s.close()
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -185,30 +105,19 @@ CREATE TABLE snapshots (
 
 
 def test_a_version_2_store_gains_statuses_in_place(sqlite_path: Path) -> None:
-    store = SqliteStore(sqlite_path)
-    minutes(new_service(store), 0, 3)
-    store.close()
     # Make it the file a version 2 siltwatch wrote: no statuses, no status marks.
-    db = sqlite3.connect(sqlite_path)
-    db.executescript(
+    version_2 = (
         "DROP TABLE statuses; DROP TABLE snapshots;"
         + OLD_SNAPSHOTS
         + "INSERT INTO snapshots VALUES ('lg-route9n', 5, 8, 0, 7, x'00');"
         + "PRAGMA user_version=2;"
     )
-    db.close()
-
-    store = SqliteStore(sqlite_path)
-    try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
-        assert store.reading_count(SITE_ID) == 8
+    with probes.an_older_store(sqlite_path, version_2) as store:
         (row,) = store.snapshots(SITE_ID)
         assert (row.processed_to, row.reading_mark, row.status_mark, row.blob) == (5, 8, 0, b"\0")
         assert store.add_status(SITE_ID, StationReport("up-1", at(9), "online"), at(9))
         assert store.marks() == (8, 0, 1, 0)
         assert store.earliest_stored_after(SITE_ID, 8, 0, row.status_mark) == at(9)
-    finally:
-        store.close()
 
 
 # --- the live service -----------------------------------------------------------------------
@@ -257,32 +166,15 @@ def test_a_status_from_a_clock_ten_years_ahead_is_stored_at_its_arrival(
     assert store.statuses(SITE_ID)[-1][2].timed
 
 
-def _history(service: IngestService) -> None:
-    """S1 processed, S2 still waiting in the engine at the snapshot, S3 stored after it."""
-    minutes(service, 0, 5)
-    service.handle_message(UP, ONLINE, at(5.5) + 200)
-    minutes(service, 6, 20)
-    service.handle_message(DOWN, WILL, at(20.5))
-    processed = service.engine.processed_to()
-    assert processed is not None and S1[1] <= processed < S2[1]
-    service.snapshot(at(20.6))
-    minutes(service, 21, 21)
-    service.handle_message(UP, status("up-1", "online", at(21.25)), at(21.25) + 100)
-    minutes(service, 22, 23)
+# S1 processed, S2 still waiting in the engine at the snapshot, S3 stored after it.
+_history = probes.history((UP, ONLINE), (DOWN, WILL), (UP, status("up-1", "online", at(21.25))))
 
 
-@pytest.mark.parametrize("how", ["snapshot", "rebuild from the store"])
+@pytest.mark.parametrize("how", probes.HOW)
 def test_a_restarted_service_delivers_each_status_exactly_once(
     store: SqliteStore, how: str
 ) -> None:
-    first = new_service(store)
-    _history(first)
-    if how == "rebuild from the store":
-        store.drop_snapshots_from(SITE_ID, -(2**62))
-    said: list[str] = []
-    second = new_service(store, said)  # the first one died without a word
-    assert bool(said) == (how != "snapshot"), said
-    minutes(second, 24, 30)
+    first, second = probes.restarted(store, how, _history)
     assert probe(second.engine) == [S1, S2, S3]
     assert probe(first.engine) == [S1, S2, S3]
 
@@ -301,13 +193,9 @@ def test_a_rebuild_after_late_data_delivers_each_status_exactly_once(store: Sqli
 
 def test_a_late_status_takes_a_restart_to_an_older_snapshot(store: SqliteStore) -> None:
     """A status stored after a snapshot but dated before it: the status mark finds it."""
-    first = new_service(store)
-    _history(first)
-    first.snapshot(at(23.5))
     late: Seen = ("down-1", at(10.5), "online", True)
-    first.handle_message(DOWN, status("down-1", "online", at(10.5)), at(23.6))
-    assert first._rebuild_from == at(10.5)  # noted; the service dies before it rebuilds
-    second = new_service(store)
+    message = (DOWN, status("down-1", "online", at(10.5)))
+    second = probes.restarted_after_a_late_message(store, _history, message, at(10.5))
     assert probe(second.engine)[:3] == [S1, late, S2]
     minutes(second, 24, 30)
     assert probe(second.engine) == [S1, late, S2, S3]
@@ -317,22 +205,17 @@ def test_a_late_status_takes_a_restart_to_an_older_snapshot(store: SqliteStore) 
 
 
 def test_a_capture_replays_statuses_in_event_time(tmp_path: Path) -> None:
-    def line(topic: str, payload: bytes, received_at: int | None = None) -> str:
-        entry: dict[str, Any] = {"topic": topic, "payload": json.loads(payload)}
-        if received_at is not None:
-            entry["received_at"] = iso(received_at)
-        return json.dumps(entry) + "\n"
-
-    lines = [
-        line(reading_topic(SITE_ID, "up-1", "turb-up"), reading("up-1", "turb-up", m))
-        for m in range(0, 31)
-    ]
-    lines.insert(3, line(UP, ONLINE, at(5.5)))
-    lines.insert(9, line(DOWN, WILL, at(20.5)))
-    lines.append(line(DOWN, WILL))  # a will without an arrival time: nowhere to place it
+    lines = probes.upstream_capture(0, 30)
+    lines.insert(3, probes.capture_line(UP, ONLINE, at(5.5)))
+    lines.insert(9, probes.capture_line(DOWN, WILL, at(20.5)))
+    lines.append(
+        probes.capture_line(DOWN, WILL)
+    )  # a will without an arrival time: nowhere to place it
     ahead = status("up-1", "offline", at(12) + TEN_YEARS_MS)
-    lines.append(line(UP, ahead, at(12)))  # placed at its arrival, as serve would
-    lines.append(line(UP, status("up-1", "online", at(40))))  # after the last reading
+    lines.append(probes.capture_line(UP, ahead, at(12)))  # placed at its arrival, as serve would
+    lines.append(
+        probes.capture_line(UP, status("up-1", "online", at(40)))
+    )  # after the last reading
     path = tmp_path / "capture.jsonl"
     path.write_text("".join(lines), encoding="utf-8")
 
