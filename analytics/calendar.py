@@ -12,6 +12,7 @@ hold a calendar in its snapshotted state.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -136,15 +137,20 @@ class SiteCalendar:
                 n -= 1
         return current
 
-    def add_business_days(self, day: date, n: int) -> date:
+    def add_business_days(self, day: date, n: int, skip: Collection[date] = ()) -> date:
         """The ``n``-th business day after ``day``: weekends and the site's holidays do
-        not count (the site-log contract's working days for Lake Lure 96.07(D))."""
+        not count (the site-log contract's working days for Lake Lure 96.07(D)), nor
+        the days in ``skip`` (Lake Lure 96.03: days whose weather did not permit work).
+
+        A day in ``skip`` that is a weekend day or a holiday was not counted anyway:
+        it does not push the result out a second time.
+        """
         if n < 0:
             raise ValueError("n must be >= 0")
         current = day
         while n > 0:
             current += timedelta(days=1)
-            if self.is_business_day(current):
+            if self.is_business_day(current) and current not in skip:
                 n -= 1
         return current
 

@@ -31,6 +31,13 @@ Models and thresholds are documented in docs/drain-time.md. In short:
   10 % of the rise (or the drain point, if that comes first): it leaves out
   the flat top of the peak and the slow tail, so it compares across events.
 
+After a design storm (the site's ``[[design_storms]]``, Lake George §148-11
+I(3)(c)): an alert raised from the moment a gauge's 24-hour rain reached a
+design storm's depth until the next storm at that gauge says so in every
+message of its episode, and carries the storm in its evidence
+(``design_storm``): the practice met a storm beyond its design
+(analytics/rain.py publishes ``DesignStormExceeded``).
+
 The parts, each in its own module: finding the fills (analytics/drain_fill.py),
 the events and the clogging trend (analytics/drain_event.py), the early warning
 (analytics/drain_forecast.py) and what the alerts say
@@ -49,9 +56,10 @@ from analytics.drain_event import Rise as Rise
 from analytics.drain_event import clogging_trend
 from analytics.drain_fill import Change, Fill, FillTracker
 from analytics.drain_forecast import ForecastView
-from analytics.drain_report import DrainReport
-from analytics.events import SensorReading
+from analytics.drain_report import DrainReport, beyond_design
+from analytics.events import DetectorEvent, SensorReading
 from analytics.quality import usable
+from analytics.rain import DESIGN_STORM_EVENTS, DesignStormMemory, DesignStormNote
 from analytics.recession import RecessionForecast
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import InfiltrationPractice, SiteConfig
@@ -76,6 +84,8 @@ def deadline_tag(start_at: int) -> str:
 class DrainTimeDetector(Detector):
     """One infiltration practice: fill events, drain-time alerts, forecast, clogging trend."""
 
+    handles = DESIGN_STORM_EVENTS  # the design storms the practice meets (analytics/rain.py)
+
     def __init__(
         self,
         *,
@@ -92,6 +102,10 @@ class DrainTimeDetector(Detector):
         self.stale_ms = max(STALE_MIN_MS, round(6 * interval_s * 1000))
         self._last_t: int | None = None
         self.ignored_readings = 0
+        self.design = DesignStormMemory()
+        self.design_said: dict[
+            str, DesignStormNote
+        ] = {}  # alert kind -> the storm its episode names
 
     # --- public views ------------------------------------------------------------
 
@@ -137,6 +151,9 @@ class DrainTimeDetector(Detector):
             self._check_deadline(step.at, ctx)
             self._check_forecast(step.at, ctx)
 
+    def on_event(self, event: DetectorEvent, ctx: Context) -> None:
+        self.design.on_event(event)
+
     def on_timer(self, at: int, tag: str, ctx: Context) -> None:
         fill = self.tracker.fill
         if fill is None or self.report.limit_h is None or tag != deadline_tag(fill.event.start_at):
@@ -158,14 +175,13 @@ class DrainTimeDetector(Detector):
             note = self.report.gap(ev, last_t, t, ctx.zone)
             for kind in (KIND, FORECAST_KIND):
                 if ctx.alerts.is_open(kind, self.practice_id):
-                    ctx.alerts.resolve(kind, self.practice_id, t, message=note)
+                    self._resolve(kind, t, note, None, ctx)
 
     def _drained(self, ev: DrainEvent, t: int, rise: float, ctx: Context) -> None:
         for kind in (KIND, FORECAST_KIND):
             if ctx.alerts.is_open(kind, self.practice_id):
                 message = self.report.drained(kind, ev, t, ctx.zone)
-                evidence = self._evidence(ev, t, rise)
-                ctx.alerts.resolve(kind, self.practice_id, t, message=message, evidence=evidence)
+                self._resolve(kind, t, message, self._evidence(ev, t, rise), ctx)
 
     def _watched_fill(self, ctx: Context) -> Fill | None:
         """The fill in progress if it is held to a limit and has no drain_time alert yet."""
@@ -188,8 +204,7 @@ class DrainTimeDetector(Detector):
         message = report.not_drained(ev, t, rise, ctx.zone)
         self._open(KIND, t, message, self._evidence(ev, t, rise), ctx)
         if ctx.alerts.is_open(FORECAST_KIND, self.practice_id):
-            message = report.superseded(t, ctx.zone)
-            ctx.alerts.resolve(FORECAST_KIND, self.practice_id, t, message=message)
+            self._resolve(FORECAST_KIND, t, report.superseded(t, ctx.zone), None, ctx)
 
     def _check_forecast(self, t: int, ctx: Context) -> None:
         fill, report, subject = self._watched_fill(ctx), self.report, self.practice_id
@@ -203,8 +218,7 @@ class DrainTimeDetector(Detector):
         if is_open and view.clears():
             assert view.trusted is not None
             evidence = self._evidence(ev, t, fill.last_rise_m, view.forecast)
-            message = report.sped_up(view.trusted)
-            ctx.alerts.resolve(FORECAST_KIND, subject, t, message=message, evidence=evidence)
+            self._resolve(FORECAST_KIND, t, report.sped_up(view.trusted), evidence, ctx)
             return
         if is_open and not view.speaks():
             return  # open, and nothing new to say: keep the last trusted message
@@ -212,6 +226,8 @@ class DrainTimeDetector(Detector):
         message = report.too_slow(ev, view, ctx.zone)
         evidence = self._evidence(ev, t, fill.last_rise_m, view.forecast)
         if is_open:
+            message, extra = self._beyond_design(FORECAST_KIND, message, ctx)
+            evidence |= extra
             ctx.alerts.update(FORECAST_KIND, subject, t, message=message, evidence=evidence)
         else:
             self._open(FORECAST_KIND, t, message, evidence, ctx)
@@ -221,7 +237,35 @@ class DrainTimeDetector(Detector):
     ) -> None:
         rule, severity = self.report.rule_cite or "", SEVERITY[kind]
         subject = self.practice_id
+        message, extra = self._beyond_design(kind, message, ctx)
+        evidence = evidence | extra
         ctx.alerts.open(kind, subject, t, severity, rule=rule, message=message, evidence=evidence)
+
+    def _resolve(
+        self, kind: AlertKind, t: int, message: str, evidence: dict[str, Any] | None, ctx: Context
+    ) -> None:
+        message, extra = self._beyond_design(kind, message, ctx)
+        evidence = None if evidence is None else evidence | extra
+        self.design_said.pop(kind, None)  # the episode ends
+        ctx.alerts.resolve(kind, self.practice_id, t, message=message, evidence=evidence)
+
+    def _beyond_design(
+        self, kind: AlertKind, message: str, ctx: Context
+    ) -> tuple[str, dict[str, Any]]:
+        """The ``kind`` episode's message saying the design storm it met, and the evidence
+        to add (``design_storm``; nothing when the episode met none).
+
+        An episode names the design storm in force when it first speaks after one
+        was exceeded (until the next storm at that gauge), and keeps naming it in
+        every later message, its resolution included (drain_report.beyond_design).
+        """
+        note = self.design_said.get(kind)
+        if note is None:
+            note = self.design.current()
+            if note is None:
+                return message, {}
+            self.design_said[kind] = note
+        return beyond_design(message, note, ctx.zone), {"design_storm": note.evidence()}
 
     def _evidence(
         self, ev: DrainEvent, t: int, rise: float, fc: RecessionForecast | None = None

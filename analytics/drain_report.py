@@ -3,7 +3,9 @@
 A person reads these: the practice by its kind and id, levels in the sensor's
 unit, times in the site's local time, the limit with its citation (Lake George
 §148-11 I(3), or the site's override). The numbers behind each message go
-into the evidence, the same keys for every drain alert.
+into the evidence, the same keys for every drain alert. After a design storm
+(Lake George §148-11 I(3)(c)), the message ends by saying the practice met a
+storm beyond its design (:func:`beyond_design`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from zoneinfo import ZoneInfo
 
 from analytics.drain_event import DrainEvent
 from analytics.drain_forecast import ForecastView
+from analytics.rain import DesignStormNote
 from analytics.recession import RecessionForecast
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import InfiltrationPractice
@@ -31,6 +34,12 @@ TYPE_LABEL = {
     "porous_pavement": "porous pavement",
     "vegetated_depression": "vegetated depression",
 }
+
+
+def beyond_design(message: str, note: DesignStormNote, zone: ZoneInfo) -> str:
+    """``message`` with the design storm the practice met (Lake George §148-11 I(3)(c)):
+    it was designed for less, which the officer reading a drain-time alert should know."""
+    return f"{message} {note.text(zone, 'the practice')}"
 
 
 def hours_text(hours: float) -> str:

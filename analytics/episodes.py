@@ -8,7 +8,8 @@ change is kept in ``escalations`` and ``severity`` is the highest reached
 (docs/replay-contract.md, "Outputs", ALERTS.jsonl).
 
 A *duty* is an inspection the law requires by a deadline; it stays open until
-an inspection completes it.
+an inspection completes it. A deadline may move later while the duty is open
+(:meth:`DutyBook.extend`), never earlier.
 """
 
 from __future__ import annotations
@@ -238,6 +239,25 @@ class DutyBook:
         rec.completed_at = at
         rec.completed_by = inspector
         self.pending.append(DutyEvent("completed", at, rec.to_duty()))
+        return rec
+
+    def extend(self, duty_id: str, due_at: int, at: int) -> DutyRecord | None:
+        """Move an open duty's deadline later, at event time ``at``; None if nothing moved.
+
+        The one case so far: Lake Lure 96.03 counts working days only when the
+        weather permits work, and rain days are known only as they are recorded
+        (analytics/stabilization.py), so a deadline first computed without them
+        moves out as they come. An ``extended`` event carries the new ``due_at``
+        to whoever keeps duties (the live store, the InfluxDB mirror). A duty
+        that is done or already overdue keeps its deadline, and a deadline
+        never moves earlier. The caller watches the new deadline (a timer set for
+        the old one must check ``due_at`` when it fires).
+        """
+        rec = self.records.get(duty_id)
+        if rec is None or rec.completed_at is not None or rec.overdue or due_at <= rec.due_at:
+            return None
+        rec.due_at = due_at
+        self.pending.append(DutyEvent("extended", at, rec.to_duty()))
         return rec
 
     def mark_overdue(self, duty_id: str, at: int) -> DutyRecord | None:

@@ -138,7 +138,8 @@ STATION_HEALTH_FIELDS = (
 
 
 AlertEventType = Literal["opened", "escalated", "resolved"]
-DutyEventType = Literal["created", "completed", "overdue"]
+# "extended": the duty's deadline moved later (DutyBook.extend: Lake Lure 96.03 rain days).
+DutyEventType = Literal["created", "completed", "overdue", "extended"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,29 @@ class DetectorEvent:
     """
 
     __slots__ = ()
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class DesignStormExceeded(DetectorEvent):
+    """A gauge's 24-hour rain reached one of the site's design storms (``[[design_storms]]``).
+
+    Published by the rain detector (analytics/rain.py) at ``at``, the end of the
+    interval whose rain made the depth of the 24 h ``(window_start, at]`` reach
+    ``depth_mm``; once per design storm and storm (``storm``, the storm id
+    ``<gauge>@<start of rain, UTC>``), bigger design storms after smaller ones.
+    Lake George §148-11 I(3)(c)[1],[2] and Lake Lure 96.08(A) design the controls
+    for these storms, so what the practices do after one is not what they are
+    designed to do: the drain-time and sediment-trap detectors say so.
+    """
+
+    gauge: str
+    storm: str
+    name: str  # the design storm's name, as the site file gives it ("10-year 24-hour")
+    depth_mm: float  # the design storm's 24-hour depth
+    depth_24h_mm: float  # the rain of the 24 h ending at ``at``
+    window_start: int
+    unit: str  # the gauge's unit, for the words
     at: int
 
 

@@ -28,6 +28,13 @@ rain (inches, mean over the site's rain gauges) since the last cleanout; the
 slope is the accumulation per inch of rain, and the inches still to fall
 before 50 % follow from it. The forecast is given only when the slope is
 positive by more than two standard errors, over at least half an inch of rain.
+
+After a design storm (the site's ``[[design_storms]]``, Lake George §148-11
+I(3)(c), Lake Lure 96.08(A)): an episode that speaks (opens, escalates, is
+refreshed) from the moment a gauge's 24-hour rain reached a design storm's
+depth until the next storm at that gauge names the storm in that message and
+every later one of the episode, and in its evidence (``design_storm``): the
+trap met a storm beyond its design.
 """
 
 from __future__ import annotations
@@ -39,8 +46,9 @@ from statistics import median
 from typing import Any
 
 from analytics.detector import Context, Detector
-from analytics.events import SensorReading
+from analytics.events import DetectorEvent, SensorReading
 from analytics.quality import usable
+from analytics.rain import DESIGN_STORM_EVENTS, DesignStormMemory, DesignStormNote
 from analytics.recession import RunningLine
 from analytics.timeutil import iso
 from analytics.trap_geometry import TrapGeometry
@@ -99,6 +107,8 @@ class AccumulationForecast:
 class SedimentCapacityDetector(Detector):
     """One sediment trap: fraction of design volume lost, escalation, cleanouts, forecast."""
 
+    handles = DESIGN_STORM_EVENTS  # the design storms the trap meets (analytics/rain.py)
+
     def __init__(
         self,
         *,
@@ -137,6 +147,8 @@ class SedimentCapacityDetector(Detector):
         self._level: Severity | None = None
         self._cleanouts: list[Cleanout] = []
         self.ignored_readings = 0
+        self.design = DesignStormMemory()
+        self.design_said: DesignStormNote | None = None  # the storm the open episode names
 
     # --- public views --------------------------------------------------------------
 
@@ -163,6 +175,9 @@ class SedimentCapacityDetector(Detector):
         return AccumulationForecast(fit.slope, remaining, fit.n, fit.x_span)
 
     # --- engine callbacks -------------------------------------------------------------
+
+    def on_event(self, event: DetectorEvent, ctx: Context) -> None:
+        self.design.on_event(event)
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
         # Depths and rain alike: not evidence unless usable (analytics/quality.py); counted.
@@ -217,18 +232,16 @@ class SedimentCapacityDetector(Detector):
         self._fit.add(self.rain_in(), fraction)
         self._level = None
         if ctx.alerts.is_open(KIND, self.trap_id):
-            ctx.alerts.resolve(
-                KIND,
-                self.trap_id,
-                at,
-                message=(
-                    f"{self._label()} was cleaned out at {local_time(at, ctx.zone)}: storage lost fell from "
-                    f"{pct(event.fraction_before)} to {pct(event.fraction_after)} of the design "
-                    f"volume ({self._volume_text(event.removed_m3)} removed); "
-                    f"{self.rule_cite} is met again."
-                ),
-                evidence=self._evidence(at, cleanout=event),
+            message, evidence = self._beyond_design(
+                f"{self._label()} was cleaned out at {local_time(at, ctx.zone)}: storage lost fell from "
+                f"{pct(event.fraction_before)} to {pct(event.fraction_after)} of the design "
+                f"volume ({self._volume_text(event.removed_m3)} removed); "
+                f"{self.rule_cite} is met again.",
+                self._evidence(at, cleanout=event),
+                ctx,
             )
+            ctx.alerts.resolve(KIND, self.trap_id, at, message=message, evidence=evidence)
+        self.design_said = None  # the episode, if any, ended
 
     def _escalate(self, t: int, ctx: Context) -> None:
         env = self.envelope_fraction
@@ -242,8 +255,9 @@ class SedimentCapacityDetector(Detector):
             return
         if self._level is not None and severity_rank(target) < severity_rank(self._level):
             target = self._level  # no de-escalation: sediment does not shrink
-        message = self._message(target, ctx.zone)
-        evidence = self._evidence(t)
+        message, evidence = self._beyond_design(
+            self._message(target, ctx.zone), self._evidence(t), ctx
+        )
         if self._level is None:
             ctx.alerts.open(
                 KIND,
@@ -259,6 +273,23 @@ class SedimentCapacityDetector(Detector):
                 KIND, self.trap_id, t, severity=target, message=message, evidence=evidence
             )
         self._level = target
+
+    def _beyond_design(
+        self, message: str, evidence: dict[str, Any], ctx: Context
+    ) -> tuple[str, dict[str, Any]]:
+        """The episode's message and evidence, naming the design storm the trap met, if any.
+
+        The storm in force when the episode first speaks after one was exceeded
+        (until the next storm at that gauge) is named in that message and every
+        later one of the episode.
+        """
+        note = self.design_said
+        if note is None:
+            note = self.design_said = self.design.current()
+            if note is None:
+                return message, evidence
+        text = note.text(ctx.zone, "the trap")
+        return f"{message} {text}", evidence | {"design_storm": note.evidence()}
 
     # --- texts ----------------------------------------------------------------------------
 

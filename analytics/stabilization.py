@@ -14,17 +14,30 @@ does not push it out). The cover recorded in the log completes them —
 ``temporary_cover`` every reason but permanent cover, ``permanent_cover`` all
 — and only duties created before it. A row naming an area the site does not
 have is counted and ignored (ingest refuses such rows; a replay reports them).
+
+Rain days (off unless the site sets ``rain_day_in`` or ``rain_day_mm``): Lake
+Lure 96.03 counts as working days only those "during which weather conditions
+or soil conditions permit land disturbing activity". A local day whose rain at
+one of the site's gauges reaches that depth (the rain detector's daily record,
+published as :class:`~analytics.rain.WetDay`) is then no working day for the
+permanent-cover deadline. Rain to come is unknown when the duty is created, so
+its deadline is first counted without rain days and moves out as they are
+recorded (``DutyBook.extend``: an ``extended`` duty event); a rain day on a
+weekend or a holiday was no working day anyway and moves nothing. The calendar
+bound (90 or 60 days) does not move, so the shorter period still wins.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date
 
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
-from analytics.events import SiteLogEntry
+from analytics.events import DetectorEvent, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.rain import WetDay
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import Area, SiteConfig
 from siltwatch.detections.stabilization import StabilizationKind, StabilizationReason
@@ -90,11 +103,13 @@ class CoverRules:
     permanent_working: Deadline | None
     permanent_days: Deadline | None
     permanent_days_hqw: Deadline | None
+    working_days_cite: str  # what the site's packs say a working day is (calendar.weekend)
 
     @classmethod
     def from_rules(cls, rules: Rules) -> CoverRules:
         steep = Deadline.of(rules, "cover.steep_slope_pct")
         near = Deadline.of(rules, "cover.near_water_ft")
+        weekend = rules.get("calendar.weekend")
         return cls(
             inactive=Deadline.of(rules, "stabilization.inactive_days"),
             revegetation=Deadline.of(rules, "stabilization.revegetation_days"),
@@ -105,6 +120,7 @@ class CoverRules:
             permanent_working=Deadline.of(rules, "cover.permanent_working_days"),
             permanent_days=Deadline.of(rules, "cover.permanent_calendar_days"),
             permanent_days_hqw=Deadline.of(rules, "cover.permanent_calendar_days_hqw"),
+            working_days_cite="" if weekend is None else weekend.cite(),
         )
 
     def any(self) -> bool:
@@ -112,16 +128,35 @@ class CoverRules:
         return any(r is not None for r in (*rules, self.permanent_working))
 
 
+@dataclass(frozen=True)
+class PermanentClock:
+    """How a permanent-cover deadline is counted, to count it again when a rain day comes."""
+
+    start: date  # the local day of the graded row; working days count from the next
+    working: int
+    by_calendar: int | None  # the calendar-day bound (epoch ms), which rain does not move
+
+
 class StabilizationDetector(Detector):
     """Creates, completes and watches the site's stabilization duties."""
 
     name = "stabilization"
+    handles = (WetDay,)  # rain days, from the rain detector's daily record (96.03)
 
     def __init__(self, site: SiteConfig, rules: CoverRules, calendar: SiteCalendar) -> None:
         self.rules = rules
         self.areas = {a.id: AreaFacts.of(a) for a in site.areas}
         self.watch = OverdueWatch(site.site.name or site.site.id, calendar, WORDS)
         self.unknown_areas = 0
+        info = site.site
+        # Lake Lure 96.03: the site's rain-day depth, as its file says it (None: off).
+        self.rain_day: str | None = None
+        if info.rain_day_in is not None:
+            self.rain_day = f"{info.rain_day_in:g} in (site rain_day_in)"
+        elif info.rain_day_mm is not None:
+            self.rain_day = f"{info.rain_day_mm:g} mm (site rain_day_mm)"
+        self.wet_days: set[date] = set()
+        self.clocks: dict[str, PermanentClock] = {}  # open permanent-cover duty id -> its count
 
     @property
     def calendar(self) -> SiteCalendar:
@@ -150,7 +185,40 @@ class StabilizationDetector(Detector):
             self._cover(area, t, entry.by, frozenset(Reason), "permanent cover", ctx)
 
     def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
+        rec = ctx.duties.records.get(tag)  # the tag is the duty id: its deadline passed
+        if rec is not None and at < rec.due_at:
+            return  # a deadline since extended by rain days: its own timer is set
+        self.watch.check(tag, at, ctx)
+
+    def on_event(self, event: DetectorEvent, ctx: Context) -> None:
+        """Lake Lure 96.03: a rain day is no working day; open permanent-cover deadlines move."""
+        if not isinstance(event, WetDay) or self.rain_day is None:
+            return
+        if event.day in self.wet_days:
+            return  # another gauge already made it a rain day
+        self.wet_days.add(event.day)
+        for duty_id, clock in list(self.clocks.items()):
+            rec = ctx.duties.records.get(duty_id)
+            if rec is None or rec.completed_at is not None or rec.overdue:
+                del self.clocks[duty_id]  # done or past its deadline: nothing moves any more
+                continue
+            if event.day <= clock.start:
+                continue
+            due = self._permanent_due(clock)
+            if ctx.duties.extend(duty_id, due, event.at) is not None:
+                ctx.schedule(self, due, duty_id)
+            note = self.watch.notes.get(duty_id)
+            if note is not None:
+                # The working days lost to rain so far (a weekend or holiday cost none).
+                last = self.calendar.local_date(rec.due_at - 1)  # the deadline's own day
+                cal = self.calendar
+                days = sorted(
+                    d for d in self.wet_days if clock.start < d <= last and cal.is_business_day(d)
+                )
+                rain_days = [d.isoformat() for d in days]
+                self.watch.notes[duty_id] = replace(
+                    note, evidence=note.evidence | {"rain_days": rain_days}
+                )
 
     def on_finish(self, end: int, ctx: Context) -> None:
         self.watch.refresh(end, ctx)
@@ -211,20 +279,35 @@ class StabilizationDetector(Detector):
         96.08(B)(5): 60 calendar days in a High Quality Water zone."""
         cal, rules = self.calendar, self.rules
         working = int(rule.value)
-        day = cal.local_date(t)
-        due = cal.end_of_day(cal.add_business_days(day, working))
         calendar_days = rules.permanent_days_hqw if area.hqw_zone else rules.permanent_days
         words = f"{working} working days"
         cite = rule.cite
+        by_calendar: int | None = None
         if calendar_days is not None:
             by_calendar = cal.end_of_calendar_days(t, int(calendar_days.value))
             words += f" or {calendar_days.value:g} calendar days, whichever is shorter"
-            due = min(due, by_calendar)
             if calendar_days.cite != cite:
                 cite = f"{cite}; {calendar_days.cite}"
+        if self.rain_day is not None:
+            # Lake Lure 96.03 "Working Days": only days whose weather permits the work.
+            cite = (
+                f"{cite}; working days per {rules.working_days_cite or 'the site calendar'}: "
+                f"not a day with {self.rain_day} of rain or more at the site's gauges"
+            )
+        clock = PermanentClock(cal.local_date(t), working, by_calendar)
+        due = self._permanent_due(clock)
         zone = " (High Quality Water zone)" if area.hqw_zone else ""
         label = f"permanent ground cover of {_name(area)}{zone} within {words}"
-        self._open(Reason.PERMANENT_COVER, area, t, due, Deadline(working, cite), label, ctx)
+        rec = self._open(Reason.PERMANENT_COVER, area, t, due, Deadline(working, cite), label, ctx)
+        if rec is not None and self.rain_day is not None:
+            self.clocks[rec.id] = clock
+
+    def _permanent_due(self, clock: PermanentClock) -> int:
+        """The end of the ``working``-th working day after the start (weekends, holidays and
+        the rain days recorded so far skipped), or the calendar bound if that is earlier."""
+        cal = self.calendar
+        due = cal.end_of_day(cal.add_business_days(clock.start, clock.working, self.wet_days))
+        return due if clock.by_calendar is None else min(due, clock.by_calendar)
 
     # --- duties ------------------------------------------------------------------------
 
@@ -237,9 +320,10 @@ class StabilizationDetector(Detector):
         rule: Deadline,
         label: str,
         ctx: Context,
-    ) -> None:
+    ) -> DutyRecord | None:
+        """Create the duty and watch its deadline; None when one is already open."""
         if self._open_duties(area, {reason}, t, ctx):
-            return  # the first deadline binds
+            return None  # the first deadline binds
         rec = ctx.duties.create(
             kind=KIND, reason=reason, subject=area.id, created_at=t, due_at=due, rule=rule.cite
         )
@@ -249,6 +333,7 @@ class StabilizationDetector(Detector):
             evidence={"area": area.id, "acres": area.acres, "started": iso(t)},
         )
         ctx.schedule(self, due, rec.id)
+        return rec
 
     def _cover(
         self,

@@ -151,6 +151,27 @@ class SiteInfo(_Model):
     project: Literal["major", "minor"] | None = Field(
         default=None, description="the town's project class (Lake George §148-7)"
     )
+    rain_day_in: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "a local day with at least this much rain at one of the site's gauges is not a "
+            "working day (Lake Lure 96.03: weather must permit the work); off when unset"
+        ),
+    )
+    rain_day_mm: float | None = Field(default=None, gt=0, description="rain_day_in, in mm")
+
+    @model_validator(mode="after")
+    def _one_rain_day(self) -> SiteInfo:
+        if self.rain_day_in is not None and self.rain_day_mm is not None:
+            raise ValueError("set only one of rain_day_in, rain_day_mm")
+        return self
+
+    def rain_day_depth_mm(self) -> float | None:
+        """The rain-day depth in mm (None: every weekday that is no holiday is a working day)."""
+        if self.rain_day_in is not None:
+            return self.rain_day_in * 25.4
+        return self.rain_day_mm
 
     @field_validator("timezone")
     @classmethod
@@ -343,6 +364,40 @@ class RainGauge(_Model):
     storm_gap_h: float | None = Field(default=None, gt=0, description="site override of the pack")
 
 
+class DesignStorm(_Model):
+    """A storm the site's controls are designed for: its 24-hour rainfall depth.
+
+    Lake George §148-11 I(3)(c)[1],[2] (the 10-year/24-hour storm; the 25-year
+    and, over five acres, the 100-year storm) and Lake Lure 96.08(A) (the
+    10-year storm, or the 25-year storm where the project discharges to a lake
+    or natural watercourse) name the storms; the depths are the site's, read
+    from NOAA Atlas 14 for its location. Exactly one of ``depth_in`` and
+    ``depth_mm``.
+    """
+
+    name: Annotated[Text, Field(min_length=1)]  # "10-year 24-hour"
+    depth_in: float | None = Field(default=None, gt=0)
+    depth_mm: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_depth(self) -> DesignStorm:
+        if self.depth_in is not None and self.depth_mm is not None:
+            raise ValueError("set only one of depth_in, depth_mm")
+        if self.depth_in is None and self.depth_mm is None:
+            raise ValueError(
+                "set depth_in or depth_mm: the storm's 24-hour rainfall depth "
+                "(e.g. from NOAA Atlas 14 for the site)"
+            )
+        return self
+
+    def depth_millimetres(self) -> float:
+        """The 24-hour depth in mm, whichever key gave it."""
+        if self.depth_in is not None:
+            return self.depth_in * 25.4
+        assert self.depth_mm is not None
+        return self.depth_mm
+
+
 class Area(_Model):
     """A disturbed area of the site; the site log records what happens to it.
 
@@ -372,6 +427,7 @@ class SiteConfig(_Model):
     sediment_traps: list[SedimentTrap] = Field(default_factory=list)
     rain_gauges: list[RainGauge] = Field(default_factory=list)
     areas: list[Area] = Field(default_factory=list)
+    design_storms: list[DesignStorm] = Field(default_factory=list)
     rule_overrides: dict[str, Any] = Field(default_factory=dict)
 
     # --- lookups the rest of siltwatch uses ------------------------------------
@@ -573,6 +629,7 @@ __all__ = [
     "Area",
     "ConfigError",
     "Contact",
+    "DesignStorm",
     "InfiltrationPractice",
     "RainGauge",
     "ReceivingWater",

@@ -31,6 +31,7 @@ from siltwatch.detections.base import (
     number,
     rules_set,
 )
+from siltwatch.detections.design_storms import DesignStormReason
 from siltwatch.vocabulary import DutyKind, DutyReason
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ def _lacks(ev: RecordEvidence, _zone: tzinfo) -> str:
 RECORD_INCOMPLETE = diagnostic(
     RECORD_INCOMPLETE_KIND, "inspection record incomplete", RecordEvidence, _lacks
 )
-INSPECTION = deadline_duty(DutyKind.INSPECTION, "inspection", tuple(DutyReason))
+# The design-storm reason is declared with its detection (siltwatch/detections/design_storms.py).
+INSPECTION = deadline_duty(DutyKind.INSPECTION, "inspection", (*DutyReason, *DesignStormReason))
 
 
 def _officer(view: ConfigView) -> OfficerWords | None:
