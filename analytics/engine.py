@@ -47,6 +47,15 @@ history in order (``catch_up``) — one long outage must not hide a plume.
 Everything is deterministic and free of I/O and wall-clock reads (arrival
 times come in with the data); the whole state can be snapshotted to typed
 JSON (analytics/statecodec.py) and restored.
+
+Two paths, one answer: readings that arrive in order in a replay
+(``feed_columns``, and ``finish`` with a full buffer) may take the batch path
+(analytics/batch.py), which does the per-reading checks on arrays and calls
+the screen and the detectors only where something may happen; late data, a
+live engine, or anything else it cannot take exactly goes through ``feed``.
+The batch path keeps nothing of its own between calls (no numpy in a
+snapshot), and tests/analytics/test_batch_path.py holds it to the per-reading
+path byte for byte.
 """
 
 from __future__ import annotations
@@ -54,11 +63,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analytics import batch as batch_path
 from analytics import statecodec
+from analytics.batch_columns import ReadingColumns
 from analytics.detector import Context, Detector, Screen, TimerQueue
 from analytics.detectors import build_detectors
 from analytics.episodes import AlertBook, DutyBook
@@ -144,7 +155,17 @@ statecodec.allow(StationClock)
 
 # Engine attributes rebuilt from the site configuration, never written to a snapshot.
 _DERIVED = frozenset(
-    {"site", "ctx", "_sensor_set", "_station_of", "detectors", "_by_sensor", "_subscribers"}
+    {
+        "site",
+        "ctx",
+        "_sensor_set",
+        "_station_of",
+        "detectors",
+        "_by_sensor",
+        "_subscribers",
+        "batch",
+        "_hold",
+    }
 )
 
 
@@ -159,9 +180,16 @@ class Engine(TimerQueue):
         station_idle_s: float | None = None,
         detectors: list[Detector] | None = None,
         screen: Screen | None = None,
+        batch: bool = True,
     ) -> None:
         """``station_idle_s``: how long (arrival time) a station may be silent and still
-        hold the site's watermark back; default: the allowed lateness."""
+        hold the site's watermark back; default: the allowed lateness.
+
+        ``batch``: readings fed in order in a replay may take the batch path
+        (analytics/batch.py: the same effects, column-wise); False keeps every
+        reading on the per-reading path (the batch path's tests compare the two).
+        """
+        self.batch = batch
         self.site = site
         self.allowed_lateness_ms = round(allowed_lateness_s * MS_PER_S)
         self.station_idle_ms = (
@@ -214,10 +242,14 @@ class Engine(TimerQueue):
         self._station_of = self.site.station_of()
         # Event type -> its subscribers in detector order (filled as types are published).
         self._subscribers: dict[type[DetectorEvent], list[Detector]] = {}
+        # While a batch runs: keeps the offline checks it walks itself out of the heap.
+        self._hold: Callable[[str, int, str], bool] | None = None
 
     # --- TimerQueue -------------------------------------------------------------
 
     def schedule(self, detector_name: str, at: int, tag: str) -> None:
+        if self._hold is not None and self._hold(detector_name, at, tag):
+            return
         key = (at, detector_name, tag)
         if key not in self._timer_keys:
             self._timer_keys.add(key)
@@ -304,44 +336,84 @@ class Engine(TimerQueue):
             self._live = True
             if self._now is None or received_at > self._now:
                 self._now = received_at
-        for r in readings:
-            stats.readings_in += 1
-            if r.sensor not in self._sensor_set:
-                stats.unknown_sensor += 1
-                stats.unknown_sensors[r.sensor] = stats.unknown_sensors.get(r.sensor, 0) + 1
-                continue
-            flags = r.flags
-            if flags and CLOCK_AHEAD in flags:
-                stats.untrusted_time += 1
-                continue
-            key = (r.sensor, r.t)
-            if key in self._buffered_keys:
-                stats.duplicates += 1
-                continue
-            last = self._last_sensor_t.get(r.sensor)
-            if last is not None and r.t <= last:
-                # Already processed this sensor past r.t: a duplicate or too late to use.
-                if r.t == last:
+        # The hot loop of the per-reading path: everything it looks up, looked up once.
+        # (``_released_to`` does not move while readings are taken; ``_max_seen`` is
+        # written back at the end, as ``_progress`` would have left it.)
+        sensor_set, buffered, last_of = self._sensor_set, self._buffered_keys, self._last_sensor_t
+        buffer, released, push = self._buffer, self._released_to, heapq.heappush
+        station_of, stations, max_seen = self._station_of, self._stations, self._max_seen
+        taken = 0
+        try:
+            for r in readings:
+                taken += 1
+                sensor, t = r.sensor, r.t
+                if sensor not in sensor_set:
+                    stats.unknown_sensor += 1
+                    stats.unknown_sensors[sensor] = stats.unknown_sensors.get(sensor, 0) + 1
+                    continue
+                flags = r.flags
+                if flags and CLOCK_AHEAD in flags:
+                    stats.untrusted_time += 1
+                    continue
+                key = (sensor, t)
+                if key in buffered:
                     stats.duplicates += 1
-                else:
-                    stats.late_dropped += 1
-                    self._note_late(r.t)
-                continue
-            if self._released_to is not None and r.t <= self._released_to:
-                # Late, but newer than anything processed for this sensor: use it now.
-                stats.late_processed += 1
-                self._note_late(r.t)
-                self._process_reading(r)
-                continue
-            self._buffered_keys.add(key)
-            heapq.heappush(self._buffer, (r.t, _READING, r.sensor, r))
-            if flags and not flags.isdisjoint(UNTRUSTED_TIME):
-                stats.untrusted_time += 1
-                continue
-            self._progress(r, received_at)
+                    continue
+                last = last_of.get(sensor)
+                if last is not None and t <= last:
+                    # Already processed this sensor past t: a duplicate or too late to use.
+                    if t == last:
+                        stats.duplicates += 1
+                    else:
+                        stats.late_dropped += 1
+                        self._note_late(t)
+                    continue
+                if released is not None and t <= released:
+                    # Late, but newer than anything processed for this sensor: use it now.
+                    stats.late_processed += 1
+                    self._note_late(t)
+                    self._process_reading(r)
+                    continue
+                buffered.add(key)
+                push(buffer, (t, _READING, sensor, r))
+                if flags and not flags.isdisjoint(UNTRUSTED_TIME):
+                    stats.untrusted_time += 1
+                    continue
+                # _progress, inlined: a trustworthy reading moves its station forward.
+                if max_seen is None or t > max_seen:
+                    max_seen = t
+                station = station_of.get(sensor)
+                if station is None:
+                    continue
+                clock = stations.get(station)
+                if clock is None:
+                    stations[station] = StationClock(t, received_at)
+                    continue
+                if clock.progress is None or t > clock.progress:
+                    clock.progress = t
+                if received_at is not None and (
+                    clock.last_arrival is None or received_at > clock.last_arrival
+                ):
+                    clock.last_arrival = received_at
+        finally:
+            stats.readings_in += taken
+            self._max_seen = max_seen
         wm = self.watermark
         if wm is not None:
             self._run_until(wm)
+        return self._drain()
+
+    def feed_columns(self, readings: ReadingColumns) -> list[EngineEvent]:
+        """``feed(readings)`` for readings as columns (a replay's recording): the same effects.
+
+        Readings that arrive in order take the batch path (analytics/batch.py):
+        the per-reading checks on arrays, and the screen and the detectors
+        called only where something may happen. Late or out-of-order data, a
+        live engine, or anything else the batch path cannot take exactly goes
+        through :meth:`feed`, one reading at a time.
+        """
+        if not batch_path.feed_columns(self, readings):
+            return self.feed(readings)
         return self._drain()
 
     def _progress(self, r: SensorReading, received_at: int | None) -> None:
@@ -586,7 +658,8 @@ class Engine(TimerQueue):
         if end is None:
             end = self._max_seen
         if end is not None:
-            self._run_until(end)
+            if not batch_path.release_buffered(self, end):
+                self._run_until(end)
             if not self._finished:
                 self._finished = True
                 for det in self.detectors.values():
@@ -597,6 +670,9 @@ class Engine(TimerQueue):
 
     def _run_until(self, limit: int) -> None:
         buffer, timers = self._buffer, self._timers
+        pop, detectors, ctx, stats = heapq.heappop, self.detectors, self.ctx, self.stats
+        screen, by_sensor, last_of = self._screen, self._by_sensor, self._last_sensor_t
+        buffered = self._buffered_keys
         while True:
             next_input = buffer[0][0] if buffer and buffer[0][0] <= limit else None
             if (
@@ -604,21 +680,31 @@ class Engine(TimerQueue):
                 and timers[0][0] <= limit
                 and (next_input is None or timers[0][0] < next_input)
             ):
-                at, name, tag = heapq.heappop(timers)
+                at, name, tag = pop(timers)
                 self._timer_keys.discard((at, name, tag))
-                self.stats.timers_fired += 1
-                self.detectors[name].on_timer(at, tag, self.ctx)
+                stats.timers_fired += 1
+                detectors[name].on_timer(at, tag, ctx)
                 continue
             if next_input is None:
                 break
-            t, kind, _key, payload = heapq.heappop(buffer)
+            t, kind, _key, payload = pop(buffer)
             if kind == _READING:
-                self._buffered_keys.discard((payload.sensor, t))
-                self._process_reading(payload)
+                # _process_reading, inlined (the per-reading path's hot loop).
+                sensor = payload.sensor
+                buffered.discard((sensor, t))
+                last_of[sensor] = t
+                stats.readings_processed += 1
+                if screen is None:
+                    for det in by_sensor.get(sensor, ()):
+                        det.on_reading(payload, ctx)
+                    continue
+                for checked in screen(payload, ctx):
+                    for det in by_sensor.get(checked.sensor, ()):
+                        det.on_reading(checked, ctx)
                 continue
             method = _DELIVERY[kind]
-            for det in self.detectors.values():
-                getattr(det, method)(payload, self.ctx)
+            for det in detectors.values():
+                getattr(det, method)(payload, ctx)
         if self._released_to is None or limit > self._released_to:
             self._released_to = limit
 

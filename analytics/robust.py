@@ -131,7 +131,9 @@ class TimeWindow:
             self.n_soft += 1
         else:
             self.n_hard += 1
-        self._evict_through(t - self.span)
+        start = t - self.span
+        if entries[0][0] <= start:
+            self._evict_through(start)
 
     def _evict_through(self, start: int) -> None:
         """Drop the entries at or before ``start``: they have left the window."""

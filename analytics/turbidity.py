@@ -48,7 +48,7 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import SensorReading
-from analytics.quality import UNUSABLE, grade, unusable_reasons
+from analytics.quality import UNUSABLE, USABLE, grade, unusable_reasons
 from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from analytics.turbidity_limits import LimitRule
@@ -151,7 +151,8 @@ class TurbidityContrast(Detector):
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
         flags = reading.flags
-        g = grade(flags)  # analytics/quality.py: usable, soft (kept and counted) or unusable
+        # analytics/quality.py: usable, soft (kept and counted) or unusable
+        g = grade(flags) if flags else USABLE
         t = reading.t
         if reading.sensor == self.up:
             win = self.up_win

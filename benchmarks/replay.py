@@ -1,19 +1,26 @@
 """Replay benchmark: a month of a 40-sensor site through siltwatch, against pandas alone.
 
-Run: ``.venv/bin/python -m benchmarks.replay`` (``--days 3`` for a quick look).
+Run: ``.venv/bin/python -m benchmarks.replay`` (``--days 5`` for a quick look).
 
 Builds, in a temporary directory, a site with 20 turbidity pairs (40 probes,
 1-minute readings) and 30 days of readings with a few plumes per pair: 1.73 M
 rows of ``time,sensor,value`` CSV (the replay contract's recording format).
-Then times
+Then runs, each in a fresh Python process of its own (so that each side's peak
+resident memory is its own: ``ru_maxrss`` of that process),
 
-(a) siltwatch: parsing the CSV into readings (``ingest.recording.read_recording``)
-    and the engine run (``ingest.replay.replay_site``: ordering, the health
-    screen, 20 turbidity-contrast detectors with 15-minute rolling medians on
-    both probes, alert episodes);
+(a) siltwatch: parsing the CSV into readings (``ingest.recording.read_recording``:
+    column-wise with pandas' C parser) and the engine run
+    (``ingest.replay.replay_site``: ordering, the health screen, 20
+    turbidity-contrast detectors with 15-minute rolling medians on both probes,
+    alert episodes — the batch path of analytics/batch.py);
 (b) pandas alone: ``read_csv`` of the same file, time parsing, and the same
     rolling medians (group by sensor, 15-minute time-based rolling median) —
     the floor a vectorised batch job would set, with no detection at all.
+
+Each side imports its modules before its clock starts (pandas included: the
+siltwatch side uses it too), so the times are of the work, not of imports.
+``--row-wise`` times siltwatch's per-reading path instead (the csv module, and
+the engine without its batch path), the reference the batch path must equal.
 
 Benchmarks may read the clock (``time.perf_counter``); the analytics never do.
 """
@@ -22,8 +29,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import random
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -112,18 +122,25 @@ def write_recording(path: Path, days: int, pairs: int = PAIRS, seed: int = 7) ->
     return rows
 
 
-def run_siltwatch(site: SiteConfig, path: Path) -> tuple[float, float, int, int]:
+def run_siltwatch(
+    site: SiteConfig, path: Path, *, row_wise: bool = False
+) -> tuple[float, float, int, int]:
     """(parse s, engine s, readings, alerts)."""
-    from ingest.recording import read_recording
+    from ingest import columns  # noqa: F401 - imported before the clock starts
+    from ingest.recording import _read_csv_rows, read_recording
     from ingest.replay import replay_site
 
     t = time.perf_counter()
-    capture = read_recording(path, site.sensors())
+    readings = (
+        _read_csv_rows(path, site.sensors())
+        if row_wise
+        else read_recording(path, site.sensors()).readings
+    )
     parsed = time.perf_counter() - t
     t = time.perf_counter()
-    result = replay_site(site, capture.readings)
+    result = replay_site(site, readings, batch=not row_wise)
     engine = time.perf_counter() - t
-    return parsed, engine, len(capture.readings), len(result.alerts)
+    return parsed, engine, len(readings), len(result.alerts)
 
 
 def run_pandas(path: Path) -> tuple[float, int]:
@@ -144,11 +161,57 @@ def run_pandas(path: Path) -> tuple[float, int]:
     return elapsed, int(medians.notna().sum())
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident set size (Linux reports kilobytes, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def side(argv: list[str]) -> int:
+    """One side of the benchmark, in this process: prints its result as one JSON line."""
+    which, path = argv[0], Path(argv[1])
+    if which == "pandas":
+        import pandas  # noqa: F401 - before the clock starts
+
+        seconds, medians = run_pandas(path)
+        out: dict[str, Any] = {"seconds": seconds, "medians": medians}
+    else:
+        parse_s, engine_s, readings, alerts = run_siltwatch(
+            bench_site(), path, row_wise=which == "row-wise"
+        )
+        out = {"parse": parse_s, "engine": engine_s, "readings": readings, "alerts": alerts}
+    out["rss_mb"] = _peak_rss_mb()
+    print(json.dumps(out))
+    return 0
+
+
+def _in_subprocess(which: str, path: Path) -> dict[str, Any]:
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.replay", "--side", which, str(path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the {which} side failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument(
+        "--row-wise",
+        action="store_true",
+        help="time siltwatch's per-reading path (csv module, no batch path) instead",
+    )
+    parser.add_argument("--side", nargs=2, metavar=("SIDE", "CSV"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    site = bench_site()
+    if args.side:
+        return side(args.side)
     with tempfile.TemporaryDirectory(prefix="siltwatch-bench-") as tmp:
         path = Path(tmp) / "recording.csv"
         t = time.perf_counter()
@@ -159,23 +222,27 @@ def main(argv: list[str] | None = None) -> int:
             f"recording: {PAIRS * 2} sensors x 1 min x {args.days} days = {rows:,} readings, "
             f"{size_mb:.0f} MB CSV (written in {made:.1f} s)"
         )
-        parse_s, engine_s, readings, alerts = run_siltwatch(site, path)
-        pandas_s, medians = run_pandas(path)
+        silt = _in_subprocess("row-wise" if args.row_wise else "siltwatch", path)
+        pand = _in_subprocess("pandas", path)
+    readings = silt["readings"]
+    parse_s, engine_s, pandas_s = silt["parse"], silt["engine"], pand["seconds"]
     total = parse_s + engine_s
+    label = "siltwatch (row-wise)" if args.row_wise else "siltwatch"
     table = [
-        ("siltwatch: parse CSV", parse_s, readings / parse_s),
-        ("siltwatch: engine run", engine_s, readings / engine_s),
-        ("siltwatch: parse + engine", total, readings / total),
-        ("pandas: read + rolling medians", pandas_s, readings / pandas_s),
+        (f"{label}: parse CSV", parse_s, readings / parse_s, ""),
+        (f"{label}: engine run", engine_s, readings / engine_s, ""),
+        (f"{label}: parse + engine", total, readings / total, f"{silt['rss_mb']:,.0f}"),
+        ("pandas: read + rolling medians", pandas_s, readings / pandas_s, f"{pand['rss_mb']:,.0f}"),
     ]
     print()
-    print(f"| {'step':<32} | {'seconds':>8} | {'readings/s':>12} |")
-    print(f"|{'-' * 34}|{'-' * 10}|{'-' * 14}|")
-    for name, seconds, rate in table:
-        print(f"| {name:<32} | {seconds:8.2f} | {rate:12,.0f} |")
+    print(f"| {'step':<36} | {'seconds':>8} | {'readings/s':>12} | {'peak RSS MB':>11} |")
+    print(f"|{'-' * 38}|{'-' * 10}|{'-' * 14}|{'-' * 13}|")
+    for name, seconds, rate, rss in table:
+        print(f"| {name:<36} | {seconds:8.2f} | {rate:12,.0f} | {rss:>11} |")
     print()
     print(f"ratio siltwatch / pandas: {total / pandas_s:.1f}x the time")
-    print(f"alerts: {alerts} episodes; pandas computed {medians:,} rolling medians")
+    print(f"peak RSS siltwatch / pandas: {silt['rss_mb'] / pand['rss_mb']:.1f}x")
+    print(f"alerts: {silt['alerts']} episodes; pandas computed {pand['medians']:,} rolling medians")
     return 0
 
 

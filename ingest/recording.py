@@ -29,7 +29,7 @@ import gzip
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from analytics.batch_columns import ReadingColumns
 from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
 from analytics.timeutil import MS_PER_S, to_ms
 from ingest.decode import (
@@ -171,48 +172,96 @@ def _check_header(
 
 
 def read_csv_readings(path: Path, sensors: Iterable[str]) -> list[SensorReading]:
-    """Read a ``time,sensor,value`` CSV; every bad row is named by line and column."""
+    """Read a ``time,sensor,value`` CSV; every bad row is named by line and column.
+
+    With pandas (the server extra) the file is parsed column-wise
+    (:func:`read_csv_columns`); without it, or for a file that reader leaves to
+    the csv module (quoted fields, NUL bytes, text that is not UTF-8), row by
+    row. Both give the same readings and the same errors.
+    """
+    columns = read_csv_columns(path, sensors)
+    if columns is not None:
+        return list(columns)
+    return _read_csv_rows(path, sensors)
+
+
+def read_csv_columns(path: Path, sensors: Iterable[str]) -> ReadingColumns | None:
+    """A ``time,sensor,value`` CSV as columns (ingest/columns.py), or None without pandas
+    or when the csv module must read the file; RecordingError as :func:`read_csv_readings`."""
+    from ingest.columns import read_csv_columns as read
+
+    return read(path, sensors)
+
+
+CSV_COLUMNS = ("time", "sensor", "value")
+
+
+def _read_csv_rows(path: Path, sensors: Iterable[str]) -> list[SensorReading]:
+    """The row-wise reader (the csv module): what the column-wise one must equal."""
     known = set(sensors)
     out: list[SensorReading] = []
     with _reading(path) as (fh, problems):
-        cols, _, rows = _csv_table(fh, problems.source, ("time", "sensor", "value"))
+        reader = csv.reader(fh)
+        cols = _check_header(problems.source, next(reader, None), CSV_COLUMNS)
         it, ss, vs = cols["time"], cols["sensor"], cols["value"]
         width = max(cols.values()) + 1
         # Every sensor of a site shares the same timestamps: parse each text once.
         times: dict[str, int] = {}
-        for line, row in rows:
-            if len(row) < width:
-                problems.add(line, f"expected {width} columns, got {len(row)}: {','.join(row)!r}")
-                continue
-            sensor = row[ss].strip()
-            if sensor not in known:
-                problems.add(
-                    line,
-                    f"column 'sensor': {sensor!r} is not a sensor of the site (known: {', '.join(sorted(known))})",
-                )
-                continue
-            stamp = row[it]
-            t_cached = times.get(stamp)
-            if t_cached is None:
-                try:
-                    t_cached = times[stamp] = parse_time(stamp)
-                except ValueError as exc:
-                    problems.add(line, f"column 'time': {exc}")
-                    continue
-                if len(times) > 100_000:
-                    times.clear()
-            t = t_cached
-            text = row[vs].strip()
-            try:
-                value = float(text)
-            except ValueError:
-                problems.add(line, f"column 'value': {text!r} is not a number")
-                continue
-            if not math.isfinite(value):
-                problems.add(line, f"column 'value': {text!r} is not a finite number")
-                continue
-            out.append(SensorReading(sensor, t, value))
+        append = out.append
+        for row in reader:
+            # The common row, checked inline; anything else is judged by csv_reading.
+            if len(row) >= width:
+                sensor = row[ss].strip()
+                t = times.get(row[it])
+                if t is not None and sensor in known:
+                    try:
+                        value = float(row[vs])
+                    except ValueError:
+                        pass
+                    else:
+                        if math.isfinite(value):
+                            append(SensorReading(sensor, t, value))
+                            continue
+            if not row or not any(c.strip() for c in row):
+                continue  # a blank line
+            reading = csv_reading(row, cols, width, known, times)
+            if isinstance(reading, str):
+                problems.add(reader.line_num, reading)
+            else:
+                append(reading)
+            if len(times) > 100_000:
+                times.clear()
     return out
+
+
+def csv_reading(
+    row: list[str], cols: dict[str, int], width: int, known: set[str], times: dict[str, int]
+) -> SensorReading | str:
+    """One non-blank row of a recording as a reading, or what is wrong with it (the first
+    problem, by column); ``times`` caches parsed time texts."""
+    if len(row) < width:
+        return f"expected {width} columns, got {len(row)}: {','.join(row)!r}"
+    sensor = row[cols["sensor"]].strip()
+    if sensor not in known:
+        return (
+            f"column 'sensor': {sensor!r} is not a sensor of the site "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    stamp = row[cols["time"]]
+    t = times.get(stamp)
+    if t is None:
+        try:
+            t = times[stamp] = parse_time(stamp)
+        except ValueError as exc:
+            return f"column 'time': {exc}"
+    text = row[cols["value"]].strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return f"column 'value': {text!r} is not a number"
+    if not math.isfinite(value):
+        return f"column 'value': {text!r} is not a finite number"
+    return SensorReading(sensor, t, value)
 
 
 # The inspection record's optional text columns (analytics.events.Inspection).
@@ -338,9 +387,14 @@ def _site_log_row(
 
 @dataclass
 class Capture:
-    """What a JSONL capture holds, as engine inputs."""
+    """What a recording holds, as engine inputs.
 
-    readings: list[SensorReading]
+    ``readings``: a list for a JSONL capture; for a CSV read column-wise, a
+    :class:`~analytics.batch_columns.ReadingColumns` (a sequence of the same
+    readings, which the replay feeds to the engine's batch path as columns).
+    """
+
+    readings: Sequence[SensorReading]
     inspections: list[Inspection]
     statuses: list[StationReport] = field(default_factory=list)
     site_log: list[SiteLogEntry] = field(default_factory=list)
@@ -457,7 +511,11 @@ def read_recording(
     name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
         return read_capture(path, sensors, areas)
-    return Capture(read_csv_readings(path, sensors), [])
+    sensors = list(sensors)
+    columns = read_csv_columns(path, sensors)
+    if columns is not None:
+        return Capture(columns, [])
+    return Capture(_read_csv_rows(path, sensors), [])
 
 
 def readings_from_frame(frame: Any) -> Iterator[SensorReading]:
@@ -465,6 +523,12 @@ def readings_from_frame(frame: Any) -> Iterator[SensorReading]:
 
     ``time`` may be strings or tz-aware timestamps; naive times are refused.
     """
+    return iter(columns_from_frame(frame))
+
+
+def columns_from_frame(frame: Any) -> ReadingColumns:
+    """:func:`readings_from_frame` as columns (what the replay feeds the engine's batch path)."""
+    import numpy as np
     import pandas as pd
 
     times = pd.to_datetime(frame["time"], utc=False)
@@ -473,8 +537,9 @@ def readings_from_frame(frame: Any) -> Iterator[SensorReading]:
             "DataFrame column 'time' has naive times: localize them (e.g. .dt.tz_localize('UTC'))"
         )
     # pandas 3 infers the resolution (s, ms, us, ns): ask for milliseconds explicitly.
-    ms = times.dt.tz_convert("UTC").dt.as_unit("ms").astype("int64").tolist()
-    for t, sensor, value in zip(
-        ms, frame["sensor"].astype(str).tolist(), frame["value"].astype(float).tolist(), strict=True
-    ):
-        yield SensorReading(sensor, int(t), float(value))
+    ms = times.dt.tz_convert("UTC").dt.as_unit("ms").astype("int64").to_numpy(dtype=np.int64)
+    codes, names = pd.factorize(frame["sensor"].astype(str).to_numpy(dtype=object))
+    values = frame["value"].astype(float).to_numpy(dtype=np.float64)
+    return ReadingColumns(
+        [str(name) for name in names], codes.astype(np.int32), ms.copy(), values.copy()
+    )

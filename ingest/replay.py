@@ -20,9 +20,12 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from analytics import batch as batch_path
+from analytics.batch_columns import ReadingColumns
 from analytics.engine import DEFAULT_ALLOWED_LATENESS_S, Engine, EngineStats
 from analytics.events import (
     EngineEvent,
@@ -32,11 +35,15 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
-from ingest.recording import read_inspections, read_recording, read_site_log, readings_from_frame
+from ingest.recording import columns_from_frame, read_inspections, read_recording, read_site_log
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
 
 CHUNK = 10_000
+# Readings as columns go to the engine in larger blocks: the batch path's cost is per block.
+BLOCK = 250_000
+# A list of readings at least this long is fed as columns (when the batch path is at hand).
+COLUMNS_FROM = 5_000
 Progress = Callable[[int, int], None]
 
 
@@ -144,15 +151,20 @@ def replay_site(
     keep_engine: bool = False,
     statuses: Iterable[StationReport] = (),
     site_log: Sequence[SiteLogEntry] = (),
+    batch: bool = True,
 ) -> ReplayResult:
     """Run readings, inspections, station reports and site-log entries through a fresh engine.
 
     The run ends at the last reading: inspections, station reports and site-log
     entries after it are not fed (neither a station report nor a site-log entry
     moves event time, so a status from a clock years ahead ends nothing).
+
+    ``batch``: the engine's batch path may take the readings (analytics/batch.py,
+    with numpy and pandas at hand); False feeds them one by one. The results are
+    the same either way (tests/analytics/test_batch_path.py).
     """
-    ordered = sorted(readings, key=lambda r: (r.t, r.sensor))
-    engine = Engine(site, allowed_lateness_s=allowed_lateness_s)
+    engine = Engine(site, allowed_lateness_s=allowed_lateness_s, batch=batch)
+    ordered = _in_order(readings, engine)
     events: list[EngineEvent] = []
     pending_ins = sorted(inspections, key=lambda i: (i.t, i.inspector, i.duty or ""))
     pending_st = sorted(statuses, key=lambda r: (r.t, r.station))
@@ -168,23 +180,32 @@ def replay_site(
         )
     )
     total = len(ordered)
-    end = ordered[-1].t if ordered else None
+    columns = ordered if isinstance(ordered, ReadingColumns) else None
+    times: Any = columns.t if columns is not None else [r.t for r in ordered]
+    chunk = BLOCK if columns is not None else CHUNK
+
+    def feed(start: int, stop: int) -> list[EngineEvent]:
+        if columns is not None:
+            return engine.feed_columns(columns[start:stop])
+        return engine.feed(ordered[start:stop])
+
+    end = int(times[-1]) if total else None
     start, k = 0, 0
     # Feed in event-time order: readings up to each inspection's (or report's) time,
     # then the inspection, so the watermark never runs ahead of the readings (the
     # engine would still order them, but this keeps every reading on time).
     while start < total:
-        stop = min(start + CHUNK, total)
+        stop = min(start + chunk, total)
         if k < len(pending):
-            cut = bisect_right(ordered, pending[k][0], lo=start, hi=stop, key=lambda r: r.t)
+            cut = bisect_right(times, pending[k][0], lo=start, hi=stop)
             if cut < stop:
                 stop = cut
         if stop > start:
-            events += engine.feed(ordered[start:stop])
+            events += feed(start, stop)
             start = stop
             if progress is not None:
                 progress(start, total)
-        while k < len(pending) and (start >= total or pending[k][0] < ordered[start].t):
+        while k < len(pending) and (start >= total or pending[k][0] < times[start]):
             t, _kind, _n, item = pending[k]
             if end is None or t <= end:
                 if isinstance(item, Inspection):
@@ -204,6 +225,26 @@ def replay_site(
         engine=engine if keep_engine else None,
         rain_log=rain_log(engine),
     )
+
+
+def _in_order(
+    readings: Iterable[SensorReading], engine: Engine
+) -> ReadingColumns | list[SensorReading]:
+    """The readings sorted by (time, sensor id), ties in their order: as columns when the
+    engine's batch path can take them (a recording read column-wise, or a long list of
+    readings without flags or sequence numbers), else as a list."""
+    if isinstance(readings, ReadingColumns):
+        if batch_path.usable_here(engine):
+            return readings.sorted_by_time()
+        readings = list(readings)
+    ordered = sorted(readings, key=attrgetter("t", "sensor"))
+    if (
+        len(ordered) >= COLUMNS_FROM
+        and batch_path.usable_here(engine)
+        and all(not r.flags and r.seq is None for r in ordered)
+    ):
+        return ReadingColumns.from_readings(ordered)
+    return ordered
 
 
 def replay_file(
@@ -242,7 +283,7 @@ def replay_frame(
     site: SiteConfig, frame: Any, inspections: Sequence[Inspection] = ()
 ) -> ReplayResult:
     """Replay a pandas DataFrame with columns time, sensor, value."""
-    return replay_site(site, readings_from_frame(frame), inspections)
+    return replay_site(site, columns_from_frame(frame), inspections)
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
