@@ -16,11 +16,24 @@ from dataclasses import dataclass
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
+from analytics.events import Inspection
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.inspection_timers import DueTimer, InspectionTimer, encode
 from siltwatch.vocabulary import DutyKind, DutyReason
 
 KIND = DutyKind.INSPECTION
+
+
+def completed_by(inspection: Inspection, rec: DutyRecord) -> bool:
+    """Whether ``inspection`` completes the inspection duty ``rec`` — the one rule every
+    detector holding inspection duties applies: a record naming no duty completes every
+    one created strictly before it (one created at the same instant was created by it or
+    after it); a record naming a duty completes only that one, if it exists by then."""
+    if rec.kind != KIND or rec.completed_at is not None:
+        return False
+    if inspection.duty is None:
+        return rec.created_at < inspection.t
+    return inspection.duty == rec.id and rec.created_at <= inspection.t
 
 
 @dataclass(frozen=True, slots=True)

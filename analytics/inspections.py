@@ -37,7 +37,7 @@ from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, Inspection, SensorReading, SiteLogEntry
 from analytics.inspection_desk import KIND as KIND
-from analytics.inspection_desk import DutyDesk
+from analytics.inspection_desk import DutyDesk, completed_by
 from analytics.inspection_overdue import ALERT_KIND as ALERT_KIND
 from analytics.inspection_overdue import OverdueWatch
 from analytics.inspection_phase import PhaseDuties, PhaseRule
@@ -135,11 +135,11 @@ class InspectionDetector(Detector):
         if self.storm is not None:
             self.storm.remember(t, inspection.inspector, inspection.duty)
         if inspection.duty is None:
-            targets = [r for r in ctx.duties.open_at(t) if r.kind == KIND and r.created_at < t]
+            candidates = ctx.duties.open_at(t)
         else:
-            rec = desk.record(inspection.duty)
-            named = rec is not None and rec.kind == KIND and rec.created_at <= t
-            targets = [rec] if rec is not None and named and rec.completed_at is None else []
+            named = desk.record(inspection.duty)
+            candidates = [] if named is None else [named]
+        targets = [r for r in candidates if completed_by(inspection, r)]
         done = [r for r in targets if desk.complete(r, t, inspection.inspector)]
         self._after_completions(done, t, inspection.inspector, desk)
         if self.record is not None:

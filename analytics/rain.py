@@ -57,6 +57,7 @@ from zoneinfo import ZoneInfo
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.events import DesignStormExceeded, DetectorEvent, Inspection, RainDay, SensorReading
+from analytics.inspection_desk import completed_by
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.quality import usable
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
@@ -742,14 +743,10 @@ class DesignStormDetector(Detector):
         self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
-        t = inspection.t
         for duty_id in self.duties.values():
             rec = ctx.duties.records.get(duty_id)
-            if rec is None or rec.completed_at is not None:
-                continue
-            named = inspection.duty
-            if (named is None and rec.created_at < t) or (named == rec.id and rec.created_at <= t):
-                self.watch.complete(rec, t, inspection.inspector, ctx)
+            if rec is not None and completed_by(inspection, rec):
+                self.watch.complete(rec, inspection.t, inspection.inspector, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:
         self.watch.refresh(end, ctx)
