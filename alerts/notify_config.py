@@ -47,20 +47,34 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from alerts.acks import AckLookup, NoAcks
 from alerts.channel import Channel
+from alerts.digest import Digests, DigestSource
+from alerts.followups import FollowUps
 from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.messages import SiteLabel
 from alerts.outbox import Outbox
+from alerts.sinks import Sink
 from alerts.sms import SmsSettings, SmsSink
 from alerts.webhook import WebhookSettings, WebhookSink
-from alerts.worker import Clock, DeliveryThread, DeliveryWorker, OutboxSink, RateLimit, RetryPolicy
+from alerts.worker import (
+    Clock,
+    DeliveryThread,
+    DeliveryWorker,
+    OutboxSink,
+    RateLimit,
+    RetryPolicy,
+    Scheduled,
+)
+from siltwatch.config import SiteConfig
 from siltwatch.configerrors import ConfigError, load_toml_model
 
 
@@ -263,32 +277,66 @@ def load_notify(path: Path | str) -> Notify:
     return Notify(cfg, here(cfg.outbox), smtp, sms, webhook)
 
 
-class Delivery:
-    """Everything ``siltwatch serve --notify`` runs: the sink, the worker, its thread."""
+class _Wake:
+    """Wakes the delivery thread once it exists (the sinks are built before it)."""
 
-    def __init__(self, notify: Notify, site: SiteLabel, clock: Clock) -> None:
+    def __init__(self) -> None:
+        self.target: Callable[[], None] | None = None
+
+    def __call__(self) -> None:
+        if self.target is not None:
+            self.target()
+
+
+class Delivery:
+    """Everything ``siltwatch serve --notify`` runs: the sink, the worker, its thread.
+
+    ``sink`` is what the dispatcher calls: the follow-ups (escalation chain,
+    repeats of critical alerts) in front of the outbox. ``acks`` says who
+    answered (the console's book); ``digests`` reads the store for the daily
+    digest email (None: no digest).
+    """
+
+    def __init__(
+        self,
+        notify: Notify,
+        site: SiteConfig,
+        clock: Clock,
+        *,
+        acks: AckLookup | None = None,
+        digests: DigestSource | None = None,
+    ) -> None:
+        label = SiteLabel(site.site.id, site.site.name, site.site.zone)
         channels: list[Channel] = []
         if notify.smtp is not None:
-            channels.append(EmailSink(notify.smtp, site, clock))
+            channels.append(EmailSink(notify.smtp, label, clock))
         if notify.sms is not None:
-            channels.append(SmsSink(notify.sms, site, clock))
+            channels.append(SmsSink(notify.sms, label, clock))
         if notify.webhook is not None:
-            channels.append(WebhookSink(notify.webhook, site, clock))
+            channels.append(WebhookSink(notify.webhook, label, clock))
         self.channels = channels
         self.outbox = Outbox(notify.outbox_path)
         limit = None
         if notify.config.sms is not None:
             limit = RateLimit(notify.config.sms.max_per_hour, 3600.0)
+        self.thread_wake = _Wake()
+        outbox_sink = OutboxSink(self.outbox, channels, clock, self.thread_wake, site=site)
+        self.followups = FollowUps(self.outbox, site, outbox_sink, acks or NoAcks(), clock)
+        scheduled: list[Scheduled] = [self.followups]
+        if digests is not None and notify.smtp is not None:
+            scheduled.append(Digests(self.outbox, site, digests, clock))
         self.worker = DeliveryWorker(
             self.outbox,
             channels,
             clock=clock,
-            site=site,
+            site=label,
             retry=RetryPolicy(tuple(notify.config.retry.delays_s)),
             sms_limit=limit,
+            scheduled=scheduled,
         )
         self.thread = DeliveryThread(self.worker)
-        self.sink = OutboxSink(self.outbox, channels, clock, on_enqueue=self.thread.wake)
+        self.thread_wake.target = self.thread.wake
+        self.sink: Sink = self.followups
 
     def describe(self) -> str:
         names = ", ".join(c.name for c in self.channels) or "no channels"

@@ -41,8 +41,8 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -109,6 +109,9 @@ class NewDelivery:
     subject: str
     rule: str
     message: Message
+    # Not sent before this (epoch s): a person's quiet hours (alerts/quiet.py).
+    not_before: float = field(default=0.0, kw_only=True)
+    held_why: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,9 @@ class AuditEntry:
     alert_id: str
     event: str
     severity: str
-    result: str  # queued | duplicate | sent | retry | failed | deferred | folded | interrupted
+    # queued | duplicate | sent | retry | failed | deferred | folded | interrupted, and for
+    # follow-ups (channel "escalation"/"repeat"): scheduled | notified | not_sent
+    result: str
     attempt: int
     error: str | None
 
@@ -195,6 +200,16 @@ class Outbox:
         if urls:  # move the rewritten pages out of the WAL into the main file now
             with self._lock:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One write transaction on the outbox file, for the tables beside it (follow-ups)."""
+        return self._tx()
+
+    def audit_event(
+        self, db: sqlite3.Connection, d: NewDelivery, at: float, result: str, why: str
+    ) -> None:
+        """An audit row that is not a send attempt (a follow-up sent, held or not sent)."""
+        self._audit(db, d, at, result, 0, why)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -267,7 +282,8 @@ class Outbox:
             "event_at, kind, severity, subject, rule, message, state, attempts, created_at, "
             "next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
             (d.id, d.channel, d.address, d.recipient, d.alert_id, d.event, d.event_at, d.kind,
-             d.severity, d.subject, d.rule, json.dumps(d.message, ensure_ascii=False), now, now),
+             d.severity, d.subject, d.rule, json.dumps(d.message, ensure_ascii=False), now,
+             max(now, d.not_before)),
         )  # fmt: skip
         return cur.rowcount == 1
 
@@ -281,7 +297,7 @@ class Outbox:
         with self._tx() as db:
             for d in items:
                 if self._insert(db, d, now):
-                    self._audit(db, d, now, "queued", 0)
+                    self._audit(db, d, now, "queued", 0, d.held_why)
                     new.append(d.id)
                 else:
                     self._audit(db, d, now, "duplicate", 0, "already in the outbox")

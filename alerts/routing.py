@@ -12,6 +12,7 @@ once when it does, and once when it clears.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from siltwatch.config import Contact, SiteConfig
 from siltwatch.detections import alert_spec
@@ -20,11 +21,21 @@ from siltwatch.schema import Alert
 from siltwatch.vocabulary import Severity
 
 
+class NoticeEvent(StrEnum):
+    """Why a person is told: the episode's own events, and the two follow-ups."""
+
+    OPENED = "opened"
+    ESCALATED = "escalated"  # the severity rose
+    RESOLVED = "resolved"
+    REMINDER = "reminder"  # still critical and nobody acknowledged (alerts/followups.py)
+    UNACKNOWLEDGED = "unacknowledged"  # the next step of the chain: nobody answered in time
+
+
 @dataclass(frozen=True)
 class Notification:
     """One message to send: the event, the alert as it stands, and who gets it."""
 
-    event: str  # opened | escalated | resolved
+    event: str  # opened | escalated | resolved | reminder | unacknowledged (NoticeEvent)
     at: str
     alert: Alert
     recipients: tuple[Contact, ...]
@@ -69,13 +80,41 @@ def announced(event: str, alert: Alert) -> bool:
     return not (event == "resolved" and officer_policy(alert) == Officer.ONCE)
 
 
+def first_roles(site: SiteConfig) -> frozenset[str]:
+    """The roles told at once: everyone without a chain, else the chain's first steps."""
+    chain = site.notifications.escalation
+    if not chain:
+        return frozenset(("operator", "qualified_inspector", "officer"))
+    return frozenset(s.role for s in chain if s.after_min == 0)
+
+
+def officer_waits_for_chain(site: SiteConfig, alert: Alert) -> bool:
+    """The officer hears this episode through the chain, not at once.
+
+    Only a sensor judgment (``Officer.ON_CRITICAL``: a plume, a full trap) waits:
+    the operator may fix it within the chain's minutes. A missed legal deadline
+    or a missed notice (``ON_OPEN``, ``ONCE``) is a fact the town hears at once.
+    """
+    return officer_policy(alert) == Officer.ON_CRITICAL and "officer" not in first_roles(site)
+
+
 def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
-    """The recipients of one alert event (see the module docstring for the policy)."""
+    """The recipients of one alert event (see the module docstring for the policy).
+
+    With an escalation chain (``[notifications] escalation`` in the site file)
+    only its first roles are named here; alerts/followups.py tells the later
+    steps when nobody acknowledged in time.
+    """
+    first = first_roles(site)
     people: list[Contact] = [
-        c for c in site.contacts if c.role in ("operator", "qualified_inspector")
+        c
+        for c in site.contacts
+        if c.role in ("operator", "qualified_inspector") and c.role in first
     ]
     officers = [c for c in site.contacts if c.role == "officer"]
     cleared = event == "resolved" and officer_policy(alert) != Officer.ONCE
-    if first_officer_event(event, alert) or (cleared and officer_cares(alert)):
+    if (first_officer_event(event, alert) or (cleared and officer_cares(alert))) and not (
+        officer_waits_for_chain(site, alert)
+    ):
         people += officers
     return Notification(event, at, alert, tuple(people))

@@ -39,12 +39,16 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
 from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
-from alerts.routing import Notification
+from alerts.quiet import quiet_until
+from alerts.routing import NoticeEvent, Notification
 from siltwatch import backoff
+from siltwatch.config import SiteConfig
+from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, severity_rank
 
 log = logging.getLogger(__name__)
@@ -88,6 +92,19 @@ class RateLimit:
         return recent[-self.max_per_window] + self.window_s
 
 
+def urgent(note: Notification) -> bool:
+    """Critical news goes through quiet hours; a resolution or a warning waits."""
+    return note.alert.severity == Severity.CRITICAL and note.event != NoticeEvent.RESOLVED
+
+
+class Scheduled(Protocol):
+    """Something that puts messages in the outbox at a time (alerts/followups.py, digest.py)."""
+
+    def run_due(self) -> int: ...
+
+    def next_due(self) -> float | None: ...
+
+
 class OutboxSink:
     """The Sink the dispatcher calls: renders and writes every delivery, sends nothing.
 
@@ -101,11 +118,26 @@ class OutboxSink:
         channels: Sequence[Channel],
         clock: Clock,
         on_enqueue: Callable[[], None] | None = None,
+        site: SiteConfig | None = None,
     ) -> None:
         self.outbox = outbox
         self.channels = list(channels)
         self.clock = clock
         self.on_enqueue = on_enqueue
+        self.site = site
+
+    def _held(self, note: Notification, name: str) -> tuple[float, str | None]:
+        """(not before, why): a non-critical message waits out the person's quiet hours."""
+        if self.site is None or urgent(note):
+            return 0.0, None
+        contact = next((c for c in note.recipients if c.name == name), None)
+        if contact is None:
+            return 0.0, None
+        zone = self.site.site.zone
+        until = quiet_until(contact, zone, self.clock())
+        if until is None:
+            return 0.0, None
+        return until, f"quiet hours of {name} until {local_time(int(until * 1000), zone)}"
 
     def deliveries(self, note: Notification) -> list[NewDelivery]:
         a = note.alert
@@ -113,6 +145,7 @@ class OutboxSink:
         for channel in self.channels:
             for name, address in channel.addresses(note):
                 ident = delivery_id(a.id, note.event, note.at, channel.name, address)
+                not_before, why = self._held(note, name)
                 out.append(
                     NewDelivery(
                         id=ident,
@@ -127,6 +160,8 @@ class OutboxSink:
                         subject=a.subject,
                         rule=a.rule,
                         message=channel.render(note, address, ident),
+                        not_before=not_before,
+                        held_why=why,
                     )
                 )
         return out
@@ -152,6 +187,7 @@ class DeliveryWorker:
         retry: RetryPolicy | None = None,
         sms_limit: RateLimit | None = None,
         sms_channel: str = "sms",
+        scheduled: Sequence[Scheduled] = (),
     ) -> None:
         self.outbox = outbox
         self.channels: Mapping[str, Channel] = {c.name: c for c in channels}
@@ -160,14 +196,22 @@ class DeliveryWorker:
         self.retry = retry or RetryPolicy()
         self.sms_limit = sms_limit
         self.sms_channel = sms_channel
+        self.scheduled = list(scheduled)
         for ident in outbox.recover(clock()):
             log.warning("delivery %s was interrupted mid-send; sending it again", ident)
 
     def next_due(self) -> float | None:
-        return self.outbox.next_due()
+        times = [self.outbox.next_due(), *(s.next_due() for s in self.scheduled)]
+        return min((t for t in times if t is not None), default=None)
 
     def run_once(self) -> int:
-        """Attempt every delivery due now; returns the number of attempts made."""
+        """Enqueue what is scheduled (follow-ups, digests), then attempt every delivery
+        due now; returns the number of attempts made."""
+        for source in self.scheduled:
+            try:
+                source.run_due()
+            except Exception:  # a broken schedule must not stop the deliveries
+                log.exception("%s failed; deliveries go on", type(source).__name__)
         now = self.clock()
         attempts = 0
         held: dict[str, list[Delivery]] = defaultdict(list)

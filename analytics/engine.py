@@ -64,7 +64,7 @@ import hashlib
 import heapq
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from analytics import batch as batch_path
@@ -86,6 +86,7 @@ from analytics.events import (
 )
 from analytics.timeutil import MS_PER_S
 from siltwatch.config import SiteConfig
+from siltwatch.counters import Counters
 from siltwatch.schema import Alert, Duty, QualityFlag
 
 # 3: storms reach the duties as engine events (no stored sink)
@@ -118,22 +119,21 @@ BufferEntry = tuple[int, int, str, Any]
 """(t, kind, key, payload): the key makes ties deterministic (see ``_run_until``)."""
 
 
-@dataclass
-class EngineStats:
+class EngineStats(Counters):
     """Counters a person can read: nothing the engine refuses goes uncounted."""
 
-    readings_in: int = 0
-    readings_processed: int = 0
-    duplicates: int = 0
-    late_processed: int = 0
-    late_dropped: int = 0
-    unknown_sensor: int = 0
-    inspections: int = 0
-    statuses: int = 0  # station reports fed (feed_status, catch_up)
-    site_log: int = 0  # site-log entries fed (feed_site_log, catch_up)
-    timers_fired: int = 0
-    untrusted_time: int = 0
-    unknown_sensors: dict[str, int] = field(default_factory=dict)
+    readings_in: int
+    readings_processed: int
+    duplicates: int
+    late_processed: int
+    late_dropped: int
+    unknown_sensor: int
+    inspections: int
+    statuses: int  # station reports fed (feed_status, catch_up)
+    site_log: int  # site-log entries fed (feed_site_log, catch_up)
+    timers_fired: int
+    untrusted_time: int
+    unknown_sensors: dict[str, int]
 
 
 @dataclass
@@ -741,12 +741,12 @@ class Engine(TimerQueue):
 
     @staticmethod
     def fingerprint(site: SiteConfig) -> str:
-        """What the engine's state depends on: the site without its contacts.
+        """What the engine's state depends on: the site without its contacts and pacing.
 
         A changed phone number changes who hears an alert, not what was found,
         so it does not force a rebuild.
         """
-        data = site.model_dump(mode="json", exclude={"contacts"})
+        data = site.model_dump(mode="json", exclude={"contacts", "notifications"})
         text = repr(sorted(data.items()))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -40,6 +40,7 @@ import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -508,6 +509,15 @@ class SqliteStore:
             "SELECT body FROM duties WHERE site = ? ORDER BY created_at, id", (site,)
         )
         return [Duty.model_validate(json.loads(body)) for (body,) in rows]
+
+    def open_alerts(self, site: str) -> list[Alert]:
+        """Episodes not yet resolved (the daily digest, the console's overview)."""
+        return [a for a in self.alerts(site) if a.resolved_at is None]
+
+    def duties_due(self, site: str, until: datetime) -> list[Duty]:
+        """Open duties due before ``until``, overdue ones included, soonest first."""
+        due = [d for d in self.duties(site) if d.completed_at is None and d.due_at < until]
+        return sorted(due, key=lambda d: d.due_at)
 
     def stored_duty(self, site: str, duty_id: str) -> Duty | None:
         row = self.db.execute(

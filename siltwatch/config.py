@@ -195,6 +195,23 @@ class ReceivingWater(_Model):
     water_class: WaterClass = Field(alias="class")
 
 
+def _clock_range(value: str) -> str:
+    """``HH:MM-HH:MM`` in the site's local time; it may wrap past midnight (22:00-07:00)."""
+    if quiet_window(value) is None:
+        raise ValueError('expected "HH:MM-HH:MM" in local time, e.g. "22:00-07:00"')
+    return value
+
+
+def quiet_window(text: str) -> tuple[int, int] | None:
+    """``"22:00-07:00"`` as minutes after local midnight (1320, 420); None if malformed."""
+    m = re.fullmatch(r"([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)", text.strip())
+    if m is None:
+        return None
+    start = int(m[1]) * 60 + int(m[2])
+    end = int(m[3]) * 60 + int(m[4])
+    return None if start == end else (start, end)
+
+
 class Contact(_Model):
     """A person alerts are routed to (alerts/routing.py decides who hears what)."""
 
@@ -202,6 +219,47 @@ class Contact(_Model):
     role: Role
     email: Annotated[str, AfterValidator(_email)] | None = None
     phone: Annotated[str, AfterValidator(_phone)] | None = None
+    quiet_hours: Annotated[str, AfterValidator(_clock_range)] | None = Field(
+        default=None,
+        description="local hours when only critical messages reach this person; the rest "
+        "wait until the window ends",
+    )
+    digest: bool = Field(default=True, description="a daily digest email, if an email is set")
+
+
+class EscalationStep(_Model):
+    """Who hears an unacknowledged alert, and how long after it was first announced."""
+
+    role: Role
+    after_min: float = Field(ge=0, le=7 * 24 * 60)
+
+
+class Notifications(_Model):
+    """How people are paced: an escalation chain, repeats of critical alerts, a daily digest.
+
+    Without ``escalation`` everyone the routing names hears at once (the
+    behaviour before chains existed). With it, a step hears an alert only if
+    nobody has acknowledged it ``after_min`` minutes after it was announced;
+    acknowledgement (console, link, SMS ``ACK``) stops the later steps and the
+    repeats. Not part of what the engine judges: a change never rebuilds it.
+    """
+
+    escalation: list[EscalationStep] = Field(default_factory=list)
+    repeat_critical_min: float = Field(
+        default=60, ge=0, le=24 * 60, description="0: a critical alert is not repeated"
+    )
+    digest_at: str = Field(
+        default="07:00", pattern=r"^(|([01]\d|2[0-3]):[0-5]\d)$", description='"" for none'
+    )
+
+    @model_validator(mode="after")
+    def _chain_in_order(self) -> Notifications:
+        afters = [s.after_min for s in self.escalation]
+        if afters and (afters != sorted(afters) or afters[0] != 0):
+            raise ValueError(
+                "escalation steps must start at after_min = 0 and never go back in time"
+            )
+        return self
 
 
 class Sensor(_Model):
@@ -429,6 +487,7 @@ class SiteConfig(_Model):
     areas: list[Area] = Field(default_factory=list)
     design_storms: list[DesignStorm] = Field(default_factory=list)
     rule_overrides: dict[str, Any] = Field(default_factory=dict)
+    notifications: Notifications = Field(default_factory=Notifications)
 
     # --- lookups the rest of siltwatch uses ------------------------------------
 

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 
 from alerts.notify_config import Delivery, load_notify
+from siltwatch.config import load_site
 from siltwatch.configerrors import ConfigError
-from tests.alerts.helpers import SITE, FakeClock
+from tests.alerts.helpers import FakeClock
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lake-george-site.toml"
 
 GOOD = """\
 outbox = "state/outbox.sqlite3"
@@ -54,7 +57,7 @@ def test_a_good_file_loads_with_secrets_from_files_and_paths_from_its_folder(
     assert notify.smtp.security == "tls" and notify.smtp.from_addr == "siltwatch@town.example"
     assert notify.sms is not None and notify.sms.auth_token == "tok"
     assert notify.webhook is not None and notify.webhook.secret == b"s"
-    delivery = Delivery(notify, SITE, FakeClock())
+    delivery = Delivery(notify, load_site(EXAMPLE), FakeClock())
     try:
         assert [c.name for c in delivery.channels] == ["email", "sms", "webhook"]
         assert delivery.worker.retry.delays_s == (30.0, 60.0)
