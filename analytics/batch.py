@@ -63,7 +63,7 @@ from analytics.batch_columns import ReadingColumns, numpy_available
 from analytics.events import SensorReading
 from analytics.health import FLATLINE, OUT_OF_RANGE, SPIKE, SensorHealth, _SensorState
 from analytics.inspections import InspectionDetector
-from analytics.robust import MAD_TO_SIGMA, mad_of_sorted, median_of_sorted
+from analytics.robust import median_of_sorted
 from analytics.turbidity import UPSTREAM_HORIZON_MS, TurbidityContrast
 from siltwatch.rulemath import (
     NO_INCREASE_TOLERANCE_FRACTION,
@@ -419,15 +419,8 @@ class _HealthPlan:
                 ordered = sorted(self.seen(max(0, e - size), e))
                 value = float(ev[k])
                 last = st.prev if k == 0 else float(ev[k - 1])
-                if last is None:
-                    continue
-                centre = median_of_sorted(ordered)
-                dev = abs(value - centre)
-                if dev > rule.floor:
-                    sigma = MAD_TO_SIGMA * mad_of_sorted(ordered, centre)
-                    threshold = max(rule.floor, rule.sigmas * sigma)
-                    if dev > threshold and abs(value - last) > threshold:
-                        spike[at[k]] = True
+                if last is not None and rule.is_spike(value, last, ordered):
+                    spike[at[k]] = True
         hard = oor | flat_flag
         self.grade = np.where(hard, 2, np.where(spike, 1, 0)).astype(np.int8)
         self.flags: dict[int, frozenset[str]] = {}

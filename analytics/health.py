@@ -88,10 +88,25 @@ BAD_RUN_ALERT = 5  # consecutive out-of-range/faulted readings before a person i
 
 @dataclass(frozen=True, slots=True)
 class SpikeRule:
+    """When one reading is a spike (debris on the probe), not a change in the water."""
+
     history: int  # previous readings the median is taken over
     floor: float  # never a spike below this deviation (sensor unit)
     sigmas: float  # ... nor below this many robust standard deviations
     min_history: int  # no judgement before this many previous readings
+
+    def is_spike(self, value: float, prev: float, ordered: list[float]) -> bool:
+        """Whether ``value`` stands out from the sorted history ``ordered`` (its median) and
+        from the reading before it, ``prev``, by more than the floor and than ``sigmas``
+        robust standard deviations (MAD). The one test: the screen applies it reading by
+        reading, the batch path (analytics/batch.py) where a jump makes it possible."""
+        centre = median_of_sorted(ordered)
+        dev = abs(value - centre)
+        if dev <= self.floor:
+            return False
+        sigma = MAD_TO_SIGMA * mad_of_sorted(ordered, centre)
+        threshold = max(self.floor, self.sigmas * sigma)
+        return dev > threshold and abs(value - prev) > threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,14 +250,8 @@ class SensorHealth(Detector):
             # Cheap test first: a reading continuous with the previous one is no spike.
             if rule is not None and prev is not None and abs(value - prev) > rule.floor:
                 ordered = history.sorted
-                if len(ordered) >= rule.min_history:
-                    centre = median_of_sorted(ordered)
-                    dev = abs(value - centre)
-                    if dev > rule.floor:
-                        sigma = MAD_TO_SIGMA * mad_of_sorted(ordered, centre)
-                        threshold = max(rule.floor, rule.sigmas * sigma)
-                        if dev > threshold and abs(value - prev) > threshold:
-                            added = _FLAG_SPIKE
+                if len(ordered) >= rule.min_history and rule.is_spike(value, prev, ordered):
+                    added = _FLAG_SPIKE
             order, ordered = history.order, history.sorted  # CountWindow.add, inlined
             if len(order) == history.size:
                 del ordered[bisect_left(ordered, order.popleft())]

@@ -48,17 +48,7 @@ class DutyDesk:
         self, reason: DutyReason, subject: str, span: tuple[int, int], note: DutyNote
     ) -> DutyRecord:
         """Create the duty (``span`` = created at, due at) under the note's rule."""
-        created_at, due_at = span
-        rec = self.ctx.duties.create(
-            kind=KIND,
-            reason=reason,
-            subject=subject,
-            created_at=created_at,
-            due_at=due_at,
-            rule=note.cite,
-        )
-        self.watch.notes[rec.id] = note
-        return rec
+        return self.watch.create(self.ctx, KIND, reason, subject, span, note)
 
     def open(
         self, reason: DutyReason, subject: str, span: tuple[int, int], note: DutyNote, now: int

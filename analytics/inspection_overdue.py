@@ -73,6 +73,29 @@ class OverdueWatch:
         self.words = words
         self.notes: dict[str, DutyNote] = {}  # duty id -> note, in creation order
 
+    def create(
+        self,
+        ctx: Context,
+        kind: str,
+        reason: str,
+        subject: str,
+        span: tuple[int, int],
+        note: DutyNote,
+    ) -> DutyRecord:
+        """Create the duty (``span`` = created at, due at) under the note's rule, and keep the
+        note for its overdue alert: the duty and its alert cite the same rule."""
+        created_at, due_at = span
+        rec = ctx.duties.create(
+            kind=kind,
+            reason=reason,
+            subject=subject,
+            created_at=created_at,
+            due_at=due_at,
+            rule=note.cite,
+        )
+        self.notes[rec.id] = note
+        return rec
+
     def check(self, duty_id: str, at: int, ctx: Context) -> None:
         """The deadline of ``duty_id`` is ``at``: open its alert unless it was done."""
         rec = ctx.duties.records.get(duty_id)

@@ -13,8 +13,7 @@ default, cited as such (the duty is due at the end of that local day).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from analytics.cited import CitedDays
 from analytics.inspection_desk import DutyDesk
 from analytics.inspection_overdue import DutyNote
 from analytics.timeutil import iso
@@ -32,24 +31,19 @@ PHASES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class PhaseRule:
-    due_days: int
-    cite: str
-
-    @classmethod
-    def from_rules(cls, rules: Rules) -> PhaseRule | None:
-        phase = rules.get("inspection.phase")
-        if phase is None or phase.value is not True:
-            return None
-        due = rules.require("inspection.phase_due_days")
-        return cls(int(due.value), f"{phase.cite()}; due per {due.cite()}")
+def phase_rule(rules: Rules) -> CitedDays | None:
+    """The days a phase inspection is due in, where the site's packs ask for phase inspections."""
+    phase = rules.get("inspection.phase")
+    if phase is None or phase.value is not True:
+        return None
+    due = rules.require("inspection.phase_due_days")
+    return CitedDays(int(due.value), f"{phase.cite()}; due per {due.cite()}")
 
 
 class PhaseDuties:
     """A duty for each phase milestone the site log records."""
 
-    def __init__(self, rule: PhaseRule) -> None:
+    def __init__(self, rule: CitedDays) -> None:
         self.rule = rule
 
     def on_milestone(self, milestone: str, t: int, desk: DutyDesk) -> None:
@@ -62,5 +56,5 @@ class PhaseDuties:
             cite=rule.cite,
             evidence={"milestone": milestone, "reached_at": iso(t)},
         )
-        due = desk.calendar.end_of_calendar_days(t, rule.due_days)
+        due = desk.calendar.end_of_calendar_days(t, rule.days)
         desk.open(DutyReason.PHASE, milestone, (t, due), note, t)

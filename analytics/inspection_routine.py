@@ -12,8 +12,7 @@ weekly cadence replaces this one (:mod:`analytics.inspection_twice_weekly`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from analytics.cited import CitedDays
 from analytics.episodes import DutyRecord
 from analytics.inspection_desk import DutyDesk
 from analytics.inspection_overdue import DutyNote
@@ -22,21 +21,16 @@ from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import DutyReason
 
 
-@dataclass(frozen=True)
-class RoutineRule:
-    days: int
-    cite: str
-
-    @classmethod
-    def from_rules(cls, rules: Rules) -> RoutineRule | None:
-        value = rules.get("inspection.routine_days")
-        return None if value is None else cls(round(float(value.value)), value.cite())
+def routine_rule(rules: Rules) -> CitedDays | None:
+    """The routine cadence in days, where the site's packs set one."""
+    value = rules.get("inspection.routine_days")
+    return None if value is None else CitedDays(round(float(value.value)), value.cite())
 
 
 class RoutineCadence:
     """The routine duty of a site: one open at a time, its clock restarted by inspections."""
 
-    def __init__(self, rule: RoutineRule, site_id: str) -> None:
+    def __init__(self, rule: CitedDays, site_id: str) -> None:
         self.rule = rule
         self.site_id = site_id
         self.duty_id: str | None = None  # the current routine duty

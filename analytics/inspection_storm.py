@@ -24,7 +24,7 @@ from typing import Any
 from analytics.episodes import DutyRecord
 from analytics.inspection_desk import DutyDesk
 from analytics.inspection_overdue import DutyNote, fmt_hours
-from analytics.rain import NM_PER_IN, NM_PER_MM, StormRecord
+from analytics.rain import NM_PER_IN, NM_PER_MM, StormRecord, depth_text
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
@@ -85,12 +85,6 @@ def storm_lookback_ms(site: SiteConfig, rules: Rules) -> int:
     )
 
 
-def _fmt_depth(nm: int, unit: str) -> str:
-    if unit == "mm":
-        return f"{nm / NM_PER_MM:.1f} mm ({nm / NM_PER_IN:.2f} in)"
-    return f"{nm / NM_PER_IN:.2f} in"
-
-
 @dataclass(frozen=True, slots=True)
 class Completion:
     """A storm duty found done by an inspection recorded before the storm was known to end."""
@@ -128,9 +122,10 @@ class StormDuties:
         rule = self.rule
         end = storm.end
         due, why_due = self._due(end, desk)
+        peak = depth_text(storm.peak_window_nm / NM_PER_MM, storm.unit)
         label = (
-            f"storm inspection after {storm.id} ({_fmt_depth(storm.peak_window_nm, storm.unit)} "
-            f"in {fmt_hours(rule.window_ms)}, threshold {rule.threshold_in:g} in)"
+            f"storm inspection after {storm.id} ({peak} in {fmt_hours(rule.window_ms)}, "
+            f"threshold {rule.threshold_in:g} in)"
         )
         note = DutyNote(label=label, cite=rule.cite, evidence=self._evidence(storm, why_due))
         rec = desk.create(DutyReason.STORM, storm.id, (end, due), note)

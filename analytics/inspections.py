@@ -40,10 +40,10 @@ from analytics.inspection_desk import KIND as KIND
 from analytics.inspection_desk import DutyDesk, completed_by
 from analytics.inspection_overdue import ALERT_KIND as ALERT_KIND
 from analytics.inspection_overdue import OverdueWatch
-from analytics.inspection_phase import PhaseDuties, PhaseRule
+from analytics.inspection_phase import PhaseDuties, phase_rule
 from analytics.inspection_quarterly import QuarterlyDuties, QuarterlyRule
 from analytics.inspection_record import RecordRule, check_record
-from analytics.inspection_routine import RoutineCadence, RoutineRule
+from analytics.inspection_routine import RoutineCadence, routine_rule
 from analytics.inspection_storm import StormDuties, storm_lookback_ms, storm_rule
 from analytics.inspection_timers import (
     CoverTimer,
@@ -96,7 +96,7 @@ class InspectionDetector(Detector):
         det = cls(list(site.sensors()), OverdueWatch(site.site.name or site.site.id, calendar))
         site_id = site.site.id
         twice = TwiceWeeklyRule.from_site(site, rules)
-        routine = RoutineRule.from_rules(rules)
+        routine = routine_rule(rules)
         if twice is not None:  # NY GP Part IV.C replaces the routine cadence on a large site
             det.routine = TwiceWeeklyCadence(twice, site_id)
         elif routine is not None:
@@ -107,7 +107,7 @@ class InspectionDetector(Detector):
         quarterly = QuarterlyRule.from_site(site, rules)
         if quarterly is not None:
             det.quarterly = QuarterlyDuties(quarterly, site_id)
-        phase = PhaseRule.from_rules(rules)
+        phase = phase_rule(rules)
         if phase is not None:
             det.phase = PhaseDuties(phase)
         det.record = RecordRule.from_rules(rules)

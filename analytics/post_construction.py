@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from analytics.calendar import SiteCalendar
+from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.post_construction import PostConstructionKind, PostConstructionReason
-from siltwatch.rulepacks import RuleValue
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = PostConstructionReason
@@ -56,30 +56,13 @@ WORDS = OverdueWords(
 
 
 @dataclass(frozen=True)
-class Period:
-    """One rule's number and citation (plain values: detector state is snapshotted)."""
-
-    value: float
-    cite: str
-
-    @classmethod
-    def of(cls, rule: RuleValue | None) -> Period | None:
-        return None if rule is None else cls(float(rule.value), rule.cite())
-
-    @property
-    def count(self) -> int:
-        """The period as a whole number of years or days (at least one)."""
-        return max(1, round(self.value))
-
-
-@dataclass(frozen=True)
 class CalendarRules:
     """The periods the site's packs set (None: that duty is not owed here)."""
 
-    annual_report: Period | None
-    guarantee: Period | None
-    engineer: Period | None
-    engineer_report: Period | None
+    annual_report: Cited | None
+    guarantee: Cited | None
+    engineer: Cited | None
+    engineer_report: Cited | None
 
     def any(self) -> bool:
         return any(p is not None for p in (self.annual_report, self.guarantee, self.engineer))
@@ -163,7 +146,7 @@ class PostConstructionDetector(Detector):
 
     # --- planning ---------------------------------------------------------------------
 
-    def _after(self, day: date, period: Period) -> int:
+    def _after(self, day: date, period: Cited) -> int:
         """The deadline ``period`` years after ``day``: the end of that anniversary."""
         return self.calendar.end_of_day(anniversary(day, period.count))
 
@@ -205,22 +188,15 @@ class PostConstructionDetector(Detector):
             self._create(reason, at, due, rules.engineer, label, ctx)
 
     def _create(
-        self, reason: Reason, at: int, due: int, rule: Period, label: str, ctx: Context
+        self, reason: Reason, at: int, due: int, rule: Cited, label: str, ctx: Context
     ) -> None:
-        rec = ctx.duties.create(
-            kind=KIND,
-            reason=reason,
-            subject=self.site_id,
-            created_at=at,
-            due_at=due,
-            rule=rule.cite,
-        )
         completed = self.completed_at
-        self.watch.notes[rec.id] = DutyNote(
+        note = DutyNote(
             label=label,
             cite=rule.cite,
             evidence={"construction_completed": None if completed is None else iso(completed)},
         )
+        rec = self.watch.create(ctx, KIND, reason, self.site_id, (at, due), note)
         ctx.schedule(self, due, f"due|{rec.id}")
 
     # --- days ---------------------------------------------------------------------------
@@ -238,10 +214,10 @@ def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     """A detector when the site's packs set a post-construction duty."""
     rules = ctx.rules
     found = CalendarRules(
-        annual_report=Period.of(rules.get("post_construction.annual_report_years")),
-        guarantee=Period.of(rules.get("post_construction.guarantee_inspection_years")),
-        engineer=Period.of(rules.get("post_construction.engineer_inspection_years")),
-        engineer_report=Period.of(rules.get("post_construction.engineer_report_days")),
+        annual_report=Cited.of(rules.get("post_construction.annual_report_years")),
+        guarantee=Cited.of(rules.get("post_construction.guarantee_inspection_years")),
+        engineer=Cited.of(rules.get("post_construction.engineer_inspection_years")),
+        engineer_report=Cited.of(rules.get("post_construction.engineer_report_days")),
     )
     if not found.any():
         return []

@@ -787,16 +787,7 @@ class DesignStormDetector(Detector):
     def _duty(self, e: DesignStormExceeded, ctx: Context) -> str:
         """The storm's inspection duty, due by the end of the rule's day after ``e.at``."""
         due = self.watch.calendar.end_of_calendar_days(e.at, self.rule.due_days)
-        rec = ctx.duties.create(
-            kind=DutyKind.INSPECTION,
-            reason=DesignStormReason.DESIGN_STORM,
-            subject=e.storm,
-            created_at=e.at,
-            due_at=due,
-            rule=self.rule.duty_cite,
-        )
-        self.duties[e.storm] = rec.id
-        self.watch.notes[rec.id] = DutyNote(
+        note = DutyNote(
             label=(
                 f"inspection of {self._practices()} after rain beyond the {e.name} design storm "
                 f"at gauge {e.gauge} ({depth_text(e.depth_24h_mm, e.unit)} in 24 h, design "
@@ -811,6 +802,9 @@ class DesignStormDetector(Detector):
                 "practices": list(self.practices),
             },
         )
+        reason = DesignStormReason.DESIGN_STORM
+        rec = self.watch.create(ctx, DutyKind.INSPECTION, reason, e.storm, (e.at, due), note)
+        self.duties[e.storm] = rec.id
         ctx.schedule(self, due, rec.id)
         return rec.id
 

@@ -29,10 +29,12 @@ bound (90 or 60 days) does not move, so the shorter period still wins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 
 from analytics.calendar import SiteCalendar
+from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, SiteLogEntry
@@ -78,48 +80,35 @@ class AreaFacts:
 
 
 @dataclass(frozen=True)
-class Deadline:
-    """One rule's number and citation (plain values: detector state is snapshotted)."""
-
-    value: float
-    cite: str
-
-    @classmethod
-    def of(cls, rules: Rules, key: str) -> Deadline | None:
-        rule = rules.get(key)
-        return None if rule is None else cls(float(rule.value), rule.cite())
-
-
-@dataclass(frozen=True)
 class CoverRules:
     """The deadlines the site's packs set (None: that rule does not apply here)."""
 
-    inactive: Deadline | None
-    revegetation: Deadline | None
-    exposed: Deadline | None
+    inactive: Cited | None
+    revegetation: Cited | None
+    exposed: Cited | None
     steep_pct: float
     near_ft: float
-    graded: Deadline | None
-    permanent_working: Deadline | None
-    permanent_days: Deadline | None
-    permanent_days_hqw: Deadline | None
+    graded: Cited | None
+    permanent_working: Cited | None
+    permanent_days: Cited | None
+    permanent_days_hqw: Cited | None
     working_days_cite: str  # what the site's packs say a working day is (calendar.weekend)
 
     @classmethod
     def from_rules(cls, rules: Rules) -> CoverRules:
-        steep = Deadline.of(rules, "cover.steep_slope_pct")
-        near = Deadline.of(rules, "cover.near_water_ft")
+        steep = Cited.of(rules.get("cover.steep_slope_pct"))
+        near = Cited.of(rules.get("cover.near_water_ft"))
         weekend = rules.get("calendar.weekend")
         return cls(
-            inactive=Deadline.of(rules, "stabilization.inactive_days"),
-            revegetation=Deadline.of(rules, "stabilization.revegetation_days"),
-            exposed=Deadline.of(rules, "cover.exposed_near_water_h"),
+            inactive=Cited.of(rules.get("stabilization.inactive_days")),
+            revegetation=Cited.of(rules.get("stabilization.revegetation_days")),
+            exposed=Cited.of(rules.get("cover.exposed_near_water_h")),
             steep_pct=15.0 if steep is None else steep.value,
             near_ft=500.0 if near is None else near.value,
-            graded=Deadline.of(rules, "cover.graded_slopes_days"),
-            permanent_working=Deadline.of(rules, "cover.permanent_working_days"),
-            permanent_days=Deadline.of(rules, "cover.permanent_calendar_days"),
-            permanent_days_hqw=Deadline.of(rules, "cover.permanent_calendar_days_hqw"),
+            graded=Cited.of(rules.get("cover.graded_slopes_days")),
+            permanent_working=Cited.of(rules.get("cover.permanent_working_days")),
+            permanent_days=Cited.of(rules.get("cover.permanent_calendar_days")),
+            permanent_days_hqw=Cited.of(rules.get("cover.permanent_calendar_days_hqw")),
             working_days_cite="" if weekend is None else weekend.cite(),
         )
 
@@ -244,37 +233,30 @@ class StabilizationDetector(Detector):
         self._open(Reason.EXPOSED_24H, area, t, t + round(hours * MS_PER_H), rule, label, ctx)
 
     def _revegetation(self, area: AreaFacts, t: int, ctx: Context) -> None:
-        rule = self.rules.revegetation
-        if rule is None:
-            return
-        days = int(rule.value)
-        due = self.calendar.end_of_calendar_days(t, days)
-        label = f"revegetation of {_name(area)} within {days} days of completing its clearing"
-        self._open(Reason.REVEGETATION, area, t, due, rule, label, ctx)
+        def label(days: int) -> str:
+            return f"revegetation of {_name(area)} within {days} days of completing its clearing"
+
+        self._in_calendar_days(Reason.REVEGETATION, area, t, self.rules.revegetation, label, ctx)
 
     def _inactive(self, area: AreaFacts, t: int, ctx: Context) -> None:
-        rule = self.rules.inactive
-        if rule is None:
-            return
-        days = int(rule.value)
-        due = self.calendar.end_of_calendar_days(t, days)
-        label = (
-            f"stabilization of {_name(area)} within {days} days of its last substantial "
-            f"activity ({self._local(t)})"
-        )
-        self._open(Reason.INACTIVE_AREA, area, t, due, rule, label, ctx)
+        def label(days: int) -> str:
+            return (
+                f"stabilization of {_name(area)} within {days} days of its last substantial "
+                f"activity ({self._local(t)})"
+            )
+
+        self._in_calendar_days(Reason.INACTIVE_AREA, area, t, self.rules.inactive, label, ctx)
 
     def _graded(self, area: AreaFacts, t: int, ctx: Context) -> None:
+        def label(days: int) -> str:
+            return f"cover of the graded slopes of {_name(area)} within {days} calendar days"
+
         rules = self.rules
-        if rules.graded is not None:
-            days = int(rules.graded.value)
-            due = self.calendar.end_of_calendar_days(t, days)
-            label = f"cover of the graded slopes of {_name(area)} within {days} calendar days"
-            self._open(Reason.GRADED_SLOPES, area, t, due, rules.graded, label, ctx)
+        self._in_calendar_days(Reason.GRADED_SLOPES, area, t, rules.graded, label, ctx)
         if rules.permanent_working is not None:
             self._permanent(area, t, rules.permanent_working, ctx)
 
-    def _permanent(self, area: AreaFacts, t: int, rule: Deadline, ctx: Context) -> None:
+    def _permanent(self, area: AreaFacts, t: int, rule: Cited, ctx: Context) -> None:
         """Lake Lure 96.07(D): 15 working days or 90 calendar days, whichever is shorter;
         96.08(B)(5): 60 calendar days in a High Quality Water zone."""
         cal, rules = self.calendar, self.rules
@@ -298,7 +280,7 @@ class StabilizationDetector(Detector):
         due = self._permanent_due(clock)
         zone = " (High Quality Water zone)" if area.hqw_zone else ""
         label = f"permanent ground cover of {_name(area)}{zone} within {words}"
-        rec = self._open(Reason.PERMANENT_COVER, area, t, due, Deadline(working, cite), label, ctx)
+        rec = self._open(Reason.PERMANENT_COVER, area, t, due, Cited(working, cite), label, ctx)
         if rec is not None and self.rain_day is not None:
             self.clocks[rec.id] = clock
 
@@ -311,27 +293,42 @@ class StabilizationDetector(Detector):
 
     # --- duties ------------------------------------------------------------------------
 
+    def _in_calendar_days(
+        self,
+        reason: Reason,
+        area: AreaFacts,
+        t: int,
+        rule: Cited | None,
+        label: Callable[[int], str],
+        ctx: Context,
+    ) -> None:
+        """The duty due at the end of the rule's N-th local day after ``t`` (``label(N)``
+        says what is due); nothing where the site's packs do not set the rule."""
+        if rule is None:
+            return
+        days = int(rule.value)
+        due = self.calendar.end_of_calendar_days(t, days)
+        self._open(reason, area, t, due, rule, label(days), ctx)
+
     def _open(
         self,
         reason: Reason,
         area: AreaFacts,
         t: int,
         due: int,
-        rule: Deadline,
+        rule: Cited,
         label: str,
         ctx: Context,
     ) -> DutyRecord | None:
         """Create the duty and watch its deadline; None when one is already open."""
         if self._open_duties(area, {reason}, t, ctx):
             return None  # the first deadline binds
-        rec = ctx.duties.create(
-            kind=KIND, reason=reason, subject=area.id, created_at=t, due_at=due, rule=rule.cite
-        )
-        self.watch.notes[rec.id] = DutyNote(
+        note = DutyNote(
             label=label,
             cite=rule.cite,
             evidence={"area": area.id, "acres": area.acres, "started": iso(t)},
         )
+        rec = self.watch.create(ctx, KIND, reason, area.id, (t, due), note)
         ctx.schedule(self, due, rec.id)
         return rec
 

@@ -39,6 +39,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from analytics.calendar import SiteCalendar
+from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
@@ -46,7 +47,6 @@ from analytics.timeutil import MS_PER_DAY, iso, to_ms
 from siltwatch.config import SiteConfig
 from siltwatch.detections.violations import ViolationKind as Kind
 from siltwatch.detections.violations import ViolationReason as Reason
-from siltwatch.rulepacks import RuleValue
 from siltwatch.schema import parse_violation, parse_violation_corrected
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
@@ -61,21 +61,6 @@ WORDS = OverdueWords(
 )
 WORK = frozenset({SiteEvent.ACTIVE, SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED})
 WEEK_DAYS = 7
-
-
-@dataclass(frozen=True)
-class Cited:
-    """One rule's value and citation (plain values: detector state is snapshotted)."""
-
-    value: float
-    cite: str
-
-    @classmethod
-    def of(cls, rule: RuleValue | None) -> Cited | None:
-        """The rule, or None when the packs do not set it (or set a flag false)."""
-        if rule is None or rule.value is False:
-            return None
-        return cls(float(rule.value), rule.cite())
 
 
 @dataclass(frozen=True)
@@ -187,19 +172,13 @@ class ViolationDetector(Detector):
     def _remedy(self, v: OpenViolation, day: date, rule: Cited, ctx: Context) -> str:
         cal = self.calendar
         due = cal.end_of_day(max(day, cal.local_date(v.served_at)))
-        rec = ctx.duties.create(
-            kind=Kind.REMEDY,
-            reason=Reason.NOTICE_OF_VIOLATION,
-            subject=v.id,
-            created_at=v.served_at,
-            due_at=due,
-            rule=rule.cite,
-        )
-        self.watch.notes[rec.id] = DutyNote(
+        note = DutyNote(
             label=f"the remedy of violation {v.id} by {day.isoformat()}",
             cite=rule.cite,
             evidence={"violation": v.id, "served_at": iso(v.served_at)},
         )
+        span = (v.served_at, due)
+        rec = self.watch.create(ctx, Kind.REMEDY, Reason.NOTICE_OF_VIOLATION, v.id, span, note)
         ctx.schedule(self, due, f"due|{rec.id}")
         return rec.id
 

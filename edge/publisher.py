@@ -31,7 +31,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -46,6 +45,7 @@ from edge.clock import Clock
 from edge.config import AgentConfig
 from edge.outbox import Outbox, Row
 from siltwatch import backoff
+from siltwatch.counters import Counters
 from siltwatch.schema import (
     QualityFlag,
     Reading,
@@ -67,15 +67,14 @@ BUSY_WAIT_S = 0.1
 IDLE_WAIT_S = 1.0
 
 
-@dataclass
-class PublisherStats:
+class PublisherStats(Counters):
     """Counters the tests and the benchmark read (this process only)."""
 
-    published_messages: int = 0
-    acked_readings: int = 0
-    refused_readings: int = 0
-    connects: int = 0
-    refusals: list[str] = field(default_factory=list)
+    published_messages: int
+    acked_readings: int
+    refused_readings: int
+    connects: int
+    refusals: list[str]
 
 
 class Publisher:

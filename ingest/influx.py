@@ -33,13 +33,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
 from ingest.influx_lp import alert_line, duty_line, reading_lines
 from siltwatch import backoff
 from siltwatch.config import SiteConfig
+from siltwatch.counters import Counters
 
 log = logging.getLogger(__name__)
 
@@ -279,14 +280,15 @@ class InfluxV2Writer(_RetryingWriter):
 # --- the live service's mirror ----------------------------------------------------------
 
 
-@dataclass
-class MirrorStats:
-    written: int = 0  # lines InfluxDB accepted
-    failures: int = 0  # write attempts that failed
-    refused: int = 0  # lines InfluxDB refused as bad data (logged with the reason)
-    dropped: int = 0  # lines evicted because the queue was full (logged)
-    last_error: str = ""
-    pending: int = field(default=0)
+class MirrorStats(Counters):
+    """What the mirror wrote, refused and dropped (logged; read by the tests)."""
+
+    written: int  # lines InfluxDB accepted
+    failures: int  # write attempts that failed
+    refused: int  # lines InfluxDB refused as bad data (logged with the reason)
+    dropped: int  # lines evicted because the queue was full (logged)
+    last_error: str
+    pending: int
 
 
 class InfluxMirror:

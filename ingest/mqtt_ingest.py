@@ -33,7 +33,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
@@ -43,6 +43,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ingest.service import Incoming, IngestService
+from siltwatch.counters import Counters
 from siltwatch.schema import (
     ingest_owner_topic,
     inspections_topic,
@@ -98,15 +99,16 @@ class BrokerSettings:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
 
 
-@dataclass
-class MqttStats:
-    connects: int = 0
-    disconnects: int = 0
-    acked: int = 0
-    batches: int = 0
-    last_disconnect_reason: str = ""
-    largest_batch: int = 0
-    errors: list[str] = field(default_factory=list)
+class MqttStats(Counters):
+    """The broker link as the tests and the benchmark read it (this process only)."""
+
+    connects: int
+    disconnects: int
+    acked: int
+    batches: int
+    last_disconnect_reason: str
+    largest_batch: int
+    errors: list[str]
 
 
 class MqttIngest:

@@ -59,6 +59,7 @@ from ingest.decode import (
 )
 from ingest.store import SnapshotRow, SqliteStore, StoredAlert
 from siltwatch.config import SiteConfig
+from siltwatch.counters import Counters
 from siltwatch.schema import Alert, Duty, StationStatus
 from siltwatch.timefmt import utc_iso
 
@@ -93,22 +94,23 @@ class Incoming:
     received_at: int
 
 
-@dataclass
-class IngestStats:
-    messages: int = 0
-    readings_stored: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-    inspections: int = 0
-    statuses: int = 0  # station statuses stored
-    status_duplicates: int = 0  # a retained status delivered again (store.insert_status)
-    site_log: int = 0  # site-log entries stored
-    site_log_duplicates: int = 0  # the same entry again (store.insert_site_log)
-    clock_ahead: int = 0  # readings flagged clock_ahead, statuses placed at their arrival
-    late_readings: int = 0
-    rebuilds: int = 0
-    commits: int = 0
-    rejected_by_reason: dict[str, int] = field(default_factory=dict)
+class IngestStats(Counters):
+    """What the service did with the messages it was given (``serve`` prints it on stop)."""
+
+    messages: int
+    readings_stored: int
+    duplicates: int
+    rejected: int
+    inspections: int
+    statuses: int  # station statuses stored
+    status_duplicates: int  # a retained status delivered again (store.insert_status)
+    site_log: int  # site-log entries stored
+    site_log_duplicates: int  # the same entry again (store.insert_site_log)
+    clock_ahead: int  # readings flagged clock_ahead, statuses placed at their arrival
+    late_readings: int
+    rebuilds: int
+    commits: int
+    rejected_by_reason: dict[str, int]
 
 
 @dataclass
