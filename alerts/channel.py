@@ -9,17 +9,25 @@ whether trying again can help: that single bit drives retries and the audit log.
 
 Each channel is also a :class:`alerts.sinks.Sink` on its own (``send``): a
 direct, best-effort send without the outbox, for scripts and tests.
+
+A rendered message is a ``dict[str, str]`` because the outbox stores it as JSON
+(alerts/outbox.py); binary parts (the email's PNG chart) are base64 text in it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
-from alerts.messages import SiteLabel
+from alerts.acklinks import Links
+from alerts.messages import Answer, SiteLabel
 from alerts.routing import Notification
+from siltwatch.schema import Alert
+from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,23 @@ def delivery_id(alert_id: str, event: str, at: str, channel: str, address: str) 
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def opened_event_time(alert: Alert) -> str:
+    """The ``at`` the episode's ``opened`` notification carried: the dispatcher writes
+    ``utc_iso(event.at)`` of the engine's event (epoch ms), which is ``opened_at``."""
+    return utc_iso((alert.opened_at - _EPOCH) // timedelta(milliseconds=1))
+
+
+def thread_root(alert: Alert, channel: str, address: str) -> str:
+    """The delivery id of the episode's ``opened`` message to ``address``: every later
+    email of the episode to that address replies to it (In-Reply-To, References), so
+    mail clients thread the episode even when that first message never reached them
+    (a person told only from the escalation on still gets one thread)."""
+    return delivery_id(alert.id, "opened", opened_event_time(alert), channel, address)
+
+
 class Channel(Protocol):
     name: str
 
@@ -72,7 +97,9 @@ class DirectSend(Generic[SettingsT]):
     trying every address, so the dispatcher logs the broken channel.
 
     Every channel is built from its own settings (server, credentials, timeouts),
-    the site's label for the message text and an optional clock (tests pin it).
+    the site's label for the message text, an optional clock (tests pin it) and
+    optional ``links`` (alerts/acklinks.py): with them a message offers the
+    acknowledgement code, the signed link for its recipient and the console's page.
     """
 
     name: str
@@ -82,10 +109,27 @@ class DirectSend(Generic[SettingsT]):
         settings: SettingsT,
         site: SiteLabel,
         clock: Callable[[], float] | None = None,
+        *,
+        links: Links | None = None,
     ) -> None:
         self.settings = settings
         self.site = site
         self.clock = clock
+        self.links = links
+
+    def now(self) -> float:
+        """Epoch seconds: the injected clock, else the wall clock (a link's expiry counts
+        from when the message is rendered)."""
+        return self.clock() if self.clock is not None else time.time()
+
+    def answer(self, note: Notification, address: str) -> Answer:
+        """The acknowledge link for the recipient at ``address`` and the console page."""
+        if self.links is None:
+            return Answer()
+        a = note.alert
+        name = next((n for n, addr in self.addresses(note) if addr == address), None)
+        ack = None if name is None else self.links.ack_url(a.id, name, self.now())
+        return Answer(ack_url=ack, alert_url=self.links.alert_url(a.id))
 
     def addresses(self, note: Notification) -> list[tuple[str, str]]:
         raise NotImplementedError

@@ -1,7 +1,21 @@
 """Email over SMTP: the channel that carries the whole story (message, rule, evidence).
 
-Plain text, because the officer's mail client, a ticketing system and a printout
-must all read it. ``security``: ``none`` (a relay on the same host), ``starttls``
+Each email is ``multipart/alternative``: a plain-text part that the officer's
+mail client, a ticketing system and a printout can all read, and an HTML part
+(alerts/messages.py) with the acknowledge button and the console link when the
+channel has ``links`` (alerts/acklinks.py), and a small plot when it has a
+``chart_for`` provider: a PNG (alerts/pngchart.py) in a ``multipart/related``
+beside the HTML, shown by ``<img src="cid:...">`` with no fetch from the network.
+
+**Threads.** The Message-ID is the delivery id (``<id@from-domain>``), so a
+duplicate sent after a crash collapses in mail systems. Every later email of
+the episode to the same address (escalated, resolved, reminder, unacknowledged)
+carries ``In-Reply-To`` and ``References`` with the Message-ID that the
+episode's ``opened`` email to that address had, computed from the delivery id
+function (alerts/channel.py ``thread_root``), no table; its subject is the
+opening's with ``Re: ``. One thread per episode per recipient.
+
+``security``: ``none`` (a relay on the same host), ``starttls``
 (submission, port 587) or ``tls`` (SMTPS, port 465). The password comes from a
 file (see alerts/notify_config.py), never from the command line or the TOML.
 
@@ -18,21 +32,31 @@ SMTP says what a failure means: 4xx is "try later", 5xx is "never" (RFC 5321
 
 from __future__ import annotations
 
+import base64
+import logging
 import smtplib
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Literal
 
-from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id
+from alerts.acklinks import Links
+from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id, thread_root
 from alerts.http import is_loopback_host
-from alerts.messages import email_body, email_subject
+from alerts.messages import SiteLabel, email_body, email_html, email_subject
+from alerts.pngchart import ChartData, render_png
 from alerts.routing import Notification
+from siltwatch.schema import Alert
+from siltwatch.vocabulary import Severity
+
+log = logging.getLogger(__name__)
 
 Security = Literal["none", "starttls", "tls"]
+# (site id, alert) -> what to plot, or None; wired to the store by serve.
+ChartFor = Callable[[str, Alert], ChartData | None]
 
 
 @dataclass(frozen=True)
@@ -76,15 +100,61 @@ def classify_smtp(exc: Exception) -> DeliveryFailed:
 
 
 class EmailSink(DirectSend[SmtpSettings]):
-    """Email channel; as a Sink, one email per notification to every recipient with an email."""
+    """Email channel; as a Sink, one email per notification to every recipient with an email.
+
+    ``chart_for(site_id, alert)``: the data of the plot the HTML part shows (None: no
+    plot); called once, when the message is rendered. A provider that fails costs
+    the plot, never the email.
+    """
 
     name = "email"
+
+    def __init__(
+        self,
+        settings: SmtpSettings,
+        site: SiteLabel,
+        clock: Callable[[], float] | None = None,
+        *,
+        links: Links | None = None,
+        chart_for: ChartFor | None = None,
+    ) -> None:
+        super().__init__(settings, site, clock, links=links)
+        self.chart_for = chart_for
 
     def addresses(self, note: Notification) -> list[tuple[str, str]]:
         return [(c.name, c.email) for c in note.recipients if c.email]
 
     def render(self, note: Notification, address: str, delivery: str) -> Message:
-        return {"subject": email_subject(note, self.site), "body": email_body(note, self.site)}
+        """Subject, text, HTML, the thread it belongs to and the chart (base64), as the
+        outbox stores them; :meth:`build` makes the email from exactly this."""
+        a = note.alert
+        answer = self.answer(note, address)
+        message: Message = {
+            "subject": email_subject(note, self.site),
+            "body": email_body(note, self.site, answer),
+            "alert_id": a.id,
+            "event": note.event,
+            "severity": str(a.severity),
+        }
+        if note.event != "opened":
+            message["thread"] = thread_root(a, self.name, address)
+        chart = self._chart(a)
+        cid = f"chart.{delivery or 'direct'}@siltwatch.invalid"
+        message["html"] = email_html(note, self.site, answer, chart, cid if chart else None)
+        if chart is not None:
+            message["chart_cid"] = cid
+            message["chart_png"] = base64.b64encode(render_png(chart)).decode("ascii")
+        return message
+
+    def _chart(self, alert: Alert) -> ChartData | None:
+        if self.chart_for is None:
+            return None
+        try:
+            chart = self.chart_for(self.site.id, alert)
+        except Exception:  # the plot is a courtesy: the email goes without it
+            log.exception("chart for alert %s failed; the email goes without a plot", alert.id)
+            return None
+        return chart if chart is not None and chart.has_data() else None
 
     def send(self, note: Notification) -> None:
         to = [addr for _, addr in self.addresses(note)]
@@ -110,8 +180,27 @@ class EmailSink(DirectSend[SmtpSettings]):
         msg["Message-ID"] = (
             f"<{delivery}@{domain}>" if delivery else make_msgid(domain="siltwatch.invalid")
         )
+        thread = message.get("thread")
+        if thread:  # RFC 5322 §3.6.4: the episode's opening to this address is the parent
+            msg["In-Reply-To"] = f"<{thread}@{domain}>"
+            msg["References"] = f"<{thread}@{domain}>"
         msg["X-Siltwatch-Delivery"] = delivery
+        for key, header in (("alert_id", "Alert"), ("event", "Event"), ("severity", "Severity")):
+            if message.get(key):
+                msg[f"X-Siltwatch-{header}"] = message[key]
+        if message.get("severity") == Severity.CRITICAL:
+            msg["Importance"] = "high"
+            msg["X-Priority"] = "1"
         msg.set_content(message["body"])
+        if message.get("html"):
+            msg.add_alternative(message["html"], subtype="html")
+            png, cid = message.get("chart_png"), message.get("chart_cid")
+            if png and cid:
+                html_part = msg.get_body(preferencelist=("html",))
+                assert html_part is not None  # added just above
+                html_part.add_related(
+                    base64.b64decode(png), "image", "png", cid=f"<{cid}>", filename="chart.png"
+                )
         return msg
 
     def _tls(self) -> ssl.SSLContext:

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import ssl
+import struct
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiosmtpd.smtp import AuthResult
 
+from alerts.acklinks import Links, link_problem, parse_link_token
 from alerts.channel import DeliveryFailed
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
+from alerts.pngchart import ChartData
 from alerts.worker import DeliveryWorker, OutboxSink
+from siltwatch.schema import Alert
 from tests.alerts.helpers import (
     CITATION,
     LOOPBACK,
@@ -72,13 +78,17 @@ def test_each_recipient_gets_the_alert_with_subject_body_and_citation(tmp_path: 
     msg = got[(OFFICER.email,)]
     assert msg["To"] == OFFICER.email
     assert msg["From"] == "siltwatch@town.example"
-    subject = str(msg["Subject"])
-    for part in ("CRITICAL", "turbidity_contrast", "outfall-a", "opened", "lg-route9n"):
-        assert part in subject
-    body = msg.get_content()
+    assert str(msg["Subject"]) == (
+        "[siltwatch] turbidity contrast at outfall-a, site Route 9N mixed-use (lg-route9n)"
+    )
+    assert msg["Importance"] == "high" and msg["X-Siltwatch-Severity"] == "critical"
+    plain = msg.get_body(("plain",))
+    assert plain is not None
+    body = plain.get_content()
+    assert body.startswith("CRITICAL: turbidity contrast at outfall-a")
     assert "Stop the discharge" in body  # the alert's message
     assert f"Rule: {CITATION}" in body
-    assert "downstream_level: 170.58" in body  # evidence
+    assert "  Downstream level: 170.58 NTU" in body  # evidence, read from its model
     assert "Opened:   Tue 2026-05-05 16:26 UTC" in body
     assert "Resolved: — (still open)" in body
     assert [e.result for e in outbox.audit() if e.address == OFFICER.email] == ["queued", "sent"]
@@ -276,3 +286,99 @@ def test_allow_plaintext_auth_does_not_reach_past_loopback() -> None:
     )  # fmt: skip
     assert not settings.plaintext_auth_allowed
     assert "pw" not in repr(settings)
+
+
+# --- threads, HTML, the acknowledge link and the inline chart --------------------------
+
+LINKS = Links("https://sw.town.example", b"k" * 32, SITE.id, (OPERATOR.name, OFFICER.name))
+
+
+def turbidity_chart(site_id: str, alert: Alert) -> ChartData | None:
+    """The chart provider serve wires to the store; here, a plume over the limit."""
+    assert site_id == SITE.id
+    down = tuple((1_778_000_000_000 + i * 60_000, 20.0 + (i % 120)) for i in range(600))
+    up = tuple((t, 25.0) for t, _ in down)
+    return ChartData("Turbidity outfall-a", "NTU", (("downstream", down), ("upstream", up)),
+                     (("limit", 54.3),))  # fmt: skip
+
+
+def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
+    """The opened and the resolved email of one episode, per recipient, through the outbox
+    and the worker to a real SMTP server."""
+    clock = FakeClock()
+    with SmtpServer(free_port()) as server:
+        channel = EmailSink(
+            SmtpSettings(LOOPBACK, server.port, "siltwatch@town.example", "none"), SITE, clock,
+            links=LINKS, chart_for=turbidity_chart,
+        )  # fmt: skip
+        outbox = Outbox(tmp_path / "outbox.sqlite3")
+        sink = OutboxSink(outbox, [channel], clock)
+        worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
+        sink.send(note(event="opened", at="2026-05-05T16:26:00Z"))  # the alert's opened_at
+        worker.run_once()
+        clock.advance(8 * 3600)
+        sink.send(note(event="resolved", at="2026-05-06T00:58:00Z", resolved=True))
+        worker.run_once()
+        outbox.close()
+    got: dict[str, list[EmailMessage]] = {}
+    for _, rcpt, msg in server.handler.received:
+        got.setdefault(rcpt[0], []).append(msg)
+    return got
+
+
+def test_an_episode_is_one_thread_per_recipient(tmp_path: Path) -> None:
+    got = episode_emails(tmp_path)
+    assert OFFICER.email and OPERATOR.email and set(got) == {OFFICER.email, OPERATOR.email}
+    ids = set()
+    for opened, resolved in got.values():
+        assert opened["X-Siltwatch-Event"] == "opened" and resolved["X-Siltwatch-Event"] == (
+            "resolved"
+        )
+        assert opened["In-Reply-To"] is None and opened["References"] is None
+        assert resolved["In-Reply-To"] == opened["Message-ID"]
+        assert resolved["References"] == opened["Message-ID"]
+        assert str(resolved["Subject"]) == f"Re: {opened['Subject']}"
+        ids.add(opened["Message-ID"])
+    assert len(ids) == 2  # one thread per recipient
+
+
+def test_the_email_has_text_and_html_with_the_ack_link_and_an_inline_png(tmp_path: Path) -> None:
+    resolved = episode_emails(tmp_path)[str(OFFICER.email)][1]
+    assert resolved.get_content_type() == "multipart/alternative"
+    plain, related = resolved.iter_parts()
+    assert plain.get_content_type() == "text/plain"
+    assert related.get_content_type() == "multipart/related"
+    html_part, image = related.iter_parts()
+    assert html_part.get_content_type() == "text/html" and image.get_content_type() == "image/png"
+    html = html_part.get_content()
+    assert "CRITICAL — cleared" in html and "Turbidity contrast at outfall-a</h2>" in html
+    assert f"{CITATION}" in html.replace("&#x27;", "'")
+    ack = re.search(r'href="(https://sw\.town\.example/a/([A-Z0-9]{22}))"[^>]*>Acknowledge<', html)
+    assert ack is not None, html
+    token = parse_link_token(ack.group(2))
+    assert LINKS.contact_of(token) == OFFICER.name  # the officer's own link
+    assert link_problem(LINKS.secret, token, SITE.id, note().alert.id, T0_PLUS_DAY) is None
+    assert f'href="{LINKS.alert_url(note().alert.id)}"' in html and "Open in console" in html
+    assert f"Acknowledge: {ack.group(1)}" in plain.get_content()
+    cid = re.search(r'<img src="cid:([^"]+)"', html)
+    assert cid is not None and image["Content-ID"] == f"<{cid.group(1)}>"
+    png = image.get_content()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (480, 140)
+
+
+def test_without_links_or_chart_the_html_has_neither(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with SmtpServer(free_port()) as server:
+        EmailSink(SmtpSettings(LOOPBACK, server.port, "sw@town.example", "none"), SITE, clock).send(
+            note(recipients=(OFFICER,))
+        )
+    ((_, _, msg),) = server.handler.received
+    html_part = msg.get_body(("html",))
+    assert html_part is not None
+    html = html_part.get_content()
+    assert "Acknowledge</a>" not in html and "cid:" not in html
+    assert "170.6 NTU vs limit 54.3" in html  # by how much, still
+
+
+T0_PLUS_DAY = 1_778_000_000.0 + 86_400

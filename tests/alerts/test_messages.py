@@ -1,55 +1,129 @@
-"""What the messages say: the SMS fits in 320 characters and the citation always survives."""
+"""What the messages say: one GSM-7 SMS segment that keeps the citation and the ACK code,
+emails whose subject stays the thread's, evidence people can read."""
 
 from __future__ import annotations
+
+from zoneinfo import ZoneInfo
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from alerts.gsm7 import gsm7_septets, is_gsm7, segments, to_gsm7
 from alerts.messages import (
     Held,
+    SiteLabel,
+    email_body,
     email_subject,
-    fit_with_citation,
+    evidence_table,
     one_line,
-    sms_length,
     sms_summary,
     sms_text,
+    what_to_do,
 )
 from tests.alerts.helpers import CITATION, SITE, note
 
 text = st.text(st.characters(blacklist_categories=["Cs"]), max_size=600)
+CODE = "7KQ2MZ"
+NY = SiteLabel(
+    "lg-route9n", "Route 9N mixed-use, Town of Lake George", ZoneInfo("America/New_York")
+)
+
+
+def one_segment(body: str) -> bool:
+    return is_gsm7(body) and segments(body) == 1 and gsm7_septets(body) <= 160
 
 
 @given(message=text, rule=st.text(min_size=1, max_size=250), subject=text, kind=text)
-def test_sms_fits_and_keeps_the_citation(message: str, rule: str, subject: str, kind: str) -> None:
+def test_sms_is_one_gsm7_segment_with_the_citation_and_the_code(
+    message: str, rule: str, subject: str, kind: str
+) -> None:
     n = note(message=message or "x", rule=rule, subject=subject or "s", kind=kind or "k")
-    body = sms_text(n, SITE)
-    assert sms_length(body) <= 320
-    if sms_length(one_line(rule)) <= 250:
-        assert body.endswith(f"Rule: {one_line(rule)}") or not one_line(rule)
+    link = "https://siltwatch.lake-george-town.example/a/BQC5LB32H4HBHE8RS3ENVF"
+    body = sms_text(n, SITE, code=CODE, link=link)
+    assert one_segment(body)
+    assert f"ACK {CODE}" in body
+    citation = to_gsm7(one_line(rule))
+    if gsm7_septets(citation) <= 100:
+        assert citation in body
     assert "\n" not in body
 
 
+def test_the_opened_sms_says_what_where_how_much_since_and_the_rule() -> None:
+    body = sms_text(note(), NY, code=CODE)
+    assert body == (
+        "CRITICAL turbidity contrast outfall-a, Route 9N mixed-use: 170.6 NTU vs limit 54.3, "
+        f"since 12:26. {CITATION}. ACK {CODE}"
+    )
+    assert one_segment(body)
+
+
+def test_without_links_there_is_no_code() -> None:
+    body = sms_text(note(), NY)
+    assert "ACK" not in body and body.endswith(f"{CITATION}.")
+
+
+def test_the_amount_goes_first_then_the_site_name_then_the_link_never_citation_or_code() -> None:
+    def with_link(length: int) -> str:
+        link = ("https://s.ex/a/" + "X" * 100)[:length]
+        return sms_text(note(), NY, code=CODE, link=link)
+
+    full = sms_text(note(), NY, code=CODE)
+    assert gsm7_septets(full) == 144  # what the sizes below are chosen for
+    roomy = with_link(15)  # 144 + 1 + 15 = 160: everything fits
+    assert "170.6 NTU vs limit 54.3" in roomy and "Route 9N mixed-use" in roomy
+    assert "https://s.ex/a/" in roomy
+    no_amount = with_link(40)
+    assert "NTU" not in no_amount and "Route 9N mixed-use" in no_amount
+    assert "https://s.ex/a/" in no_amount
+    no_name = with_link(48)
+    assert "Route 9N" not in no_name and ", lg-route9n:" in no_name and "https://" in no_name
+    # A link that cannot fit goes, and what was cut to make room for it comes back.
+    no_link = with_link(60)
+    assert no_link == full
+    for body in (roomy, no_amount, no_name, no_link):
+        assert one_segment(body) and f"{CITATION}. ACK {CODE}" in body
+
+
+def test_the_follow_ups_say_why_they_come() -> None:
+    reminder = sms_text(note(event="reminder", at="2026-05-05T17:26:00Z"), NY, code=CODE)
+    assert reminder.startswith("STILL CRITICAL, not acknowledged: turbidity contrast outfall-a")
+    escalated = sms_text(note(event="unacknowledged"), NY, code=CODE)  # 30 min after opening
+    assert escalated.startswith(
+        "Escalated to you: not acknowledged after 30 min. CRITICAL turbidity contrast outfall-a"
+    )
+    for body in (reminder, escalated):
+        assert one_segment(body) and CITATION in body and f"ACK {CODE}" in body
+
+
+def test_resolved_and_escalated_words() -> None:
+    cleared = sms_text(note(event="resolved", resolved=True, at="2026-05-06T00:58:00Z"), NY)
+    assert cleared.startswith("CLEARED turbidity contrast outfall-a") and "cleared 20:58" in cleared
+    up = sms_text(note(event="escalated"), NY)
+    assert up.startswith("NOW CRITICAL turbidity contrast outfall-a")
+
+
+def test_a_time_on_another_day_carries_the_weekday() -> None:
+    body = sms_text(note(event="reminder", at="2026-05-06T14:00:00Z"), NY)
+    assert "since Tue 12:26" in body
+
+
+def test_data_outside_gsm7_is_transliterated_not_sent_as_ucs2() -> None:
+    n = note(subject="outfall–a “north”", rule="Lake George §148-9 B … ft³")
+    body = sms_text(n, NY, code=CODE)
+    assert one_segment(body)
+    assert 'outfall-a "north"' in body and "Lake George §148-9 B ... ft3" in body
+
+
 def test_an_absurdly_long_citation_is_cut_last_and_the_sms_still_fits() -> None:
-    body = fit_with_citation("CRITICAL opened: x", "what", "§ " * 400)
-    assert sms_length(body) <= 320 and body.startswith("CRITICAL opened: x")
-
-
-def test_the_description_is_cut_before_the_head_and_citation() -> None:
-    body = sms_text(note(message="word " * 300), SITE)
-    assert body.startswith("CRITICAL opened: turbidity_contrast outfall-a, lg-route9n.")
-    assert "…" in body and body.endswith(f"Rule: {CITATION}")
-
-
-def test_an_emoji_counts_as_two_gateway_characters() -> None:
-    assert sms_length("🌧") == 2
-    assert sms_length(sms_text(note(message="🌧" * 400), SITE)) <= 320
+    body = sms_text(note(rule="§ " * 400), NY, code=CODE)
+    assert one_segment(body) and body.startswith("CRITICAL") and f"ACK {CODE}" in body
 
 
 @given(
     st.lists(
         st.tuples(
             st.sampled_from(["critical", "warning", "info"]),
-            st.sampled_from(["opened", "escalated", "resolved"]),
+            st.sampled_from(["opened", "escalated", "resolved", "reminder", "unacknowledged"]),
             st.text(max_size=40),
             st.text(max_size=80),
         ),
@@ -57,23 +131,55 @@ def test_an_emoji_counts_as_two_gateway_characters() -> None:
         max_size=60,
     )
 )
-def test_summary_fits_and_lists_a_critical_first(items: list[tuple[str, str, str, str]]) -> None:
+def test_summary_is_one_segment(items: list[tuple[str, str, str, str]]) -> None:
     held = [Held(ev, sev, "turbidity_contrast", subj, rule) for sev, ev, subj, rule in items]
     body = sms_summary(held, SITE, "2026-05-05T03:00:00Z")
-    assert sms_length(body) <= 320
+    assert one_segment(body)
     assert f"{len(held)} alert updates held" in body
 
 
 def test_summary_names_the_critical_items_with_their_citation() -> None:
     held = [Held("opened", "warning", "drain_time", f"basin-{i}", "§148-11 I(3)") for i in range(9)]
     held.insert(5, Held("opened", "critical", "turbidity_contrast", "outfall-a", CITATION))
-    body = sms_summary(held, SITE, "2026-05-05T03:00:00Z")
-    assert "10 alert updates held" in body and "(1 critical)" in body
-    first = body.index("CRITICAL opened turbidity_contrast outfall-a")
-    assert body[first:].startswith(f"CRITICAL opened turbidity_contrast outfall-a ({CITATION});")
-    assert first < body.index("WARNING")
+    body = sms_summary(held, NY, "2026-05-05T03:00:00Z")
+    assert body.startswith("lg-route9n: 10 alert updates held since 23:00 (1 critical).")
+    first = body.index("CRITICAL opened turbidity contrast outfall-a")
+    assert body[first:].startswith(f"CRITICAL opened turbidity contrast outfall-a ({CITATION});")
+    assert body.endswith("); +9 more.")  # the warnings are counted, the critical named
+    assert one_segment(body)
 
 
 def test_email_subject_is_one_line_even_if_a_subject_has_newlines() -> None:
     subject = email_subject(note(subject="outfall-a\nBcc: evil@example.org"), SITE)
     assert "\n" not in subject and "\r" not in subject
+
+
+def test_email_subject_is_the_same_for_the_whole_episode() -> None:
+    opened = email_subject(note(severity="warning"), NY)
+    assert opened == (
+        "[siltwatch] turbidity contrast at outfall-a, "
+        "site Route 9N mixed-use, Town of Lake George (lg-route9n)"
+    )
+    for event in ("escalated", "resolved", "reminder", "unacknowledged"):
+        assert email_subject(note(event=event), NY) == f"Re: {opened}"
+
+
+def test_evidence_is_read_from_its_typed_model_not_dumped() -> None:
+    table = evidence_table(note().alert, NY.zone)
+    rows = dict(table.rows)
+    assert list(rows)[:3] == ["Downstream level", "Limit", "Pair"]  # declared first
+    assert rows["Downstream level"] == "170.58 NTU"
+    assert rows["Limit"] == "54.31 NTU"
+    assert rows["Exceeding since"] == "Tue 2026-05-05 12:26 EDT"
+    assert "forecast" in table.left_out
+    body = email_body(note(), NY)
+    assert "  Downstream level: 170.58 NTU" in body
+    assert "downstream_level" not in body and "{" not in body
+
+
+def test_what_to_do_is_the_closing_instruction_of_the_message() -> None:
+    assert what_to_do(note().alert.message) == (
+        "Stop the discharge, inspect the silt fence and the basin outlet, and record the "
+        "corrective action in the site log."
+    )
+    assert what_to_do("The basin drained. It is fine.") == ""

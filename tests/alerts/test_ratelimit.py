@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from alerts.messages import sms_length
+from alerts.gsm7 import is_gsm7, segments
 from alerts.outbox import Outbox
 from alerts.sms import SmsSettings, SmsSink
 from alerts.worker import DeliveryWorker, OutboxSink, RateLimit
@@ -75,10 +75,10 @@ def test_forty_notifications_in_an_hour_become_three_sms_and_one_summary(tmp_pat
         assert len(gateway.requests) == 4  # + one summary, when the window allowed
         summary = form(gateway.requests[3])["Body"]
         assert clock.t == start + HOUR  # the first SMS aged out of the window
-    assert sms_length(summary) <= 320
+    assert is_gsm7(summary) and segments(summary) == 1
     assert "37 alert updates held" in summary and "(1 critical)" in summary
     assert (
-        "CRITICAL opened turbidity_contrast pair-17 (site proxy for Lake George §148-9 B)"
+        "CRITICAL opened turbidity contrast pair-17 (site proxy for Lake George §148-9 B)"
         in summary
     )
     # Every one of the 40 is accounted for: sent alone or in the summary, with an audit row.
@@ -107,7 +107,7 @@ def test_a_critical_alert_is_not_held_longer_than_the_window(tmp_path: Path) -> 
     assert len(channel.sent) == 3
     when, _, _, body = channel.sent[2]
     assert when - queued <= HOUR
-    assert body.startswith("CRITICAL opened: turbidity_contrast")  # alone: the full SMS
+    assert body.startswith("CRITICAL turbidity contrast outfall-a")  # alone: the full SMS
     outbox.close()
 
 
@@ -134,7 +134,7 @@ def test_never_more_than_n_an_hour_and_nothing_held_longer_than_the_window(
     drive(worker, clock, arrivals[-1] + 10 * HOUR)
 
     times = [s[0] for s in channel.sent]
-    assert all(sms_length(s[3]) <= 320 for s in channel.sent)
+    assert all(is_gsm7(s[3]) and segments(s[3]) == 1 for s in channel.sent)
     # At most `limit` SMS in any window of an hour.
     for i in range(len(times) - limit):
         assert times[i + limit] - times[i] >= HOUR

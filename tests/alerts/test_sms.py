@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from alerts.messages import sms_length
-from alerts.outbox import Outbox
+from alerts.acklinks import Links, link_problem, parse_link_token
+from alerts.gsm7 import is_gsm7, segments
+from alerts.outbox import NewDelivery, Outbox
 from alerts.sms import SmsSettings, SmsSink
 from alerts.worker import DeliveryWorker, OutboxSink
 from tests.alerts.helpers import (
@@ -60,12 +61,60 @@ def test_the_gateway_gets_the_exact_request(tmp_path: Path, gateway: HttpServer)
     fields = form(req)
     assert fields["To"] == OFFICER.phone and fields["From"] == FROM
     body = fields["Body"]
-    assert sms_length(body) <= 320
-    assert body.startswith("CRITICAL opened: turbidity_contrast outfall-a, lg-route9n.")
-    assert "170.6 NTU vs limit 54.3" in body  # by how much
-    assert "Since 05-05 16:26 UTC" in body
-    assert body.endswith(f"Rule: {CITATION}")
+    assert is_gsm7(body) and segments(body) == 1
+    assert body == (
+        "CRITICAL turbidity contrast outfall-a, Route 9N mixed-use: 170.6 NTU vs limit 54.3, "
+        f"since 16:26. {CITATION}."
+    )
     assert outbox.deliveries()[0].state == "sent"
+    outbox.close()
+
+
+def test_with_links_the_sms_carries_the_code_and_a_working_link(
+    tmp_path: Path, gateway: HttpServer
+) -> None:
+    clock = FakeClock()
+    links = Links("https://sw.town.example", b"k" * 32, SITE.id, (OPERATOR.name, OFFICER.name))
+    channel = SmsSink(
+        SmsSettings(gateway.url, SID, TOKEN, FROM, allow_insecure_http=True), SITE, clock,
+        links=links,
+    )  # fmt: skip
+    outbox = Outbox(tmp_path / "outbox.sqlite3")
+    OutboxSink(outbox, [channel], clock).send(note(recipients=(OFFICER,)))
+    DeliveryWorker(outbox, [channel], clock=clock, site=SITE).run_once()
+    body = form(gateway.requests[0])["Body"]
+    assert is_gsm7(body) and segments(body) == 1
+    code = links.code(note().alert.id)
+    assert f"{CITATION}. ACK {code} https://sw.town.example/a/" in body
+    token = parse_link_token(body.rsplit("/a/", 1)[1])
+    assert links.contact_of(token) == OFFICER.name  # the link is the officer's own
+    assert link_problem(links.secret, token, SITE.id, note().alert.id, clock.t) is None
+    outbox.close()
+
+
+def test_a_body_longer_than_one_segment_is_refused_for_good(
+    tmp_path: Path, gateway: HttpServer
+) -> None:
+    """A bug upstream must not be billed as three segments: permanent, audited, not sent."""
+    clock = FakeClock()
+    outbox, _sink, worker = setup(tmp_path, gateway, clock)
+    rows = [("x" * 161, "161 GSM-7 characters, 2 segments"), ("ft³ " * 10, "not GSM-7")]
+    outbox.enqueue(
+        [
+            NewDelivery(
+                id=f"d{i}", channel="sms", address=str(OFFICER.phone), recipient=OFFICER.name,
+                alert_id=f"al-{i}", event="opened", event_at="2026-05-05T16:56:00Z",
+                kind="turbidity_contrast", severity="critical", subject="outfall-a",
+                rule=CITATION, message={"body": body},
+            )
+            for i, (body, _) in enumerate(rows)
+        ],
+        clock.t,
+    )  # fmt: skip
+    worker.run_once()
+    assert gateway.requests == []
+    for d, (_, why) in zip(outbox.deliveries(), rows, strict=True):
+        assert d.state == "failed" and why in (d.last_error or "")
     outbox.close()
 
 
