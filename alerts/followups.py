@@ -173,7 +173,8 @@ class FollowUps:
             (ident, sid, alert.id, kind.value, step, role, due, alert.model_dump_json(), now),
         )
         if cur.rowcount == 1:
-            what = f"{role or 'everyone told'} at {utc_iso(int(due * 1000))} unless acknowledged"
+            when = local_time(int(due * 1000), self.site.site.zone)
+            what = f"{role or 'everyone told'} at {when} unless acknowledged"
             self._audit(db, ident, kind, role, alert, "scheduled", what, now)
 
     def _settle_resolved(self, note: Notification, now: float) -> None:

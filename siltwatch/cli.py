@@ -31,6 +31,16 @@ SERVER_MODULES = frozenset(
         "grafana_client",
         "grafana_foundation_sdk",
         "amqtt",
+        # the web console and the report (console/)
+        "starlette",
+        "uvicorn",
+        "jinja2",
+        "markupsafe",
+        "multipart",
+        "python_multipart",
+        "argon2",
+        "itsdangerous",
+        "twilio",
     }
 )
 
@@ -203,6 +213,13 @@ def cmd_records(args: argparse.Namespace) -> int:
         "{inspections,rain-log,site-log}.csv"
     )
     return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The inspector's report as HTML or PDF (console/report_cli.py)."""
+    from console.report_cli import run_report
+
+    return run_report(args)
 
 
 LOG_AHEAD_S = 300.0  # the live service refuses entries dated further ahead (serve's skew bound)
@@ -532,6 +549,12 @@ def dashboards_json(sites: Sequence[Any]) -> str:
     return json.dumps([build_dashboard(s) for s in sites], indent=2, sort_keys=True)
 
 
+def cmd_users(args: argparse.Namespace) -> int:
+    from console.users_cli import main as users_main
+
+    return users_main(args.users_args)
+
+
 def cmd_edge(args: argparse.Namespace) -> int:
     from edge.agent import main as edge_main
 
@@ -638,6 +661,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
     p.set_defaults(func=cmd_records)
 
+    p = sub.add_parser(
+        "report",
+        help="write the inspector's report (rain log, storms, inspections, duties, alerts, "
+        "plots) as HTML or PDF",
+        description="From the live store: the report of a site for a range of its local days, "
+        "as one self-contained HTML page, or printed to PDF with headless Chromium.",
+    )
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument("--db", required=True, metavar="STORE", help="the store siltwatch serve writes")
+    p.add_argument(
+        "--from", dest="date_from", required=True, metavar="YYYY-MM-DD", help="first local day"
+    )
+    p.add_argument(
+        "--to",
+        dest="date_to",
+        required=True,
+        metavar="YYYY-MM-DD",
+        help="last local day (included)",
+    )
+    p.add_argument(
+        "--out", required=True, metavar="FILE.html|FILE.pdf", help="the report; .pdf prints it"
+    )
+    p.set_defaults(func=cmd_report)
+
     p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
     p.add_argument(
         "--out", default="out/demo", metavar="DIR", help="where the alert log and outputs go"
@@ -697,6 +744,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
     p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
     p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser(
+        "users",
+        help="manage the web console's accounts (add, grant, revoke, passwd, remove, list)",
+        description="ACTION is add, grant, revoke, passwd, remove or list; "
+        "'siltwatch users ACTION --help' describes each.",
+    )
+    p.add_argument("users_args", nargs=argparse.REMAINDER, metavar="ACTION ...")
+    p.set_defaults(func=cmd_users)
 
     p = sub.add_parser("edge", help="run the Raspberry Pi edge agent")
     p.add_argument(

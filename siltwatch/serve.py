@@ -72,12 +72,10 @@ def read_secret(path: str | None, what: str) -> str | None:
 def _delivery(args: argparse.Namespace, site: Any) -> Any:
     if not args.notify:
         return None
-    from alerts.messages import SiteLabel
     from alerts.notify_config import Delivery, load_notify
 
     notify = load_notify(Path(args.notify))
-    label = SiteLabel(site.site.id, site.site.name, site.site.zone)
-    return Delivery(notify, label, time.time)
+    return Delivery(notify, site, time.time)
 
 
 def cmd_serve(

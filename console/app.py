@@ -1,0 +1,221 @@
+"""The web console as one ASGI app: ``make_app(sites, db_path, desk=...)``.
+
+Served by ``siltwatch serve --http`` and ``siltwatch demo --web`` (uvicorn in
+a thread beside the MQTT loop); everything it shows is rendered on the server
+from the store and the console's book (console/book.py), and every asset
+(console/static/console.css) ships in the package: no CDN, no JavaScript.
+
+Routes (each page module says what it does):
+
+=================================================  ==================================
+``GET /``                                           sites overview (console/pages_site.py)
+``GET /sites/{site}``                               plots over a window, alerts, duties, health
+``GET /sites/{site}/report``                        the inspector's report (``?format=pdf``)
+``GET /sites/{site}/alerts/{alert_id}``             one episode (console/pages_alert.py)
+``POST .../acknowledge``, ``.../comment``,          what people answer
+``.../corrective-action``
+``GET /sites/{site}/duties``                        duties; inspection and site-log forms
+``POST /sites/{site}/inspections``, ``.../site-log`` (console/pages_duties.py)
+``GET|POST /a/{token}``                             acknowledge by link (console/ack_link.py)
+``POST /sms/inbound``                               the SMS gateway's webhook (console/sms_inbound.py)
+``GET|POST /login``, ``POST /logout``, ``GET /audit``, ``GET /healthz``  (console/pages_account.py)
+=================================================  ==================================
+
+Without a session, a page (GET) answers 303 to ``/login?next=...`` and is not
+rendered; a form (POST) answers 403. Only ``/login``, ``/a/{token}``,
+``/sms/inbound``, ``/healthz`` and ``/static`` are open. Every response carries
+a strict Content-Security-Policy (no scripts), ``Referrer-Policy: no-referrer``
+(an acknowledgement link must not leak through a Referer header), and pages are
+``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from console import ack_link, pages_account, pages_alert, pages_duties, pages_site, sms_inbound
+from console.book import ConsoleBook
+from console.desk import FieldDesk
+from console.report_maker import InspectorReport, ReportRenderer
+from console.web import (
+    TEMPLATES_DIR,
+    Console,
+    LoginRequired,
+    Refused,
+    current_user,
+    login_redirect_target,
+    render,
+)
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig
+
+STATIC_DIR = Path(__file__).with_name("static")
+MAX_BODY_BYTES = 1_000_000
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+class SecurityHeaders:
+    """Adds :data:`SECURITY_HEADERS` to every response, and ``no-store`` outside /static."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = str(scope.get("path", "")).startswith("/static/")
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += SECURITY_HEADERS
+                if not static:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _routes() -> list[Route | Mount]:
+    site = "/sites/{site}"
+    alert = site + "/alerts/{alert_id}"
+    return [
+        Route("/", pages_site.overview),
+        Route(site, pages_site.site_page),
+        Route(site + "/report", pages_site.report),
+        Route(alert, pages_alert.alert_page),
+        Route(alert + "/acknowledge", pages_alert.acknowledge, methods=["POST"]),
+        Route(alert + "/comment", pages_alert.comment, methods=["POST"]),
+        Route(alert + "/corrective-action", pages_alert.corrective_action, methods=["POST"]),
+        Route(site + "/duties", pages_duties.duties_page),
+        Route(site + "/inspections", pages_duties.record_inspection, methods=["POST"]),
+        Route(site + "/site-log", pages_duties.record_site_log, methods=["POST"]),
+        Route("/a/{token}", ack_link.link_page),
+        Route("/a/{token}", ack_link.link_confirm, methods=["POST"]),
+        Route(sms_inbound.PATH, sms_inbound.sms_inbound, methods=["POST"]),
+        Route("/login", pages_account.login_page),
+        Route("/login", pages_account.login, methods=["POST"]),
+        Route("/logout", pages_account.logout, methods=["POST"]),
+        Route("/audit", pages_account.audit_page),
+        Route("/healthz", pages_account.healthz),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+
+
+async def _login_required(request: Request, _exc: Exception) -> Response:
+    if request.method in ("GET", "HEAD"):
+        return RedirectResponse(login_redirect_target(request), status_code=303)
+    return render(
+        request,
+        "error.html",
+        {"message": "Your session has ended. Log in again, then repeat what you did."},
+        status=403,
+    )
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Refused)
+    return render(
+        request,
+        "error.html",
+        {"message": exc.message},
+        user=current_user(request),
+        status=exc.status,
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = {404: "There is no such page.", 405: "That is not how this page is used."}.get(
+        exc.status_code, str(exc.detail)
+    )
+    return render(
+        request,
+        "error.html",
+        {"message": message},
+        user=current_user(request),
+        status=exc.status_code,
+    )
+
+
+def templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,  # every value is escaped; plots are marked safe where drawn
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return Jinja2Templates(env=env)
+
+
+def make_app(
+    sites: Mapping[str, SiteConfig],
+    db_path: Path,
+    *,
+    desk: FieldDesk | None,
+    clock: Callable[[], float] = time.time,
+    public_url: str | None = None,
+    twilio_token: str | None = None,
+    report_renderer: ReportRenderer | None = None,
+) -> Starlette:
+    """The console over the store at ``db_path`` for ``sites`` (keyed by site id).
+
+    ``desk`` takes inspections and site-log entries to the live pipeline (None:
+    the forms say nothing can be recorded); ``clock`` is the wall clock in
+    epoch seconds (sessions, rate limits, link expiry, notes); ``public_url`` is
+    where people and the SMS gateway reach the console (``https://...`` makes
+    the cookies Secure; the Twilio signature is checked against it);
+    ``twilio_token`` the gateway's auth token (None: inbound SMS refused);
+    ``report_renderer`` the inspector's report (default console/report.py).
+    """
+    wrong = [f"{key!r} holds site {s.site.id!r}" for key, s in sites.items() if key != s.site.id]
+    if wrong:
+        raise ValueError("make_app: sites are keyed by their [site] id; " + ", ".join(wrong))
+    store = SqliteStore(db_path)
+    console = Console(
+        sites=dict(sites),
+        store=store,
+        book=ConsoleBook(store.path),
+        desk=desk,
+        reports=report_renderer or InspectorReport(),
+        templates=templates(),
+        clock=clock,
+        public_url=public_url,
+        twilio_token=twilio_token,
+    )
+    app = Starlette(
+        routes=_routes(),
+        exception_handlers={
+            LoginRequired: _login_required,
+            Refused: _refused,
+            HTTPException: _http_error,
+        },
+        max_body_size=MAX_BODY_BYTES,
+    )
+    app.state.console = console
+    app.add_middleware(SecurityHeaders)
+    return app

@@ -1,0 +1,396 @@
+"""The console's own tables, in the store's SQLite file: people, what they did, and proof.
+
+design.md: the store is the truth. An acknowledgement that stops the officer's
+escalation must survive a restart as surely as the reading that raised the
+alert, so it is written to the same file (``console_*`` tables, WAL, the
+store's own tables untouched) and read back by the delivery worker through
+:meth:`ConsoleBook.acknowledged` (alerts/acks.py ``AckLookup``).
+
+What lives here:
+
+- ``console_users`` / ``console_roles``: accounts (argon2 hashes) and one role
+  per person per site (:class:`Accounts`);
+- ``console_sessions`` / ``console_login_attempts``: sessions (only a sha256 of
+  the cookie's token is kept) and failed logins for the rate limit (used by
+  console/auth.py);
+- ``console_audit``: who did what, when, to which site and alert — every login,
+  logout, refused login, acknowledgement, comment, corrective action,
+  inspection, site-log entry, link use, SMS acknowledgement and refused request;
+- ``console_notes``: acknowledgements, comments and corrective actions
+  (console/notes.py ``Note``); at most one acknowledgement per episode, held by
+  a unique index so two people pressing the button at once cannot both win;
+- ``console_used_links``: single-use acknowledgement links already spent (the
+  sha256 of the token, not the token);
+- ``console_settings``: the ``link_secret`` that signs acknowledgement links
+  (alerts/acklinks.py), made once per store so the delivery worker and the
+  console agree on it.
+
+Every method that depends on time takes ``now_ms`` (the caller owns the clock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from alerts.acks import Acknowledgement
+from console.notes import Note, NoteKind
+
+ConsoleRole = Literal["operator", "qualified_inspector", "officer", "viewer"]
+CONSOLE_ROLES: tuple[str, ...] = get_args(ConsoleRole)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS console_users (
+    name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS console_roles (
+    user TEXT NOT NULL, site TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('operator', 'qualified_inspector', 'officer', 'viewer')),
+    PRIMARY KEY (user, site)
+);
+CREATE TABLE IF NOT EXISTS console_sessions (
+    token_hash TEXT PRIMARY KEY, user TEXT NOT NULL, created_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL, csrf_secret BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS console_login_attempts (
+    id INTEGER PRIMARY KEY, user TEXT NOT NULL, ip TEXT NOT NULL, at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS console_login_attempts_at ON console_login_attempts (at_ms);
+CREATE TABLE IF NOT EXISTS console_audit (
+    id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, who TEXT NOT NULL, action TEXT NOT NULL,
+    site TEXT NOT NULL DEFAULT '', alert_id TEXT NOT NULL DEFAULT '',
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS console_audit_site ON console_audit (site, at_ms);
+CREATE TABLE IF NOT EXISTS console_notes (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, alert_id TEXT NOT NULL, kind TEXT NOT NULL,
+    by TEXT NOT NULL, at_ms INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '',
+    via TEXT NOT NULL DEFAULT 'console'
+);
+CREATE INDEX IF NOT EXISTS console_notes_alert ON console_notes (site, alert_id, id);
+CREATE UNIQUE INDEX IF NOT EXISTS console_notes_one_ack
+    ON console_notes (site, alert_id) WHERE kind = 'acknowledged';
+CREATE TABLE IF NOT EXISTS console_used_links (
+    token TEXT PRIMARY KEY, used_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS console_settings (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+"""
+
+NAME_MAX = 100
+PASSWORD_MIN = 10
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._@'-]*")
+
+
+class BookError(Exception):
+    """An account change that cannot be made; the text says why, for the person typing."""
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One line of the audit log: who did what, when (UTC ms), where."""
+
+    at_ms: int
+    who: str
+    action: str
+    site: str
+    alert_id: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """An account as ``siltwatch users list`` shows it."""
+
+    name: str
+    created_ms: int
+    roles: dict[str, str]  # site -> role
+
+
+def connect_book(path: Path) -> sqlite3.Connection:
+    """The console's connection to the store's file: WAL, waits up to 30 s for a writer."""
+    db = sqlite3.connect(path, check_same_thread=False, timeout=30.0, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(SCHEMA)
+    return db
+
+
+def token_digest(token: str) -> str:
+    """What is stored for a secret token (a session cookie, a spent link): its sha256."""
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def check_name(name: str) -> str:
+    """A user name as typed, checked: letters, digits, spaces and ``._@'-``, at most 100."""
+    name = name.strip()
+    if not name or len(name) > NAME_MAX or _NAME_RE.fullmatch(name) is None:
+        raise BookError(
+            f"user name {name[:NAME_MAX]!r}: expected 1 to {NAME_MAX} letters, digits, spaces "
+            "or . _ @ ' -, starting with a letter or digit (e.g. 'Dana Ruiz')"
+        )
+    return name
+
+
+def check_role(role: str) -> ConsoleRole:
+    if role not in CONSOLE_ROLES:
+        raise BookError(f"role {role!r}: expected one of {', '.join(CONSOLE_ROLES)}")
+    return role  # type: ignore[return-value]
+
+
+class Accounts:
+    """People, their argon2 password hashes, and their role on each site."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+        self.db = db
+        self.lock = lock
+        self.hasher = PasswordHasher()
+        self._dummy_hash: str | None = None
+
+    def add(self, name: str, password: str, now_ms: int) -> str:
+        name = check_name(name)
+        hashed = self.hasher.hash(_checked_password(password))
+        with self.lock:
+            try:
+                self.db.execute(
+                    "INSERT INTO console_users (name, password_hash, created_ms) VALUES (?, ?, ?)",
+                    (name, hashed, now_ms),
+                )
+            except sqlite3.IntegrityError:
+                raise BookError(f"user {name!r} already exists") from None
+        return name
+
+    def set_password(self, name: str, password: str) -> None:
+        hashed = self.hasher.hash(_checked_password(password))
+        with self.lock:
+            cur = self.db.execute(
+                "UPDATE console_users SET password_hash = ? WHERE name = ?", (hashed, name)
+            )
+        if cur.rowcount == 0:
+            raise BookError(f"no user {name!r}")
+
+    def remove(self, name: str) -> None:
+        """Delete the account, its roles and its sessions (its audit lines stay)."""
+        with self.lock, self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            cur = self.db.execute("DELETE FROM console_users WHERE name = ?", (name,))
+            self.db.execute("DELETE FROM console_roles WHERE user = ?", (name,))
+            self.db.execute("DELETE FROM console_sessions WHERE user = ?", (name,))
+        if cur.rowcount == 0:
+            raise BookError(f"no user {name!r}")
+
+    def verify(self, name: str, password: str) -> bool:
+        """Whether ``password`` is the user's; an unknown user costs the same time (no oracle)."""
+        row = self.db.execute(
+            "SELECT password_hash FROM console_users WHERE name = ?", (name,)
+        ).fetchone()
+        hashed = str(row[0]) if row is not None else self._dummy()
+        try:
+            ok = self.hasher.verify(hashed, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
+        if row is not None and ok and self.hasher.check_needs_rehash(hashed):
+            self.set_password(name, password)
+        return row is not None and ok
+
+    def _dummy(self) -> str:
+        if self._dummy_hash is None:
+            self._dummy_hash = self.hasher.hash(secrets.token_hex(16))
+        return self._dummy_hash
+
+    def exists(self, name: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM console_users WHERE name = ?", (name,)).fetchone()
+        return row is not None
+
+    def grant(self, name: str, site: str, role: str) -> str | None:
+        """Give ``name`` ``role`` on ``site``; returns the role it replaces (one per site)."""
+        role = check_role(role)
+        with self.lock:
+            if not self.exists(name):
+                raise BookError(f"no user {name!r}")
+            before = self.roles(name).get(site)
+            self.db.execute(
+                "INSERT INTO console_roles (user, site, role) VALUES (?, ?, ?) "
+                "ON CONFLICT (user, site) DO UPDATE SET role = excluded.role",
+                (name, site, role),
+            )
+        return before
+
+    def revoke(self, name: str, site: str) -> str:
+        """Take away ``name``'s role on ``site``; returns the role removed."""
+        with self.lock:
+            before = self.roles(name).get(site)
+            if before is None:
+                raise BookError(f"user {name!r} has no role on site {site!r}")
+            self.db.execute("DELETE FROM console_roles WHERE user = ? AND site = ?", (name, site))
+        return before
+
+    def roles(self, name: str) -> dict[str, str]:
+        """site -> role of ``name`` (empty for an unknown user)."""
+        rows = self.db.execute(
+            "SELECT site, role FROM console_roles WHERE user = ? ORDER BY site", (name,)
+        )
+        return {str(s): str(r) for s, r in rows}
+
+    def all(self) -> list[UserInfo]:
+        rows = self.db.execute("SELECT name, created_ms FROM console_users ORDER BY name")
+        return [UserInfo(str(n), int(c), self.roles(str(n))) for n, c in rows.fetchall()]
+
+
+def _checked_password(password: str) -> str:
+    if len(password) < PASSWORD_MIN:
+        raise BookError(f"the password must have at least {PASSWORD_MIN} characters")
+    if password != password.strip():
+        raise BookError("the password must not start or end with spaces")
+    return password
+
+
+class ConsoleBook:
+    """The console's tables in the store's SQLite file; the delivery worker's AckLookup."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.lock = threading.RLock()
+        try:
+            self.db = connect_book(self.path)
+        except sqlite3.DatabaseError as exc:
+            raise BookError(
+                f"{self.path}: is not a usable siltwatch SQLite store ({exc})"
+            ) from None
+        self.accounts = Accounts(self.db, self.lock)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- notes: acknowledgements, comments, corrective actions -------------------------
+
+    def notes(self, site: str, alert_id: str) -> list[Note]:
+        """Every note on the episode, oldest first (console/notes.py NotesSource)."""
+        rows = self.db.execute(
+            "SELECT kind, by, at_ms, text, via FROM console_notes "
+            "WHERE site = ? AND alert_id = ? ORDER BY at_ms, id",
+            (site, alert_id),
+        )
+        return [
+            Note(site, alert_id, NoteKind(str(k)), str(b), int(t), str(x), str(v))
+            for k, b, t, x, v in rows
+        ]
+
+    def acknowledged(self, site: str, alert_id: str) -> Acknowledgement | None:
+        """The first acknowledgement of the episode, or None (alerts/acks.py AckLookup)."""
+        row = self.db.execute(
+            "SELECT by, at_ms, via FROM console_notes "
+            "WHERE site = ? AND alert_id = ? AND kind = 'acknowledged'",
+            (site, alert_id),
+        ).fetchone()
+        return None if row is None else Acknowledgement(str(row[0]), int(row[1]), str(row[2]))
+
+    def acknowledge(
+        self, site: str, alert_id: str, by: str, now_ms: int, via: str = "console"
+    ) -> tuple[Acknowledgement, bool]:
+        """Record the acknowledgement unless one exists; (the one that stands, whether it is new)."""
+        with self.lock:
+            try:
+                self.db.execute(
+                    "INSERT INTO console_notes (site, alert_id, kind, by, at_ms, via) "
+                    "VALUES (?, ?, 'acknowledged', ?, ?, ?)",
+                    (site, alert_id, by, now_ms, via),
+                )
+                new = True
+            except sqlite3.IntegrityError:
+                new = False
+            ack = self.acknowledged(site, alert_id)
+        assert ack is not None
+        return ack, new
+
+    def add_note(
+        self, site: str, alert_id: str, kind: NoteKind, by: str, now_ms: int, text: str, via: str
+    ) -> Note:
+        """A comment or a corrective action (acknowledgements go through :meth:`acknowledge`)."""
+        if kind is NoteKind.ACKNOWLEDGED:
+            raise ValueError("use acknowledge() for acknowledgements: there is one per episode")
+        with self.lock:
+            self.db.execute(
+                "INSERT INTO console_notes (site, alert_id, kind, by, at_ms, text, via) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (site, alert_id, kind.value, by, now_ms, text, via),
+            )
+        return Note(site, alert_id, kind, by, now_ms, text, via)
+
+    # --- the audit log ----------------------------------------------------------------
+
+    def audit(
+        self,
+        now_ms: int,
+        who: str,
+        action: str,
+        *,
+        site: str = "",
+        alert_id: str = "",
+        detail: str = "",
+    ) -> None:
+        with self.lock:
+            self.db.execute(
+                "INSERT INTO console_audit (at_ms, who, action, site, alert_id, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (now_ms, who, action, site, alert_id, detail[:2000]),
+            )
+
+    def audit_log(
+        self, sites: Iterable[str], *, also_by: str | None = None, limit: int = 500
+    ) -> list[AuditEntry]:
+        """The newest entries first: those about ``sites``, and (``also_by``) a person's own
+        site-less lines (their logins and logouts)."""
+        wanted = sorted(set(sites))
+        query = (
+            "SELECT at_ms, who, action, site, alert_id, detail FROM console_audit "
+            f"WHERE site IN ({','.join('?' * len(wanted))})"
+        )
+        args: list[object] = list(wanted)
+        if also_by is not None:
+            query += " OR (site = '' AND who = ?)"
+            args.append(also_by)
+        rows = self.db.execute(query + " ORDER BY at_ms DESC, id DESC LIMIT ?", (*args, limit))
+        return [
+            AuditEntry(int(t), str(w), str(a), str(s), str(i), str(d)) for t, w, a, s, i, d in rows
+        ]
+
+    # --- single-use links and the secret that signs them -------------------------------
+
+    def link_used_at(self, token: str) -> int | None:
+        row = self.db.execute(
+            "SELECT used_at FROM console_used_links WHERE token = ?", (token_digest(token),)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def spend_link(self, token: str, now_ms: int) -> bool:
+        """Mark the link used; False when it already was (the second press loses)."""
+        with self.lock:
+            try:
+                self.db.execute(
+                    "INSERT INTO console_used_links (token, used_at) VALUES (?, ?)",
+                    (token_digest(token), now_ms),
+                )
+            except sqlite3.IntegrityError:
+                return False
+        return True
+
+    def link_secret(self) -> bytes:
+        """The key acknowledgement links are signed with: 32 random bytes, made once."""
+        with self.lock:
+            self.db.execute(
+                "INSERT OR IGNORE INTO console_settings (key, value) VALUES ('link_secret', ?)",
+                (secrets.token_bytes(32),),
+            )
+            row = self.db.execute(
+                "SELECT value FROM console_settings WHERE key = 'link_secret'"
+            ).fetchone()
+        return bytes(row[0])

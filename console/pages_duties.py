@@ -1,0 +1,216 @@
+"""Duties (due, overdue, done), and the forms that record inspections and site-log entries.
+
+An inspection typed here is the same ``InspectionRecord`` a field tablet
+publishes, with the fields an inspection record must hold besides who and when
+(Lake Lure 96.05(B)(17)(a),(b): the inspector's affiliation, address and
+telephone, the signature, significant deviations from the plan, corrective
+actions taken), handed to the field desk (console/desk.py) on the site's
+inspections topic. A site-log entry is a ``SiteLogRecord`` on the site's log
+topic. Neither is written to the store by the console: the desk validates and
+stores it, and the engine judges it in event time, as it does a message. What
+the desk refuses is shown to the person as the desk said it.
+
+Times are typed in the site's local time (``<input type=datetime-local>``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from console import views
+from console.auth import Permission, SessionUser
+from console.desk import DeskError
+from console.web import Console, console_of, field_text, page_user, posted_form, render, site_for
+from siltwatch.config import SiteConfig
+from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
+from siltwatch.vocabulary import SiteEvent
+
+FUTURE_SLACK_MS = 5 * 60_000
+DONE = {
+    "inspection": "Inspection recorded. Duties it completes are marked done once the engine has judged it.",
+    "site_log": "Site-log entry recorded.",
+}
+INSPECTION_TEXT_FIELDS = (
+    "inspector",
+    "affiliation",
+    "address",
+    "phone",
+    "deviations",
+    "corrective_actions",
+    "notes",
+)
+
+
+class FormProblem(Exception):
+    """What is wrong with a submitted form, for the person who typed it."""
+
+
+def _page(
+    request: Request,
+    user: SessionUser,
+    site: SiteConfig,
+    *,
+    message: str = "",
+    kind: str = "info",
+    typed: dict[str, str] | None = None,
+    status: int = 200,
+) -> Response:
+    console = console_of(request)
+    sid = site.site.id
+    now = console.now_ms()
+    local_now = datetime.fromtimestamp(now / 1000, site.site.zone).strftime("%Y-%m-%dT%H:%M")
+    context: dict[str, Any] = {
+        "site": site,
+        "duties": views.duty_rows(site, console.store, now),
+        "inspection_duties": [
+            views.duty_row(d, site, now) for d in views.open_inspection_duties(site, console.store)
+        ],
+        "may_record": user.may(sid, Permission.RECORD),
+        "has_desk": console.desk is not None,
+        "events": [e.value for e in SiteEvent if e is not SiteEvent.CORRECTIVE_ACTION],
+        "typed": {"time": local_now, "inspector": user.name, **(typed or {})},
+        "message": message,
+        "message_kind": kind,
+    }
+    return render(request, "duties.html", context, user=user, status=status)
+
+
+async def duties_page(request: Request) -> Response:
+    user = page_user(request)
+    site = site_for(request, user, Permission.READ)
+    return _page(request, user, site, message=DONE.get(request.query_params.get("done", ""), ""))
+
+
+def local_instant(text: str, site: SiteConfig, now_ms: int) -> datetime:
+    """``YYYY-MM-DDTHH:MM`` in the site's local time, as an aware UTC time; not in the future."""
+    try:
+        naive = datetime.fromisoformat(text)
+    except ValueError:
+        raise FormProblem(
+            f"time {text[:30]!r}: expected a date and time such as 2026-05-05T14:30"
+        ) from None
+    here = naive.replace(tzinfo=site.site.zone) if naive.tzinfo is None else naive
+    if here.timestamp() * 1000 > now_ms + FUTURE_SLACK_MS:
+        raise FormProblem("the time is in the future: record what was done, when it was done")
+    return here.astimezone(UTC)
+
+
+def _problems(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+    return "; ".join(parts)
+
+
+def _submit(console: Console, topic: str, record: BaseModel) -> None:
+    if console.desk is None:
+        raise FormProblem("this console has no field desk: nothing can be recorded here")
+    try:
+        console.desk.submit(topic, record.model_dump_json(exclude_none=True).encode())
+    except DeskError as exc:
+        raise FormProblem(str(exc)) from None
+
+
+def inspection_record(
+    form: FormData, site: SiteConfig, now_ms: int, duties: set[str]
+) -> InspectionRecord:
+    """The InspectionRecord the form describes (FormProblem for what is wrong)."""
+    duty = field_text(form, "duty", 100)
+    if duty and duty not in duties:
+        raise FormProblem(f"duty {duty!r} is not an open inspection duty of {site.site.id}")
+    fields = {name: field_text(form, name) or None for name in INSPECTION_TEXT_FIELDS}
+    try:
+        return InspectionRecord(
+            site=site.site.id,
+            time=local_instant(field_text(form, "time", 40), site, now_ms),
+            duty=duty or None,
+            signed=form.get("signed") == "yes",
+            **fields,
+        )
+    except ValidationError as exc:
+        raise FormProblem(_problems(exc)) from None
+
+
+async def record_inspection(request: Request) -> Response:
+    user = page_user(request)
+    site = site_for(request, user, Permission.RECORD)
+    form = await posted_form(request, user, site=site.site.id)
+    console = console_of(request)
+    sid, now = site.site.id, console.now_ms()
+    open_ids = {d.id for d in views.open_inspection_duties(site, console.store)}
+    try:
+        record = inspection_record(form, site, now, open_ids)
+        _submit(console, inspections_topic(sid), record)
+    except FormProblem as exc:
+        console.book.audit(now, user.name, "inspection_refused", site=sid, detail=str(exc))
+        typed = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+        return _page(
+            request,
+            user,
+            site,
+            message=f"Not recorded: {exc}",
+            kind="error",
+            typed=typed,
+            status=400,
+        )
+    detail = f"{record.inspector} at {record.time.isoformat()} duty {record.duty or 'all open'}"
+    console.book.audit(now, user.name, "inspection", site=sid, detail=detail)
+    return RedirectResponse(f"/sites/{sid}/duties?done=inspection", status_code=303)
+
+
+def site_log_record(
+    form: FormData, site: SiteConfig, user: SessionUser, now_ms: int
+) -> SiteLogRecord:
+    event = field_text(form, "event", 40)
+    if event not in {e.value for e in SiteEvent}:
+        raise FormProblem(f"event {event[:40]!r}: choose one of the listed events")
+    area = field_text(form, "area", 64)
+    areas = [a.id for a in site.areas]
+    if area and area not in areas:
+        raise FormProblem(
+            f"area {area!r} is not an area of {site.site.id} ({', '.join(areas) or 'none'})"
+        )
+    try:
+        return SiteLogRecord(
+            site=site.site.id,
+            time=local_instant(field_text(form, "time", 40), site, now_ms),
+            event=SiteEvent(event),
+            area=area or None,
+            by=user.name,
+            detail=field_text(form, "detail", 2000) or None,
+        )
+    except ValidationError as exc:
+        raise FormProblem(_problems(exc)) from None
+
+
+async def record_site_log(request: Request) -> Response:
+    user = page_user(request)
+    site = site_for(request, user, Permission.RECORD)
+    form = await posted_form(request, user, site=site.site.id)
+    console = console_of(request)
+    sid, now = site.site.id, console.now_ms()
+    try:
+        record = site_log_record(form, site, user, now)
+        _submit(console, site_log_topic(sid), record)
+    except FormProblem as exc:
+        console.book.audit(now, user.name, "site_log_refused", site=sid, detail=str(exc))
+        typed = {f"log_{k}": v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+        return _page(
+            request,
+            user,
+            site,
+            message=f"Not recorded: {exc}",
+            kind="error",
+            typed=typed,
+            status=400,
+        )
+    detail = f"{record.event} {record.area or ''} {record.detail or ''}".strip()
+    console.book.audit(now, user.name, "site_log", site=sid, detail=detail)
+    return RedirectResponse(f"/sites/{sid}/duties?done=site_log", status_code=303)

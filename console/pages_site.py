@@ -1,0 +1,178 @@
+"""The sites overview, a site's page with its plots over a chosen window, and its report.
+
+The window is chosen as ``?from=YYYY-MM-DD&to=YYYY-MM-DD`` (the site's local
+days, both included) or ``?hours=N`` (the last N hours before the newest
+reading). Without either it is the 7 days before the site's newest reading,
+not the wall clock's week: a store replayed from a past storm, or a station
+silent since Friday, still opens on its data.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from console import views
+from console.auth import Permission
+from console.web import Console, Refused, console_of, page_user, render, site_for
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig
+from siltwatch.timefmt import local_time
+
+DEFAULT_DAYS = 7
+MAX_DAYS = 92
+MS_PER_H = 3_600_000
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of the site's data: [start_ms, end_ms), and the local days it covers."""
+
+    start_ms: int
+    end_ms: int
+    first_day: date
+    last_day: date
+    query: str  # how to ask for it again (?from=..&to=.. or ?hours=..)
+
+
+def _day(text: str, name: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise Refused(400, f"{name}={text[:20]!r}: expected a date as YYYY-MM-DD") from None
+
+
+def _local_midnight(day: date, site: SiteConfig) -> int:
+    return round(datetime.combine(day, time(), site.site.zone).timestamp() * 1000)
+
+
+def _local_day(ms: int, site: SiteConfig) -> date:
+    return datetime.fromtimestamp(ms / 1000, site.site.zone).date()
+
+
+def chosen_window(request: Request, site: SiteConfig, store: SqliteStore, now_ms: int) -> Window:
+    params = request.query_params
+    if params.get("from") or params.get("to"):
+        end_ms = views.newest_reading_ms(site, store) or now_ms
+        first = _day(params["from"], "from") if params.get("from") else None
+        last = _day(params["to"], "to") if params.get("to") else _local_day(end_ms, site)
+        first = first or last - timedelta(days=DEFAULT_DAYS - 1)
+        if first > last:
+            raise Refused(400, f"from={first} is after to={last}")
+        if (last - first).days + 1 > MAX_DAYS:
+            raise Refused(400, f"choose at most {MAX_DAYS} days at once")
+        query = urlencode({"from": first.isoformat(), "to": last.isoformat()})
+        return Window(
+            _local_midnight(first, site),
+            _local_midnight(last + timedelta(days=1), site),
+            first,
+            last,
+            query,
+        )
+    end_ms = views.newest_reading_ms(site, store) or now_ms
+    hours = DEFAULT_DAYS * 24
+    if params.get("hours"):
+        try:
+            hours = int(params["hours"])
+        except ValueError:
+            raise Refused(400, f"hours={params['hours'][:20]!r}: expected a whole number") from None
+        if not 1 <= hours <= MAX_DAYS * 24:
+            raise Refused(400, f"hours must be between 1 and {MAX_DAYS * 24}")
+    start_ms = end_ms - hours * MS_PER_H
+    return Window(
+        start_ms,
+        end_ms + 1,
+        _local_day(start_ms, site),
+        _local_day(end_ms, site),
+        urlencode({"hours": hours}) if params.get("hours") else "",
+    )
+
+
+def _site_summary(console: Console, site: SiteConfig, role: str) -> dict[str, object]:
+    alerts = views.open_alerts(site, console.store, console.book)
+    return {
+        "site": site,
+        "role": role,
+        "alerts": alerts,
+        "counts": views.severity_counts(alerts),
+        "duties": views.pressing(views.duty_rows(site, console.store, console.now_ms())),
+        "stations": views.station_rows(site, console.store),
+        "sensors": views.sensor_rows(site, console.store),
+    }
+
+
+async def overview(request: Request) -> Response:
+    user = page_user(request)
+    console = console_of(request)
+    summaries = [
+        _site_summary(console, site, user.roles[sid])
+        for sid, site in console.sites.items()
+        if sid in user.roles
+    ]
+    return render(request, "overview.html", {"summaries": summaries}, user=user)
+
+
+def _charts(site: SiteConfig, store: SqliteStore, window: Window) -> list[Markup]:
+    from console.plots import site_charts  # drawn on demand: the overview needs no plots
+
+    return [
+        Markup(chart.svg()) for chart in site_charts(site, store, window.start_ms, window.end_ms)
+    ]
+
+
+async def site_page(request: Request) -> Response:
+    user = page_user(request)
+    site = site_for(request, user, Permission.READ)
+    console = console_of(request)
+    window = chosen_window(request, site, console.store, console.now_ms())
+    sid = site.site.id
+    log = console.store.site_log(sid)[-15:]
+    context = {
+        **_site_summary(console, site, user.roles[sid]),
+        "window": window,
+        "charts": _charts(site, console.store, window),
+        "all_alerts": views.all_alerts(site, console.store, console.book),
+        "site_log": [{"entry": e, "at": local_time(e.t, site.site.zone)} for e in reversed(log)],
+        "may_record": user.may(sid, Permission.RECORD),
+    }
+    return render(request, "site.html", context, user=user)
+
+
+async def report(request: Request) -> Response:
+    """The inspector's report of the window: HTML, or PDF with ``?format=pdf``."""
+    user = page_user(request)
+    site = site_for(request, user, Permission.READ)
+    console = console_of(request)
+    window = chosen_window(request, site, console.store, console.now_ms())
+    html = console.reports.html(
+        site, console.store, console.book, window.first_day, window.last_day
+    )
+    stem = f"siltwatch-report-{site.site.id}-{window.first_day}-{window.last_day}"
+    console.book.audit(
+        console.now_ms(),
+        user.name,
+        "report",
+        site=site.site.id,
+        detail=f"{window.first_day} .. {window.last_day} {request.query_params.get('format', 'html')}",
+    )
+    if request.query_params.get("format") != "pdf":
+        return HTMLResponse(
+            html, headers={"Content-Disposition": f'attachment; filename="{stem}.html"'}
+        )
+    with tempfile.TemporaryDirectory(prefix="siltwatch-report-") as work:
+        out = Path(work) / f"{stem}.pdf"
+        await run_in_threadpool(console.reports.pdf, html, out)  # a browser: seconds
+        data = out.read_bytes()
+    return Response(
+        data,
+        media_type="application/pdf",
+        headers={"Content-Disposition": f'attachment; filename="{stem}.pdf"'},
+    )

@@ -1,0 +1,45 @@
+"""How the console gets the inspector's report: a seam over console/report.py.
+
+The report itself (HTML with its plots, PDF through a real renderer) is
+console/report.py's; the console only asks for it. The seam lets a test give
+the app a fast stand-in, and keeps the PDF renderer (a browser or WeasyPrint)
+out of the import of every page: it is loaded on the first report asked for.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Protocol
+
+from console.notes import NotesSource
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig
+
+
+class ReportRenderer(Protocol):
+    def html(
+        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+    ) -> str:
+        """The report of the local days ``start`` .. ``end`` (inclusive) as one HTML page."""
+        ...
+
+    def pdf(self, html: str, out_path: Path) -> None:
+        """Render the HTML report to a PDF file."""
+        ...
+
+
+class InspectorReport:
+    """The real report (console/report.py ``build_report`` and ``render_pdf``)."""
+
+    def html(
+        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+    ) -> str:
+        from console.report import build_report
+
+        return build_report(site, store, notes, start, end)
+
+    def pdf(self, html: str, out_path: Path) -> None:
+        from console.report import render_pdf
+
+        render_pdf(html, out_path)

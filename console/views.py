@@ -1,0 +1,369 @@
+"""What the pages show, read from the store and the book and put in people's words.
+
+Plain functions from (site, store, book, now) to small rows: open alerts with
+their kind's label and "by how much" from the detection registry
+(siltwatch/detections), duties with how long until (or since) they are due,
+station health from the stations' last statuses, the last reading of each
+sensor, an episode's timeline. Times are the site's local time
+(siltwatch/timefmt.py). No HTML here: the templates lay the rows out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from alerts.acks import Acknowledgement
+from console.book import ConsoleBook
+from console.notes import NoteKind
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig
+from siltwatch.detections import alert_spec, duty_spec
+from siltwatch.detections.base import short_number
+from siltwatch.schema import Alert, Duty
+from siltwatch.timefmt import duration, local_time
+from siltwatch.vocabulary import DutyKind, Severity, severity_rank
+
+DUE_SOON_MS = 48 * 3_600_000
+VIA_LABELS = {"console": "in the console", "link": "by link", "sms": "by SMS"}
+
+
+def _ms(value: datetime) -> int:
+    return round(value.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class AlertRow:
+    id: str
+    kind: str
+    label: str
+    subject: str
+    severity: str
+    opened: str
+    resolved: str | None
+    amount: str
+    regulatory: bool
+    ack: Acknowledgement | None
+    ack_text: str
+
+
+def kind_label(kind: str) -> str:
+    spec = alert_spec(kind)
+    return spec.label if spec is not None else kind.replace("_", " ")
+
+
+def ack_words(ack: Acknowledgement | None, site: SiteConfig) -> str:
+    if ack is None:
+        return ""
+    how = VIA_LABELS.get(ack.via, ack.via)
+    return f"Acknowledged by {ack.by} {how} at {local_time(ack.at_ms, site.site.zone)}"
+
+
+def alert_row(alert: Alert, site: SiteConfig, book: ConsoleBook) -> AlertRow:
+    spec = alert_spec(alert.kind)
+    zone = site.site.zone
+    ack = book.acknowledged(site.site.id, alert.id)
+    return AlertRow(
+        id=alert.id,
+        kind=alert.kind,
+        label=kind_label(alert.kind),
+        subject=alert.subject,
+        severity=str(alert.severity),
+        opened=local_time(alert.opened_at, zone),
+        resolved=None if alert.resolved_at is None else local_time(alert.resolved_at, zone),
+        amount=spec.how_much(alert.evidence, zone) if spec is not None else "",
+        regulatory=bool(spec and spec.regulatory),
+        ack=ack,
+        ack_text=ack_words(ack, site),
+    )
+
+
+def open_alerts(site: SiteConfig, store: SqliteStore, book: ConsoleBook) -> list[AlertRow]:
+    """The site's unresolved episodes, most severe first, then oldest first."""
+    alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
+    alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
+    return [alert_row(a, site, book) for a in alerts]
+
+
+def all_alerts(site: SiteConfig, store: SqliteStore, book: ConsoleBook) -> list[AlertRow]:
+    """Every episode, newest first (resolved ones included: they may need an action)."""
+    alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
+    return [alert_row(a, site, book) for a in alerts]
+
+
+def severity_counts(rows: list[AlertRow]) -> list[tuple[str, int]]:
+    return [(s.value, sum(r.severity == s.value for r in rows)) for s in reversed(Severity)]
+
+
+# --- duties ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DutyRow:
+    id: str
+    kind: str
+    label: str
+    reason: str
+    subject: str
+    created: str
+    due: str
+    completed: str | None
+    state: str  # overdue | due_soon | open | done
+    when: str  # "due in 5 h 10 min", "overdue by 2.5 days", "done"
+    rule: str
+
+
+def duty_row(duty: Duty, site: SiteConfig, now_ms: int) -> DutyRow:
+    zone = site.site.zone
+    due = _ms(duty.due_at)
+    if duty.completed_at is not None:
+        state, words = "done", "done " + local_time(duty.completed_at, zone)
+    elif due <= now_ms:
+        state, words = "overdue", f"overdue by {duration((now_ms - due) / 1000)}"
+    else:
+        state = "due_soon" if due - now_ms <= DUE_SOON_MS else "open"
+        words = f"due in {duration((due - now_ms) / 1000)}"
+    spec = duty_spec(duty.kind)
+    return DutyRow(
+        id=duty.id,
+        kind=duty.kind,
+        label=spec.label if spec is not None else duty.kind.replace("_", " "),
+        reason=duty.reason.replace("_", " "),
+        subject=duty.subject,
+        created=local_time(duty.created_at, zone),
+        due=local_time(duty.due_at, zone),
+        completed=None if duty.completed_at is None else local_time(duty.completed_at, zone),
+        state=state,
+        when=words,
+        rule=duty.rule,
+    )
+
+
+def duty_rows(site: SiteConfig, store: SqliteStore, now_ms: int) -> list[DutyRow]:
+    """Every duty: overdue first, then by due time; done ones last, newest first."""
+    rows = [(d, duty_row(d, site, now_ms)) for d in store.duties(site.site.id)]
+    pending = sorted((r for r in rows if r[1].state != "done"), key=lambda r: r[0].due_at)
+    done = sorted(
+        (r for r in rows if r[1].state == "done"), key=lambda r: r[0].due_at, reverse=True
+    )
+    return [r for _, r in pending] + [r for _, r in done]
+
+
+def pressing(rows: list[DutyRow]) -> list[DutyRow]:
+    """Duties overdue or due within 48 hours."""
+    return [r for r in rows if r.state in ("overdue", "due_soon")]
+
+
+def open_inspection_duties(site: SiteConfig, store: SqliteStore) -> list[Duty]:
+    """What an inspection record may name as its duty (others are closed by the site log)."""
+    return [
+        d
+        for d in store.duties(site.site.id)
+        if d.kind == DutyKind.INSPECTION and d.completed_at is None
+    ]
+
+
+# --- stations and sensors --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StationRow:
+    id: str
+    name: str
+    state: str  # online | offline | unknown
+    battery: str
+    disk: str
+    backlog: str
+    clock: str
+    last_status: str
+    last_reading: str
+
+
+def _number(value: float | int | None, unit: str, digits: int = 2) -> str:
+    text = short_number(None if value is None else float(value), digits)
+    return "—" if text is None else f"{text} {unit}".strip()
+
+
+def station_rows(site: SiteConfig, store: SqliteStore) -> list[StationRow]:
+    """Each station's last status (battery, disk, backlog, clock) and its newest reading."""
+    sid, zone = site.site.id, site.site.zone
+    newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
+    rows = []
+    for station in site.stations:
+        statuses = store.statuses(sid, station.id)
+        report = statuses[-1][2] if statuses else None
+        clock = "—"
+        if report is not None and report.clock_synced is False:
+            clock = "not synced"
+        elif report is not None and report.clock_offset_s is not None:
+            clock = f"{report.clock_offset_s:+.1f} s"
+        rows.append(
+            StationRow(
+                id=station.id,
+                name=station.name or station.id,
+                state=report.state if report is not None else "unknown",
+                battery=_number(report.battery_v if report else None, "V"),
+                disk=_number(report.disk_free_mb if report else None, "MB free", 0),
+                backlog=_number(report.backlog if report else None, "waiting", 0),
+                clock=clock,
+                last_status=local_time(report.t, zone) if report is not None else "no status yet",
+                last_reading=local_time(newest.get(station.id), zone),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class SensorRow:
+    id: str
+    kind: str
+    station: str
+    value: str
+    at: str
+
+
+def latest_reading(store: SqliteStore, site: str, sensor: str) -> tuple[int, float] | None:
+    """(time, value) of the sensor's newest reading. A read the store has no method for yet
+    (``SqliteStore.readings`` loads the whole history); one indexed query on its table."""
+    row = store.db.execute(
+        "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
+        (site, sensor),
+    ).fetchone()
+    return None if row is None else (int(row[0]), float(row[1]))
+
+
+def sensor_rows(site: SiteConfig, store: SqliteStore) -> list[SensorRow]:
+    rows = []
+    for station in site.stations:
+        for sensor in station.sensors:
+            last = latest_reading(store, site.site.id, sensor.id)
+            rows.append(
+                SensorRow(
+                    id=sensor.id,
+                    kind=sensor.kind.replace("_", " "),
+                    station=station.id,
+                    value="—" if last is None else _number(last[1], sensor.unit, 3),
+                    at="no reading yet" if last is None else local_time(last[0], site.site.zone),
+                )
+            )
+    return rows
+
+
+def newest_reading_ms(site: SiteConfig, store: SqliteStore) -> int | None:
+    clocks = store.station_clocks(site.site.id)
+    return max((t for _s, t, _a in clocks), default=None)
+
+
+# --- one episode ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimelineRow:
+    at_ms: int
+    at: str
+    what: str
+    detail: str
+    kind: str  # opened | escalated | resolved | acknowledged | comment | corrective_action
+
+
+def timeline(alert: Alert, site: SiteConfig, book: ConsoleBook) -> list[TimelineRow]:
+    """Opened, escalations, what people recorded, resolved — in time order."""
+    zone = site.site.zone
+    rows: list[TimelineRow] = []
+    for i, step in enumerate(alert.escalations):
+        at = _ms(step.at)
+        what = f"opened as {step.severity}" if i == 0 else f"escalated to {step.severity}"
+        rows.append(
+            TimelineRow(at, local_time(at, zone), what, "", "opened" if i == 0 else "escalated")
+        )
+    if not alert.escalations:
+        at = _ms(alert.opened_at)
+        rows.append(
+            TimelineRow(at, local_time(at, zone), f"opened as {alert.severity}", "", "opened")
+        )
+    for note in book.notes(site.site.id, alert.id):
+        how = VIA_LABELS.get(note.via, note.via)
+        what = {
+            NoteKind.ACKNOWLEDGED: f"acknowledged by {note.by} {how}",
+            NoteKind.COMMENT: f"comment by {note.by}",
+            NoteKind.CORRECTIVE_ACTION: f"corrective action by {note.by}",
+        }[note.kind]
+        rows.append(
+            TimelineRow(note.at_ms, local_time(note.at_ms, zone), what, note.text, note.kind.value)
+        )
+    if alert.resolved_at is not None:
+        at = _ms(alert.resolved_at)
+        rows.append(TimelineRow(at, local_time(at, zone), "resolved", "", "resolved"))
+    return sorted(rows, key=lambda r: r.at_ms)
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    amount: str  # the registry's "by how much"
+    told: list[tuple[str, str]]  # the typed evidence model's fields, in people's words
+    detail: list[tuple[str, str]]  # further keys the detector wrote
+
+
+def evidence_view(alert: Alert, site: SiteConfig) -> EvidenceView:
+    zone = site.site.zone
+    spec = alert_spec(alert.kind)
+    declared: list[str] = []
+    amount = ""
+    if spec is not None and spec.read_evidence(alert.evidence) is not None:
+        declared = [k for k in spec.evidence.model_fields if k in alert.evidence]
+        amount = spec.how_much(alert.evidence, zone)
+    unit = alert.evidence.get("unit")
+    unit = unit if isinstance(unit, str) else ""
+    told = [_entry(k, alert.evidence[k], unit, site) for k in declared]
+    detail = [
+        _entry(k, v, unit, site)
+        for k, v in alert.evidence.items()
+        if k not in declared and not isinstance(v, dict | list)
+    ]
+    return EvidenceView(amount, told, detail)
+
+
+# Key endings that carry their unit: (ending, the unit shown after the value).
+_SUFFIXES = (
+    ("_m3", "m³"),
+    ("_m", "m"),
+    ("_mm", "mm"),
+    ("_in", "in"),
+    ("_ft", "ft"),
+    ("_ntu", "NTU"),
+    ("_h", "h"),
+    ("_v", "V"),
+    ("_mb", "MB"),
+    ("_pct", "%"),
+)
+_IN_SITE_UNIT = ("level", "limit", "excess")  # turbidity and water levels, in the sensor's unit
+
+
+def _entry(key: str, value: Any, unit: str, site: SiteConfig) -> tuple[str, str]:
+    """One evidence key and value in people's words: units after numbers, times local,
+    durations in hours and minutes, fractions as percent."""
+    if key.endswith("_s") and isinstance(value, int | float) and not isinstance(value, bool):
+        return key[:-2].replace("_", " "), duration(float(value))
+    fraction = key.startswith("fraction") or key.endswith("_fraction")
+    if fraction and isinstance(value, float):
+        return key.replace("_", " "), f"{short_number(value * 100, 1)} %"
+    for ending, shown_unit in _SUFFIXES:
+        if key.endswith(ending) and isinstance(value, int | float) and not isinstance(value, bool):
+            return key[: -len(ending)].replace("_", " "), f"{_shown(value, site)} {shown_unit}"
+    text = _shown(value, site)
+    if unit and isinstance(value, float) and any(w in key for w in _IN_SITE_UNIT):
+        text = f"{text} {unit}"
+    return key.replace("_", " "), text
+
+
+def _shown(value: Any, site: SiteConfig) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return short_number(value, 3) or "0"
+    if isinstance(value, str) and len(value) >= 17 and value[4:5] == "-" and value[10:11] == "T":
+        return local_time(value, site.site.zone)
+    return str(value)

@@ -1,0 +1,235 @@
+"""The world the console's tests run in: the Lake George storm week in a real SQLite store.
+
+The store is written the way ``siltwatch serve`` writes it — the example
+week's readings, inspections and site log through the store's own API, then
+the ingest service's catch-up and finish, which store the alert episodes and
+duties the engine raises — plus two station statuses, so station health has
+something to show. It is built once per test process and copied for each test
+(the console writes its own tables into the file). Four people have accounts:
+the site's operator and officer (its first two contacts), a qualified
+inspector and a viewer.
+
+``World`` wraps the app with a fake clock (2026-05-12 12:00 EDT, the day after
+the week), a recording field desk, and a fake report renderer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from pathlib import Path
+
+import httpx
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from analytics.events import StationReport
+from console.app import make_app
+from console.book import ConsoleBook
+from console.desk import DeskError
+from console.notes import NotesSource
+from console.web import Console
+from ingest.recording import read_csv_readings, read_inspections, read_site_log
+from ingest.service import IngestService
+from ingest.store import SqliteStore
+from siltwatch.config import SiteConfig, load_site
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+SITE_FILE = EXAMPLES / "lake-george-site.toml"
+SITE = load_site(SITE_FILE)
+SID = SITE.site.id  # lg-route9n
+T_AFTER_WEEK_S = 1778601600.0  # 2026-05-12T16:00:00Z = 12:00 EDT, the day after the week
+PASSWORD = "silt-fence-holds-7"
+OPERATOR, OFFICER, INSPECTOR, VIEWER = "Dana Ruiz", "Sam Okafor", "Quinn Hale", "Vic Viewer"
+ROLES = {
+    OPERATOR: "operator",
+    OFFICER: "officer",
+    INSPECTOR: "qualified_inspector",
+    VIEWER: "viewer",
+}
+HEALTH_MS = 1778472000000  # 2026-05-11T04:00:00Z, the week's last reading
+
+
+def fill_week(db: Path, site: SiteConfig = SITE, name: str = "lake-george") -> None:
+    """The site's example week in ``db``, judged by the engine as the service would."""
+    sid = site.site.id
+    store = SqliteStore(db)
+    try:
+        readings = read_csv_readings(EXAMPLES / f"{name}-storm.csv", site.sensors())
+        station = site.station_of()
+        last = max(r.t for r in readings)
+        store.add_readings(sid, [(station[r.sensor], r) for r in readings], received_at=last)
+        for ins in read_inspections(EXAMPLES / f"{name}-inspections.csv"):
+            store.add_inspection(sid, ins)
+        for entry in read_site_log(EXAMPLES / f"{name}-site-log.csv", [a.id for a in site.areas]):
+            store.add_site_log(sid, entry, 0)
+        if name == "lake-george":
+            store.add_status(
+                sid,
+                StationReport("basin-1", HEALTH_MS, "online", battery_v=12.43, disk_free_mb=8123.0,
+                              backlog=17, clock_synced=True, clock_offset_s=0.4),
+                HEALTH_MS,
+            )  # fmt: skip
+            store.add_status(
+                sid, StationReport("down-1", HEALTH_MS, "offline", timed=False), HEALTH_MS
+            )
+        service = IngestService(site, store, say=lambda _line: None)
+        service.finish(last)
+    finally:
+        store.close()
+
+
+@cache
+def _base_store() -> Path:
+    """The week's store with the four accounts, built once per test process."""
+    work = Path(tempfile.mkdtemp(prefix="siltwatch-console-"))
+    atexit.register(shutil.rmtree, work, True)
+    db = work / "week.sqlite3"
+    fill_week(db)
+    book = ConsoleBook(db)
+    try:
+        for person, role in ROLES.items():
+            book.accounts.add(person, PASSWORD, 0)
+            book.accounts.grant(person, SID, role)
+        book.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        book.close()
+    return db
+
+
+def week_store(folder: Path) -> Path:
+    """A fresh copy of the week's store in ``folder``."""
+    db = folder / "siltwatch.sqlite3"
+    shutil.copy(_base_store(), db)
+    return db
+
+
+class FakeClock:
+    def __init__(self, now_s: float = T_AFTER_WEEK_S) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+    def advance(self, seconds: float) -> None:
+        self.now_s += seconds
+
+
+@dataclass
+class RecordingDesk:
+    """A field desk that keeps what it is handed (and refuses with ``refuse`` when set)."""
+
+    submitted: list[tuple[str, bytes]] = field(default_factory=list)
+    refuse: str | None = None
+
+    def submit(self, topic: str, payload: bytes) -> None:
+        if self.refuse is not None:
+            raise DeskError(self.refuse)
+        self.submitted.append((topic, payload))
+
+
+@dataclass
+class FakeReports:
+    """Stands in for console/report.py: says which days it was asked for."""
+
+    asked: list[tuple[str, date, date]] = field(default_factory=list)
+
+    def html(
+        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+    ) -> str:
+        self.asked.append((site.site.id, start, end))
+        return f"<html><body>report of {site.site.id} {start} .. {end}</body></html>"
+
+    def pdf(self, html: str, out_path: Path) -> None:
+        out_path.write_bytes(b"%PDF-1.7 fake " + html.encode())
+
+
+@dataclass
+class World:
+    db: Path
+    app: Starlette
+    clock: FakeClock
+    desk: RecordingDesk
+    reports: FakeReports
+
+    @property
+    def console(self) -> Console:
+        console: Console = self.app.state.console
+        return console
+
+    @property
+    def book(self) -> ConsoleBook:
+        """The app's own book: what the delivery worker's AckLookup would read."""
+        return self.console.book
+
+    def client(self) -> TestClient:
+        return TestClient(self.app, base_url="https://console.test", follow_redirects=False)
+
+    def login(self, name: str = OPERATOR, password: str = PASSWORD) -> TestClient:
+        client = self.client()
+        response = log_in(client, name, password)
+        assert response.status_code == 303, response.text
+        return client
+
+    def plume_id(self) -> str:
+        """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""
+        (plume,) = [
+            a
+            for a in self.console.store.alerts(SID)
+            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
+        ]
+        return plume.id
+
+    def actions(self, action: str | None = None) -> list[tuple[str, str, str, str]]:
+        """(who, action, alert id, detail) of the audit log, oldest first."""
+        entries = reversed(self.book.audit_log([SID, ""]))
+        return [
+            (e.who, e.action, e.alert_id, e.detail) for e in entries if action in (None, e.action)
+        ]
+
+
+def make_world(
+    folder: Path,
+    *,
+    sites: dict[str, SiteConfig] | None = None,
+    public_url: str | None = "https://console.test",
+    twilio_token: str | None = None,
+    real_reports: bool = False,
+) -> World:
+    """The app over a fresh copy of the week; ``real_reports`` serves console/report.py's
+    report instead of the fake."""
+    db = week_store(folder)
+    clock, desk, reports = FakeClock(), RecordingDesk(), FakeReports()
+    app = make_app(
+        sites or {SID: SITE},
+        db,
+        desk=desk,
+        clock=clock,
+        public_url=public_url,
+        twilio_token=twilio_token,
+        report_renderer=None if real_reports else reports,
+    )
+    return World(db, app, clock, desk, reports)
+
+
+_CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token of the (first) form on a page."""
+    match = _CSRF.search(html)
+    assert match is not None, "the page has no form with a CSRF token"
+    return match.group(1)
+
+
+def log_in(client: TestClient, name: str, password: str) -> httpx.Response:
+    page = client.get("/login")
+    form = {"name": name, "password": password, "csrf": csrf_of(page.text), "next": "/"}
+    response: httpx.Response = client.post("/login", data=form)
+    return response

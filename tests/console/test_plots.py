@@ -1,0 +1,247 @@
+"""The console's SVG charts (console/plots.py), as a browser or a PDF shows them.
+
+Pure: a chart is built from numbers and its SVG is parsed as XML, so each test
+reads what would be drawn (the line, the limit line's height, the tick labels
+in the site's local time) rather than how it was computed.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series
+
+SVG = "{http://www.w3.org/2000/svg}"
+NEW_YORK = ZoneInfo("America/New_York")
+MIN = 60_000
+H = 3_600_000
+
+
+def ms(text: str) -> int:
+    return round(datetime.fromisoformat(text).timestamp() * 1000)
+
+
+def parse(chart: Chart, width: int = 720, height: int = 220) -> ET.Element:
+    return ET.fromstring(chart.svg(width, height))
+
+
+def polylines(root: ET.Element, label: str) -> list[list[tuple[float, float]]]:
+    """The drawn runs of one series, as pixel coordinates."""
+    group = next(g for g in root.iter(f"{SVG}g") if g.get("data-series") == label)
+    runs = []
+    for line in group.iter(f"{SVG}polyline"):
+        pairs = (p.split(",") for p in (line.get("points") or "").split())
+        runs.append([(float(x), float(y)) for x, y in pairs])
+    return runs
+
+
+def plot_area(root: ET.Element) -> tuple[float, float, float, float]:
+    rect = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "plot")
+    return tuple(float(rect.get(k) or 0) for k in ("x", "y", "width", "height"))  # type: ignore[return-value]
+
+
+def y_of(root: ET.Element, value: float) -> float:
+    """Where ``value`` belongs on the chart's value axis (its data-ymin/data-ymax)."""
+    _x, top, _w, height = plot_area(root)
+    lo, hi = float(root.get("data-ymin") or 0), float(root.get("data-ymax") or 0)
+    return top + (hi - value) * height / (hi - lo)
+
+
+def simple_chart(**kwargs: object) -> Chart:
+    start = ms("2026-05-05T00:00:00+00:00")
+    points = [(start + i * 10 * MIN, float(i * 10)) for i in range(11)]  # 0..100 over 100 min
+    defaults: dict[str, object] = {
+        "title": "Turbidity outfall-a: upstream vs downstream",
+        "unit": "NTU",
+        "series": [Series("downstream", points, interval_ms=10 * MIN)],
+        "lines": [RefLine("limit 50 NTU", 50.0)],
+        "start_ms": start,
+        "end_ms": start + 100 * MIN,
+        "id": "turbidity-outfall-a",
+    }
+    defaults.update(kwargs)
+    return Chart(**defaults)  # type: ignore[arg-type]
+
+
+def test_a_chart_is_an_svg_with_its_id_title_and_unit() -> None:
+    root = parse(simple_chart())
+    assert root.tag == f"{SVG}svg"
+    assert root.get("data-chart") == "turbidity-outfall-a"
+    assert root.findtext(f"{SVG}title") == "Turbidity outfall-a: upstream vs downstream"
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "Turbidity outfall-a: upstream vs downstream" in texts  # drawn, not only named
+    assert "NTU" in texts
+    assert "downstream" in texts and "limit 50 NTU" in texts  # the legend
+
+
+def test_the_series_is_one_polyline_through_every_point_left_to_right() -> None:
+    root = parse(simple_chart())
+    (run,) = polylines(root, "downstream")
+    assert len(run) == 11
+    xs = [x for x, _ in run]
+    assert xs == sorted(xs)
+    x0, _top, width, _h = plot_area(root)
+    assert math.isclose(xs[0], x0, abs_tol=0.1) and math.isclose(xs[-1], x0 + width, abs_tol=0.1)
+    # 0 NTU at the bottom of its value, 100 NTU at the top of its value
+    assert math.isclose(run[0][1], y_of(root, 0.0), abs_tol=0.1)
+    assert math.isclose(run[-1][1], y_of(root, 100.0), abs_tol=0.1)
+
+
+def test_the_limit_line_is_drawn_dashed_at_its_value() -> None:
+    root = parse(simple_chart())
+    line = next(e for e in root.iter(f"{SVG}line") if e.get("class") == "refline")
+    assert line.get("data-value") == "50.0"
+    assert line.get("y1") == line.get("y2")
+    assert math.isclose(float(line.get("y1") or 0), y_of(root, 50.0), abs_tol=0.1)
+    assert line.get("stroke-dasharray")
+    # and halfway up the 0..100 axis: the series and the line share one scale
+    (run,) = polylines(root, "downstream")
+    assert math.isclose(float(line.get("y1") or 0), run[5][1], abs_tol=0.1)  # the 50 NTU point
+
+
+def test_a_limit_above_every_reading_still_fits_on_the_axis() -> None:
+    root = parse(simple_chart(lines=[RefLine("limit 250 NTU", 250.0)]))
+    assert float(root.get("data-ymax") or 0) >= 250.0
+
+
+def tick_labels(root: ET.Element) -> dict[int, str]:
+    return {
+        int(t.get("data-t") or 0): t.text or ""
+        for t in root.iter(f"{SVG}text")
+        if t.get("class") == "xtick"
+    }
+
+
+def test_time_ticks_are_the_sites_local_time_with_its_zone() -> None:
+    start = ms("2026-05-05T04:00:00+00:00")  # local midnight in New York (EDT, UTC-4)
+    chart = simple_chart(
+        series=[Series("level", [(start + i * H, 1.0) for i in range(25)])],
+        lines=[],
+        start_ms=start,
+        end_ms=start + 24 * H,
+        zone=NEW_YORK,
+    )
+    root = parse(chart)
+    ticks = tick_labels(root)
+    assert ticks[start] == "Tue 05-05"  # local midnight, not 00:00 UTC
+    assert ticks[ms("2026-05-05T10:00:00+00:00")] == "06:00"
+    assert ms("2026-05-05T00:00:00+00:00") not in ticks
+    zone = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "time-zone")
+    assert zone == "local time (EDT)"
+
+
+def test_ticks_follow_the_wall_clock_across_a_dst_change() -> None:
+    start = ms("2026-03-06T05:00:00+00:00")  # Fri 00:00 EST
+    end = ms("2026-03-10T04:00:00+00:00")  # Tue 00:00 EDT
+    chart = simple_chart(series=[], lines=[], start_ms=start, end_ms=end, zone=NEW_YORK)
+    root = parse(chart)
+    ticks = tick_labels(root)
+    assert ticks[ms("2026-03-08T05:00:00+00:00")] == "Sun 03-08"  # midnight EST
+    assert ticks[ms("2026-03-09T04:00:00+00:00")] == "Mon 03-09"  # midnight EDT, an hour earlier
+    zone = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "time-zone")
+    assert zone == "local time (EST/EDT)"
+
+
+def test_hostile_labels_are_escaped_not_markup() -> None:
+    evil = '<script>alert("x")</script> & "Co"'
+    chart = simple_chart(
+        title=evil,
+        unit="<b>NTU</b>",
+        series=[Series('"/><image href="x', [(ms("2026-05-05T00:10:00+00:00"), 1.0)])],
+        lines=[RefLine("</text><script>", 1.0)],
+        markers=[Marker("a < b & c", ms("2026-05-05T00:20:00+00:00"))],
+        id='x" onload="alert(1)',
+    )
+    text = chart.svg()
+    assert "<script" not in text and "<image" not in text and "<b>" not in text
+    root = ET.fromstring(text)  # still well-formed
+    assert root.get("data-chart") == 'x" onload="alert(1)'
+    assert root.get("onload") is None
+    assert root.findtext(f"{SVG}title") == evil
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "<b>NTU</b>" in texts and "a < b & c" in texts
+
+
+def test_a_long_window_is_reduced_to_min_and_max_per_pixel_column() -> None:
+    start = ms("2026-04-01T00:00:00+00:00")
+    n = 100_000
+    points = [(start + i * 30_000, 10.0 + math.sin(i / 50)) for i in range(n)]
+    points[77_777] = (points[77_777][0], 480.0)  # one plume peak among 100 000 readings
+    chart = simple_chart(
+        series=[Series("downstream", points, interval_ms=30_000)],
+        lines=[],
+        start_ms=start,
+        end_ms=start + n * 30_000,
+    )
+    text = chart.svg()
+    root = ET.fromstring(text)
+    (run,) = polylines(root, "downstream")
+    _x, _y, width, _h = plot_area(root)
+    assert len(run) <= 2 * width + 2
+    assert len(text) < 100_000  # a 35-day window of 30 s readings stays small
+    peak_y = min(y for _, y in run)
+    assert math.isclose(peak_y, y_of(root, 480.0), abs_tol=0.1)  # the peak survives
+
+
+def test_a_gap_of_more_than_three_intervals_splits_the_line() -> None:
+    start = ms("2026-05-05T00:00:00+00:00")
+    before = [(start + i * MIN, 5.0) for i in range(60)]
+    after = [(start + 120 * MIN + i * MIN, 6.0) for i in range(60)]  # an hour without readings
+    one_missing = [p for i, p in enumerate(before) if i != 30]  # a single lost reading
+    chart = simple_chart(
+        series=[Series("down", before + after, interval_ms=MIN), Series("up", one_missing)],
+        lines=[],
+        start_ms=start,
+        end_ms=start + 180 * MIN,
+    )
+    root = parse(chart)
+    assert [len(run) for run in polylines(root, "down")] == [60, 60]
+    assert len(polylines(root, "up")) == 1  # 2 intervals apart is not a gap
+    assert GAP_INTERVALS == 3
+
+
+def test_an_empty_window_says_so() -> None:
+    root = parse(simple_chart(series=[Series("downstream", [])], lines=[]))
+    texts = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "empty"]
+    assert texts == ["no readings in this window"]
+    assert not list(root.iter(f"{SVG}polyline"))
+
+
+def test_bars_cover_the_interval_ending_at_their_time() -> None:
+    start = ms("2026-05-05T00:00:00+00:00")
+    bars = [(start + (i + 1) * H, 0.1 * (i + 1)) for i in range(4)]
+    chart = simple_chart(
+        series=[Series("rain per 1 h", bars, "bars", interval_ms=H)],
+        lines=[],
+        start_ms=start,
+        end_ms=start + 4 * H,
+    )
+    root = parse(chart)
+    path = next(p for p in root.iter(f"{SVG}path") if p.get("class") == "bars")
+    rects = (path.get("d") or "").split("Z")[:-1]
+    assert len(rects) == 4
+    x0, _top, _width, _h = plot_area(root)
+    first_x = float(rects[0][1:].split()[0])
+    assert math.isclose(
+        first_x, x0, abs_tol=0.1
+    )  # the first hour's bar starts at the window's start
+    assert float(root.get("data-ymin") or 1) == 0.0  # bars stand on zero
+
+
+def test_a_marker_is_a_vertical_line_at_its_time() -> None:
+    start = ms("2026-05-05T00:00:00+00:00")
+    at = start + 50 * MIN
+    root = parse(simple_chart(markers=[Marker("drain deadline", at)]))
+    group = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "marker")
+    line = group.find(f"{SVG}line")
+    assert line is not None and line.get("x1") == line.get("x2")
+    x0, _top, width, _h = plot_area(root)
+    assert math.isclose(float(line.get("x1") or 0), x0 + width / 2, abs_tol=0.1)
+    assert group.findtext(f"{SVG}text") == "drain deadline"
+
+
+def test_the_same_chart_gives_the_same_bytes() -> None:
+    assert simple_chart().svg() == simple_chart().svg()
