@@ -54,12 +54,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from alerts.acklinks import Links
 from alerts.acks import AckLookup, NoAcks
 from alerts.channel import Channel
 from alerts.digest import Digests, DigestSource
 from alerts.followups import FollowUps
 from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
-from alerts.mail import EmailSink, SmtpSettings
+from alerts.mail import ChartFor, EmailSink, SmtpSettings
 from alerts.messages import SiteLabel
 from alerts.outbox import Outbox
 from alerts.sinks import Sink
@@ -294,7 +295,8 @@ class Delivery:
     ``sink`` is what the dispatcher calls: the follow-ups (escalation chain,
     repeats of critical alerts) in front of the outbox. ``acks`` says who
     answered (the console's book); ``digests`` reads the store for the daily
-    digest email (None: no digest).
+    digest email (None: no digest); ``links`` puts the ACK code and the
+    console's links in SMS and email; ``chart_for`` draws the email's plot.
     """
 
     def __init__(
@@ -305,13 +307,15 @@ class Delivery:
         *,
         acks: AckLookup | None = None,
         digests: DigestSource | None = None,
+        links: Links | None = None,
+        chart_for: ChartFor | None = None,
     ) -> None:
         label = SiteLabel(site.site.id, site.site.name, site.site.zone)
         channels: list[Channel] = []
         if notify.smtp is not None:
-            channels.append(EmailSink(notify.smtp, label, clock))
+            channels.append(EmailSink(notify.smtp, label, clock, links=links, chart_for=chart_for))
         if notify.sms is not None:
-            channels.append(SmsSink(notify.sms, label, clock))
+            channels.append(SmsSink(notify.sms, label, clock, links=links))
         if notify.webhook is not None:
             channels.append(WebhookSink(notify.webhook, label, clock))
         self.channels = channels

@@ -390,7 +390,7 @@ def _publish_acknowledged(broker: Any, topic: str, payload: bytes) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from siltwatch.demo import run_demo
 
-    return run_demo(Path(args.out), examples=Path(args.examples))
+    return run_demo(Path(args.out), examples=Path(args.examples), web=args.web)
 
 
 def _broker(url: str) -> tuple[str, int]:
@@ -688,6 +688,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
     p.add_argument(
         "--out", default="out/demo", metavar="DIR", help="where the alert log and outputs go"
+    )
+    p.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        help="after the scripted week, serve the web console here (e.g. 127.0.0.1:8080) "
+        "until Ctrl-C; a demo account's password is printed",
     )
     p.add_argument(
         "--examples", default=str(REPO_EXAMPLES), metavar="DIR", help="the examples folder"

@@ -69,13 +69,110 @@ def read_secret(path: str | None, what: str) -> str | None:
         raise ValueError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
 
 
-def _delivery(args: argparse.Namespace, site: Any) -> Any:
-    if not args.notify:
-        return None
-    from alerts.notify_config import Delivery, load_notify
+class _People:
+    """What ``serve`` needs for people in the loop: the console's book (who acknowledged),
+    the delivery (``--notify``) and the console's web server (``--http``).
 
-    notify = load_notify(Path(args.notify))
-    return Delivery(notify, site, time.time)
+    The book lives in the store's file, so an acknowledgement in the console, by link or
+    by SMS stops the escalations and repeats the delivery worker schedules.
+    """
+
+    def __init__(self, args: argparse.Namespace, site: Any) -> None:
+        self.args = args
+        self.site = site
+        self.listen = None if args.http is None else _listen(args.http)
+        self.notify = None
+        if args.notify:
+            from alerts.notify_config import load_notify
+
+            self.notify = load_notify(Path(args.notify))
+        self.book: Any = None
+        self.reader: Any = None
+        self.delivery: Any = None
+        self.server: Any = None
+
+    def public_url(self) -> str | None:
+        if self.args.public_url:
+            return str(self.args.public_url).rstrip("/")
+        if self.listen is not None:
+            host, port = self.listen
+            shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+            return f"http://{shown}:{port}"
+        return None
+
+    def open(self, db: Path) -> None:
+        """The book and the delivery, before the service starts announcing."""
+        if self.notify is None and self.listen is None:
+            return
+        from console.book import ConsoleBook
+
+        self.book = ConsoleBook(db)
+        if self.notify is None:
+            return
+        from alerts.acklinks import Links
+        from alerts.notify_config import Delivery
+        from console.email_charts import AlertCharts
+        from ingest.store import SqliteStore
+
+        sid = self.site.site.id
+        links = None
+        if self.listen is not None:  # answers need the console: its links and SMS webhook
+            names = tuple(c.name for c in self.site.contacts)
+            links = Links(self.public_url(), self.book.link_secret(), sid, names)
+        self.reader = SqliteStore(db)  # the digest's own connection (the worker's thread)
+        self.delivery = Delivery(
+            self.notify,
+            self.site,
+            time.time,
+            acks=self.book,
+            digests=self.reader,
+            links=links,
+            chart_for=AlertCharts({sid: self.site}, db),
+        )
+
+    def serve_console(self, service: Any, db: Path) -> str | None:
+        """Start the web console over the running service; its URL, or None without --http."""
+        if self.listen is None:
+            return None
+        from console.app import make_app
+        from console.desk import ServiceDesk
+        from console.server import ConsoleServer
+
+        token = None
+        if self.notify is not None and self.notify.sms is not None:
+            token = self.notify.sms.auth_token
+        app = make_app(
+            {self.site.site.id: self.site},
+            db,
+            desk=ServiceDesk(service, _now_ms),
+            public_url=self.args.public_url,
+            twilio_token=token,
+        )
+        host, port = self.listen
+        self.server = ConsoleServer(app, host, port)
+        self.server.start()
+        self.app = app
+        return str(self.server.url)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.app.state.console.close()
+        if self.delivery is not None:
+            self.delivery.stop()  # undelivered messages stay in the outbox for the next start
+        if self.reader is not None:
+            self.reader.close()
+        if self.book is not None:
+            self.book.close()
+
+
+def _listen(text: str) -> tuple[str, int]:
+    from console.server import parse_listen
+
+    try:
+        return parse_listen(text)
+    except ValueError as exc:
+        raise ValueError(f"--http: {exc}") from None
 
 
 def cmd_serve(
@@ -91,9 +188,12 @@ def cmd_serve(
     )
     try:
         site = load_site(Path(args.site))
-        delivery = _delivery(args, site)
+        people = _People(args, site)
     except ConfigError as exc:
         _err(exc.lines)
+        return EXIT_FAIL
+    except ValueError as exc:
+        _err([str(exc)])
         return EXIT_FAIL
     try:
         mirror = influx_mirror(args, site)
@@ -107,7 +207,12 @@ def cmd_serve(
     except StoreError as exc:
         _err([str(exc)])
         return EXIT_FAIL
-    return _run(args, site, store, broker, delivery, mirror, MqttIngest, MqttStartError)
+    try:
+        people.open(Path(args.db))
+    except Exception:
+        store.close()
+        raise
+    return _run(args, site, store, broker, people, mirror, MqttIngest, MqttStartError)
 
 
 def _protocol(version: str) -> Any:
@@ -121,7 +226,7 @@ def _run(
     site: Any,
     store: Any,
     broker: Any,
-    delivery: Any,
+    people: _People,
     mirror: Any,
     mqtt_ingest: Any,
     start_error: type[Exception],
@@ -131,6 +236,7 @@ def _run(
     from ingest.service import EventHandler, IngestService
 
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
+    delivery = people.delivery
     if delivery is not None:
         sinks.append(delivery.sink)
         delivery.start()
@@ -182,10 +288,16 @@ def _run(
             _err([str(exc)])
             ingest = None
             return EXIT_FAIL
+        try:
+            console_url = people.serve_console(service, Path(args.db))
+        except OSError as exc:
+            _err([f"--http {args.http}: the web console cannot listen: {exc}"])
+            return EXIT_FAIL
         print(
             f"siltwatch serving site {site.site.id!r} from {broker.url}; store {args.db}; "
             f"alert log {args.alert_log}"
             + (f"; alerts by {delivery.describe()}" if delivery else "")
+            + (f"; web console {console_url}" if console_url else "")
             + "; Ctrl-C or SIGTERM to stop",
             flush=True,
         )
@@ -205,8 +317,7 @@ def _run(
         if flusher is not None:
             flusher.stop()
             mirror.close()
-        if delivery is not None:
-            delivery.stop()  # undelivered messages stay in the outbox for the next start
+        people.close()
     if fatal:
         _err(fatal)
         return EXIT_FAIL
@@ -271,6 +382,18 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         "--notify",
         metavar="NOTIFY.toml",
         help="also deliver alerts by email/SMS/webhook through a persistent outbox",
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve the web console here (e.g. 127.0.0.1:8080); acknowledgements in it, "
+        "by its links or by SMS stop escalations and repeats",
+    )
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="where people and the SMS gateway reach the console (https://...), for the "
+        "links in messages and Twilio's signature check (default: http://HOST:PORT of --http)",
     )
     p.add_argument(
         "--tick-s",

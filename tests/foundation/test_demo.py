@@ -1,27 +1,98 @@
 """``make demo`` runs ``siltwatch demo``: it must keep working end to end (embedded broker,
-ingest, SQLite, detections, routing), on the scripted storms shipped in examples/."""
+ingest, SQLite, detections, routing), on the scripted storms shipped in examples/.
+
+Run as the README shows it, with ``--web``: after the week the console serves the
+week's store until Ctrl-C, with a printed demo account; every SMS of the week is
+printed with its segment count, and every one is a single GSM-7 segment.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import httpx
+
+from tests.servers import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
+CSRF = re.compile(r'name="csrf" value="([^"]*)"')
 
 
-def test_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "demo", "--out", str(tmp_path)],
-        capture_output=True,
+def _run_demo_with_web(out_dir: Path) -> tuple[int, str, str]:
+    """The demo with ``--web``; once it serves, log in with the printed account and look at
+    the overview, then Ctrl-C. (exit code, stdout, what the check found wrong or "")."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "siltwatch.cli", "demo", "--out", str(out_dir),
+         "--web", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         cwd=ROOT,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "alert log (JSONL)" in out.stdout
-    assert out.stdout.count("24,365 readings stored, 0 duplicates, 1 rejected") == 2
+    )  # fmt: skip
+    lines: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "serving until Ctrl-C" in line:
+                serving.set()
+        serving.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    problem = ""
+    try:
+        if not serving.wait(300) or proc.poll() is not None:
+            problem = "the demo did not start serving the console"
+        else:
+            text = "".join(lines)
+            found = re.search(r"log in as 'demo' with password '([^']+)'", text)
+            assert found, text[-2000:]
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+                token = CSRF.search(client.get("/login").text)
+                assert token is not None
+                form = {"name": "demo", "password": found.group(1), "csrf": token.group(1)}
+                login = client.post("/login", data={**form, "next": "/"})
+                overview = client.get("/")
+                site = client.get("/sites/lg-route9n")
+            if login.status_code != 303 or overview.status_code != 200:
+                problem = f"login {login.status_code}, overview {overview.status_code}"
+            elif not ("lg-route9n" in overview.text and "ll-boulevard" in overview.text):
+                problem = "the overview lacks a site"
+            elif site.text.count("<svg") < 4:
+                problem = "the site page lacks its plots"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        reader.join(timeout=10)
+    return proc.returncode, "".join(lines), problem
+
+
+def test_demo_runs_the_whole_pipeline_then_serves_the_console(tmp_path: Path) -> None:
+    code, stdout, problem = _run_demo_with_web(tmp_path)
+    assert problem == "", problem + "\n" + stdout[-3000:]
+    assert code == 0, stdout[-3000:]
+    assert "web console stopped" in stdout
+    assert "alert log (JSONL)" in stdout
+    assert stdout.count("24,365 readings stored, 0 duplicates, 1 rejected") == 2
+    # Every SMS of the storm week, printed with its segment count: one GSM-7 segment each.
+    texts = re.findall(r"SMS to [^:]+: (\d+) segments? \((\d+) (GSM-7|UCS-2) characters\)", stdout)
+    assert len(texts) >= 20
+    assert all(parts == "1" and int(n) <= 160 and coding == "GSM-7" for parts, n, coding in texts)
+    assert f"SMS: {len(texts)} texts, {len(texts)} with 1 segment" in stdout
     lg = [
         json.loads(line)
         for line in (tmp_path / "lake-george-alerts.jsonl").read_text().splitlines()
