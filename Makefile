@@ -1,5 +1,5 @@
 # siltwatch — the two commands of the README's quick start, and their helpers.
-#   make demo   run siltwatch on its embedded defaults
+#   make demo   run siltwatch on its embedded defaults, then serve the web console until Ctrl-C
 #   make test   ruff, mypy, pytest
 # Both create .venv at the repo root and install siltwatch with all its extras first
 # (edge: the Pi's hardware drivers, server: the service's heavy parts, dev: the tools).
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/siltwatch demo
+	$(BIN)/siltwatch demo --web 127.0.0.1:8080
 
 test: lint typecheck pytest
 
