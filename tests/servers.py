@@ -19,20 +19,46 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from ingest.broker import LOOPBACK as LOOPBACK  # re-exported for the tests and benchmarks
-from ingest.broker import EmbeddedBroker, LoopbackServer
+from ingest.broker import EmbeddedBroker, LoopbackServer, StartStop
 from ingest.broker import free_port as free_port  # re-exported for the tests
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+
+
+class ThreadedHttpServer(StartStop):
+    """``http.server`` on a free loopback port, served by a daemon thread; ``with`` starts
+    and stops it. The stand-ins for HTTP services bring their own request handler."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer((LOOPBACK, 0), handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.server.server_address[1]}"
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:

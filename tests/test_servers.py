@@ -75,13 +75,13 @@ class Probe:
         self,
         host: str,
         port: int,
-        user: str | None = None,
-        password: str | None = None,
+        login: tuple[str, str] | None = None,
         ca_path: Path | None = None,
     ) -> ReasonCode:
-        """Connect and return the CONNACK reason code (the network loop keeps running)."""
-        if user is not None:
-            self.client.username_pw_set(user, password)
+        """Connect, as ``login`` (user, password) if given, and return the CONNACK reason
+        code (the network loop keeps running)."""
+        if login is not None:
+            self.client.username_pw_set(*login)
         if ca_path is not None:
             self.client.tls_set(ca_certs=str(ca_path))
         self.client.connect(host, port, keepalive=10)
@@ -136,8 +136,8 @@ def test_qos1_round_trip_authenticated(mosquitto: BrokerInfo, probes: Probes) ->
     proto = _protocol(mosquitto)
     sub = probes(proto)
     pub = probes(proto)
-    assert sub.connect(mosquitto.host, mosquitto.port, "ingest", mosquitto.users["ingest"]) == 0
-    assert pub.connect(mosquitto.host, mosquitto.port, "admin", mosquitto.users["admin"]) == 0
+    assert sub.connect(mosquitto.host, mosquitto.port, ("ingest", mosquitto.users["ingest"])) == 0
+    assert pub.connect(mosquitto.host, mosquitto.port, ("admin", mosquitto.users["admin"])) == 0
     topic = "siltwatch/v1/harness/roundtrip"
     assert [rc.value for rc in sub.subscribe(topic)] == [1]  # granted QoS 1
 
@@ -152,7 +152,7 @@ def test_wrong_password_is_refused(mosquitto: BrokerInfo, probes: Probes) -> Non
     require_mosquitto(mosquitto)
     probe = probes()
 
-    rc = probe.connect(mosquitto.host, mosquitto.port, "admin", "not-the-password")
+    rc = probe.connect(mosquitto.host, mosquitto.port, ("admin", "not-the-password"))
 
     assert rc.is_failure
     assert rc.value == RC_NOT_AUTHORIZED_CONNACK
@@ -163,10 +163,10 @@ def test_station_cannot_publish_to_another_station(mosquitto: BrokerInfo, probes
     require_mosquitto(mosquitto)
     watcher = probes()
     station = probes()
-    assert watcher.connect(mosquitto.host, mosquitto.port, "admin", mosquitto.users["admin"]) == 0
+    assert watcher.connect(mosquitto.host, mosquitto.port, ("admin", mosquitto.users["admin"])) == 0
     assert (
         station.connect(
-            mosquitto.host, mosquitto.port, "station-up-1", mosquitto.users["station-up-1"]
+            mosquitto.host, mosquitto.port, ("station-up-1", mosquitto.users["station-up-1"])
         )
         == 0
     )
@@ -219,7 +219,7 @@ def test_tls_listener_verifies_against_generated_ca(tmp_path: Path, probes: Prob
     ) as server:
         assert server.ca_path is not None
         probe = probes()
-        assert probe.connect(server.host, server.tls_port, "admin", "pw", server.ca_path) == 0
+        assert probe.connect(server.host, server.tls_port, ("admin", "pw"), server.ca_path) == 0
         probe.subscribe("t/#")
         assert not probe.publish("t/1", b"over tls").is_failure
         assert probe.messages.get(timeout=WAIT_S).payload == b"over tls"

@@ -11,13 +11,13 @@
 from __future__ import annotations
 
 import base64
-import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from email import message_from_bytes, policy
 from email.message import EmailMessage
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from aiosmtpd.controller import Controller
@@ -26,7 +26,8 @@ from alerts.messages import SiteLabel
 from alerts.routing import Notification
 from ingest.broker import StartStop
 from siltwatch.config import Contact
-from siltwatch.schema import Alert
+from siltwatch.schema import Alert, Duty
+from tests.servers import ThreadedHttpServer
 
 LOOPBACK = "127.0.0.1"
 T0 = 1_778_000_000.0  # 2026-05-05T16:53:20Z: the tests' "now"
@@ -92,6 +93,31 @@ def alert(
                 "exceeding_since": "2026-05-05T16:26:00Z",
                 "forecast": {"model": "none"},
             },
+        }
+    )
+
+
+def duty(
+    *,
+    id: str = "du-1",
+    kind: str = "inspection",
+    reason: str = "storm",
+    subject: str = "lg-route9n",
+    created_at: datetime | str = "2026-05-05T15:00:00Z",
+    due_at: datetime | str = "2026-05-07T15:00:00Z",
+    rule: str = "Lake George §148-11 I(4)",
+) -> Duty:
+    """An open duty (fields as the engine writes them): a storm inspection by default."""
+    return Duty.model_validate(
+        {
+            "id": id,
+            "kind": kind,
+            "reason": reason,
+            "subject": subject,
+            "created_at": created_at,
+            "due_at": due_at,
+            "completed_at": None,
+            "rule": rule,
         }
     )
 
@@ -168,7 +194,7 @@ class Request:
 Check = Callable[[Request], str | None]  # a reason to refuse the request, or None
 
 
-class HttpServer:
+class HttpServer(ThreadedHttpServer):
     """http.server on loopback in a thread; answers from ``statuses`` (then 201/200).
 
     ``check`` judges every request first: a non-None reason is answered 400 and kept in
@@ -216,23 +242,7 @@ class HttpServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
-
-    def __enter__(self) -> HttpServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        super().__init__(Handler)
 
 
 def twilio_check(account_sid: str, auth_token: str, from_number: str) -> Check:

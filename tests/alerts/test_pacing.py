@@ -12,8 +12,7 @@ from alerts.quiet import quiet_until
 from alerts.worker import OutboxSink
 from ingest.store import SqliteStore
 from siltwatch.config import Contact, SiteConfig, load_site
-from siltwatch.schema import Duty
-from tests.alerts.helpers import FakeClock, RecordingChannel, alert, note
+from tests.alerts.helpers import FakeClock, RecordingChannel, alert, duty, note
 
 NY = ZoneInfo("America/New_York")
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lake-george-site.toml"
@@ -73,21 +72,7 @@ def digest_site(tmp_path: Path) -> tuple[SiteConfig, SqliteStore]:
     store.save_alert(sid, alert())
     store.save_alert(sid, alert(id="al-closed", resolved=True))
     for ident, due in (("du-soon", "2026-05-07T15:00:00Z"), ("du-later", "2026-05-20T15:00:00Z")):
-        store.save_duty(
-            sid,
-            Duty.model_validate(
-                {
-                    "id": ident,
-                    "kind": "storm_inspection",
-                    "reason": "storm",
-                    "subject": "site",
-                    "created_at": "2026-05-05T15:00:00Z",
-                    "due_at": due,
-                    "completed_at": None,
-                    "rule": "Lake George §148-11 I(4)",
-                }
-            ),
-        )
+        store.save_duty(sid, duty(id=ident, kind="storm_inspection", subject="site", due_at=due))
     return site, store
 
 

@@ -51,6 +51,22 @@ def recorded(log: Log, name: str = "a") -> list[tuple[str, str, int]]:
     return [(what, who, t) for n, what, who, t in log if n == name]
 
 
+def handed_in_order(
+    at_q: Iterable[tuple[str, str]], at_2q: Iterable[tuple[str, str]]
+) -> list[tuple[str, str, int]]:
+    """What detector a of :func:`out_of_order` is handed, as (what, who, t): at each
+    instant the rain reading first, then Dana's inspection (at Q), then ``at_q`` or
+    ``at_2q``, the (what, who) of the other inputs at Q and at 2Q, in the order expected."""
+    return [
+        ("reading", "rain", Q),
+        ("inspection", "Dana", Q),
+        *((what, who, Q) for what, who in at_q),
+        ("reading", "rain", 2 * Q),
+        *((what, who, 2 * Q) for what, who in at_2q),
+        ("reading", "rain", 3 * Q),
+    ]
+
+
 def each_detector(names: str, inputs: Iterable[tuple[str, int]]) -> list[tuple[str, str, int]]:
     """``inputs`` as they reach the detectors named (one letter each): every input is
     handed to every detector, in detector order, before the next input."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -27,6 +28,11 @@ PROPERTY_SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+# Seeds for the recordings' noise and the deliveries' shuffles; where in a run a
+# snapshot is taken, as a fraction of it.
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
+CUTS = st.floats(min_value=0.0, max_value=1.0)
 
 TURBIDITY = ("turb-up", "turb-down")
 SENSORS = ("turb-up", "turb-down", "rain-1", "lvl-basin", "sed-trap")
@@ -138,6 +144,15 @@ class Recording:
         return f"Recording({self.plan}, {len(self.readings)} readings)"
 
 
+def sensor_spans(
+    sensors: Sequence[str], minute: st.SearchStrategy[int], shortest: int, longest: int
+) -> st.SearchStrategy[tuple[str, int, int]]:
+    """(sensor, start minute, length in minutes): a gap, a fault or a frozen probe."""
+    return st.tuples(
+        st.sampled_from(sensors), minute, st.integers(min_value=shortest, max_value=longest)
+    )
+
+
 def _plume_shape(minute: int, start: int, length: int) -> float:
     """0..1: a 5-minute ramp up, a plateau, a 10-minute tail."""
     if minute < start:
@@ -156,7 +171,7 @@ def recordings(draw: st.DrawFn) -> Recording:
     jurisdiction = draw(st.sampled_from(sorted(SITES)))
     hours = draw(st.integers(min_value=3, max_value=8))
     n = hours * 60
-    seed = draw(st.integers(min_value=0, max_value=2**32 - 1))
+    seed = draw(SEEDS)
     # Up to 70 NTU: above NC's 50 NTU cap the "no increase" branch decides.
     background = draw(st.floats(min_value=0.5, max_value=70.0))
     minute = st.integers(min_value=0, max_value=n - 1)
@@ -176,22 +191,9 @@ def recordings(draw: st.DrawFn) -> Recording:
 
     plumes = draw(events(2, 120, 5.0, 400.0))  # NTU over the background
     debris = draw(st.lists(minute, max_size=6))
-    gaps = draw(
-        st.lists(
-            st.tuples(st.sampled_from(SENSORS), minute, st.integers(min_value=3, max_value=120)),
-            max_size=3,
-        )
-    )
-    faults = draw(
-        st.lists(
-            st.tuples(st.sampled_from(TURBIDITY), minute, st.integers(min_value=1, max_value=60)),
-            max_size=2,
-        )
-    )
-    stuck = draw(
-        st.none()
-        | st.tuples(st.sampled_from(TURBIDITY), minute, st.integers(min_value=60, max_value=200))
-    )
+    gaps = draw(st.lists(sensor_spans(SENSORS, minute, 3, 120), max_size=3))
+    faults = draw(st.lists(sensor_spans(TURBIDITY, minute, 1, 60), max_size=2))
+    stuck = draw(st.none() | sensor_spans(TURBIDITY, minute, 60, 200))
     storms = draw(events(10, 240, 0.005, 0.15))  # inches of rain per 5 minutes
     rng = random.Random(seed)
 

@@ -33,7 +33,7 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from analytics import batch
@@ -44,19 +44,20 @@ from analytics.timeutil import MS_PER_MIN, MS_PER_S
 from ingest.recording import _read_csv_rows, read_inspections, read_site_log
 from ingest.replay import replay_site
 from siltwatch.config import SiteConfig, load_site
-from tests.analytics.strategies import Recording, recordings
+from tests.analytics.strategies import (
+    CUTS,
+    PROPERTY_SETTINGS,
+    SEEDS,
+    Recording,
+    recordings,
+    sensor_spans,
+)
 from tests.analytics.turbidity_helpers import T0
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 LATENESS_S = 600.0
 LATENESS_MS = round(LATENESS_S * MS_PER_S)
-
-SETTINGS = settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 
 
 # --- running both paths ----------------------------------------------------------------
@@ -213,21 +214,6 @@ LIMITS: dict[str, dict[str, Any]] = {
 PAIR_IDS = (("a-up", "b-down"), ("z-up", "c-down"), ("a-up", "d-down"))
 
 
-class Generated:
-    """A generated recording; its repr is the plan, not 2000 readings."""
-
-    def __init__(
-        self, site: SiteConfig, readings: list[SensorReading], end: int, plan: str
-    ) -> None:
-        self.site = site
-        self.readings = readings
-        self.end = end
-        self.plan = plan
-
-    def __repr__(self) -> str:
-        return f"Generated({self.plan}, {len(self.readings)} readings)"
-
-
 def multi_pair_site(
     limits: str, pairs: int, travel: Sequence[int], window_s: int | None, sustain_s: int | None
 ) -> SiteConfig:
@@ -272,7 +258,7 @@ def multi_pair_site(
 
 
 @st.composite
-def multi_pair_recordings(draw: st.DrawFn) -> Generated:
+def multi_pair_recordings(draw: st.DrawFn) -> Recording:
     limits = draw(st.sampled_from(sorted(LIMITS)))
     pairs = draw(st.integers(min_value=1, max_value=3))
     travel = draw(st.lists(st.sampled_from([0, 60, 90, 120]), min_size=3, max_size=3))
@@ -280,7 +266,7 @@ def multi_pair_recordings(draw: st.DrawFn) -> Generated:
     sustain_s = draw(st.sampled_from([None, 0, 300, 1200]))
     site = multi_pair_site(limits, pairs, travel, window_s, sustain_s)
     minutes = draw(st.integers(min_value=60, max_value=330))
-    seed = draw(st.integers(min_value=0, max_value=2**32 - 1))
+    seed = draw(SEEDS)
     background = draw(st.floats(min_value=0.5, max_value=80.0))
     jitter_s = draw(st.sampled_from([0, 0, 7, 45]))  # irregular timestamps (seconds)
     minute = st.integers(min_value=0, max_value=minutes - 1)
@@ -301,22 +287,9 @@ def multi_pair_recordings(draw: st.DrawFn) -> Generated:
         )
     )
     debris = draw(st.lists(st.tuples(st.sampled_from(sensors), minute), max_size=5))
-    gaps = draw(
-        st.lists(
-            st.tuples(st.sampled_from(sensors), minute, st.integers(min_value=2, max_value=90)),
-            max_size=3,
-        )
-    )
-    faults = draw(
-        st.lists(
-            st.tuples(st.sampled_from(sensors), minute, st.integers(min_value=1, max_value=40)),
-            max_size=2,
-        )
-    )
-    stuck = draw(
-        st.none()
-        | st.tuples(st.sampled_from(sensors), minute, st.integers(min_value=50, max_value=200))
-    )
+    gaps = draw(st.lists(sensor_spans(sensors, minute, 2, 90), max_size=3))
+    faults = draw(st.lists(sensor_spans(sensors, minute, 1, 40), max_size=2))
+    stuck = draw(st.none() | sensor_spans(sensors, minute, 50, 200))
     rng = random.Random(seed)
     offset = {s: rng.randrange(0, 60) * MS_PER_S if jitter_s else 0 for s in sensors}
     out: list[SensorReading] = []
@@ -344,23 +317,23 @@ def multi_pair_recordings(draw: st.DrawFn) -> Generated:
         f"minutes={minutes} seed={seed} bg={background:.2f} jitter={jitter_s} plumes={plumes} "
         f"debris={debris} gaps={gaps} faults={faults} stuck={stuck}"
     )
-    return Generated(site, out, out[-1].t if out else T0, plan)
+    return Recording(site, out, out[-1].t if out else T0, plan)
 
 
 # --- the properties -------------------------------------------------------------------------
 
 
-@settings(SETTINGS, max_examples=80)
+@settings(PROPERTY_SETTINGS, max_examples=80)
 @given(
     rec=multi_pair_recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    seed=SEEDS,
     duplicates=st.integers(min_value=0, max_value=20),
     late=st.sampled_from([0, 0, 1, 5]),
     backfill=st.none() | st.tuples(st.integers(0, 200), st.integers(1, 60)),
     sizes=st.sampled_from([(100_000,), (40, 250), (61, 997, 3000), (500,)]),
 )
 def test_batch_and_per_reading_paths_give_one_answer_on_multi_pair_sites(
-    rec: Generated,
+    rec: Recording,
     seed: int,
     duplicates: int,
     late: int,
@@ -372,10 +345,10 @@ def test_batch_and_per_reading_paths_give_one_answer_on_multi_pair_sites(
     assert_one_answer(rec.site, parts, rec.end, rec.plan)
 
 
-@SETTINGS
+@PROPERTY_SETTINGS
 @given(
     rec=recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    seed=SEEDS,
     duplicates=st.integers(min_value=0, max_value=20),
     late=st.sampled_from([0, 3]),
     sizes=st.sampled_from([(100_000,), (50, 400), (777,)]),
@@ -387,28 +360,24 @@ def test_batch_and_per_reading_paths_give_one_answer_with_rain_level_and_sedimen
     assert_one_answer(rec.site, parts, rec.end, rec.plan)
 
 
-@settings(SETTINGS, max_examples=20)
+@settings(PROPERTY_SETTINGS, max_examples=20)
 @given(
     mode=st.sampled_from(sorted(SYNC_MODES)),
     rec=multi_pair_recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    seed=SEEDS,
 )
 def test_either_way_of_moving_the_windows_gives_the_same_answer(
-    mode: str, rec: Generated, seed: int
+    mode: str, rec: Recording, seed: int
 ) -> None:
     parts = chunked(deliveries(rec.readings, seed, 3, 1), seed + 1, (150, 1500))
     with patch.object(batch, "INCREMENTAL", SYNC_MODES[mode]):
         assert_one_answer(rec.site, parts, rec.end, f"{mode}: {rec.plan}")
 
 
-@settings(SETTINGS, max_examples=20)
-@given(
-    rec=multi_pair_recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
-    cut=st.floats(min_value=0.0, max_value=1.0),
-)
+@settings(PROPERTY_SETTINGS, max_examples=20)
+@given(rec=multi_pair_recordings(), seed=SEEDS, cut=CUTS)
 def test_a_snapshot_in_the_middle_of_a_batched_run_changes_nothing(
-    rec: Generated, seed: int, cut: float
+    rec: Recording, seed: int, cut: float
 ) -> None:
     parts = chunked(deliveries(rec.readings, seed, 2, 0), seed + 1, (120, 700))
     at = round(cut * len(parts))

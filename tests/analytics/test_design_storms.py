@@ -27,15 +27,14 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import pytest
-
 from analytics.engine import Engine
 from analytics.events import DutyEvent, Inspection, SensorReading
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, to_ms
-from siltwatch.config import ConfigError, SiteConfig, load_site
+from siltwatch.config import SiteConfig
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import Officer
 from siltwatch.schema import Alert, Duty
+from tests.analytics.site_files import load_problems, rain_gauge_site
 
 NY = ZoneInfo("America/New_York")
 T0 = to_ms(datetime.fromisoformat("2026-06-02T00:00:00-04:00"))
@@ -233,49 +232,16 @@ def test_the_design_storm_survives_a_snapshot() -> None:
     assert restored.duties() == whole.duties()
 
 
-TOML = """
-[site]
-id = "ds"
-timezone = "America/New_York"
-
-[[stations]]
-id = "st"
-  [[stations.sensors]]
-  id = "rain"
-  kind = "rain"
-  unit = "in"
-  interval_s = 900
-
-[[rain_gauges]]
-id = "g"
-sensor = "rain"
-
-[[design_storms]]
-name = "10-year 24-hour"
-depth_in = 4.6
-depth_mm = 116.8
-
-[[design_storms]]
-name = "25-year 24-hour"
-
-[[design_storms]]
-name = "10-year 24-hour"
-depth_in = 4.6
-"""
-
-
 def test_a_design_storm_needs_exactly_one_depth_and_a_unique_name(tmp_path: Path) -> None:
-    path = tmp_path / "site.toml"
-    path.write_text(TOML)
-    with pytest.raises(ConfigError) as caught:
-        load_site(path)
-    lines = caught.value.lines
-    assert f"{path}: design_storms[0]: set only one of depth_in, depth_mm" in lines
-    assert any(
-        line.startswith(f"{path}: design_storms[1]: set depth_in or depth_mm") for line in lines
-    )
+    storms = [
+        {"name": "10-year 24-hour", "depth_in": 4.6, "depth_mm": 116.8},
+        {"name": "25-year 24-hour"},
+        {"name": "10-year 24-hour", "depth_in": 4.6},
+    ]
+    lines = load_problems(tmp_path, {**rain_gauge_site("in"), "design_storms": storms})
+    assert "design_storms[0]: set only one of depth_in, depth_mm" in lines
+    assert any(line.startswith("design_storms[1]: set depth_in or depth_mm") for line in lines)
     assert (
-        f"{path}: design_storms[2].name: duplicate design storm '10-year 24-hour' "
-        "(also at design_storms[0])"
+        "design_storms[2].name: duplicate design storm '10-year 24-hour' (also at design_storms[0])"
     ) in lines
     assert len(lines) == 3

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from analytics.engine import Engine
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_MIN
-from tests.analytics.strategies import PROPERTY_SETTINGS, Recording, recordings
+from tests.analytics.strategies import CUTS, PROPERTY_SETTINGS, SEEDS, Recording, recordings
 
 LATENESS_S = 600.0
 LATENESS_MS = round(LATENESS_S * 1000)
@@ -89,7 +89,7 @@ def label(alerts: str, duties: str) -> None:
 @PROPERTY_SETTINGS
 @given(
     rec=recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    seed=SEEDS,
     duplicates=st.integers(min_value=0, max_value=30),
     max_chunk=st.sampled_from([1, 7, 100, 5000]),
 )
@@ -108,11 +108,7 @@ def test_arrival_order_chunking_and_duplicates_do_not_change_the_output(
 
 
 @PROPERTY_SETTINGS
-@given(
-    rec=recordings(),
-    seed=st.integers(min_value=0, max_value=2**32 - 1),
-    cut=st.floats(min_value=0.0, max_value=1.0),
-)
+@given(rec=recordings(), seed=SEEDS, cut=CUTS)
 def test_snapshot_and_restore_at_any_point_do_not_change_the_output(
     rec: Recording, seed: int, cut: float
 ) -> None:

@@ -33,7 +33,8 @@ from analytics.calendar import SiteCalendar
 from analytics.engine import Engine
 from analytics.events import DutyEvent, SensorReading, SiteLogEntry
 from analytics.timeutil import MS_PER_MIN, to_ms
-from siltwatch.config import ConfigError, SiteConfig, load_site
+from siltwatch.config import SiteConfig, load_site
+from tests.analytics.site_files import load_problems, rain_gauge_site
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STEP = 5 * MS_PER_MIN
@@ -137,44 +138,14 @@ def test_a_weekend_or_holiday_rain_day_does_not_count_twice(lure: SiteConfig) ->
     assert cal.add_business_days(start, 15, holiday_and_sunday) == date(2027, 1, 12)
 
 
-SITE_TOML = """
-[site]
-id = "ll"
-timezone = "America/New_York"
-{site_keys}
-
-[[stations]]
-id = "st"
-  [[stations.sensors]]
-  id = "rain"
-  kind = "rain"
-  unit = "mm"
-  interval_s = 300
-{gauges}
-"""
-GAUGE = """
-[[rain_gauges]]
-id = "g"
-sensor = "rain"
-"""
-
-
-def problems(tmp_path: Path, site_keys: str, gauges: str = GAUGE) -> list[str]:
-    path = tmp_path / "site.toml"
-    path.write_text(SITE_TOML.format(site_keys=site_keys, gauges=gauges))
-    with pytest.raises(ConfigError) as caught:
-        load_site(path)
-    return [line.removeprefix(f"{path}: ") for line in caught.value.lines]
-
-
 def test_the_rain_day_depth_is_one_positive_depth_read_at_the_sites_gauges(
     tmp_path: Path,
 ) -> None:
-    both = problems(tmp_path, "rain_day_in = 0.5\nrain_day_mm = 12.7")
+    both = load_problems(tmp_path, rain_gauge_site("mm", rain_day_in=0.5, rain_day_mm=12.7))
     assert both == ["site: set only one of rain_day_in, rain_day_mm"]
-    (negative,) = problems(tmp_path, "rain_day_in = -0.5")
+    (negative,) = load_problems(tmp_path, rain_gauge_site("mm", rain_day_in=-0.5))
     assert negative.startswith("site.rain_day_in: ")
-    no_gauge = problems(tmp_path, "rain_day_mm = 12.7", gauges="")
+    no_gauge = load_problems(tmp_path, rain_gauge_site("mm", gauge=False, rain_day_mm=12.7))
     assert no_gauge == [
         "site.rain_day_mm: rain days are read at the site's rain gauges: "
         "add a [[rain_gauges]] entry"

@@ -187,13 +187,14 @@ def test_a_high_quality_water_zone_takes_the_shorter_calendar_limit(lure: SiteCo
 def test_phase_inspections_after_each_phase_milestone(lure: SiteConfig) -> None:
     """96.05(B)(17)(c)(i): controls installed Mon 06-01 15:00 EDT; due by the end of the
     2nd day (siltwatch's cited default) = 06-04 04:00 UTC; inspected 06-02."""
+    rows = [
+        log("2026-06-01T15:00-04:00", "milestone", detail="controls_installed"),
+        log("2026-06-10T15:00-04:00", "milestone", detail="storm_drainage_completed"),
+        log("2026-06-11T15:00-04:00", "milestone", detail="construction_season_closed"),
+    ]
     engine = run(
         lure,
-        [
-            log("2026-06-01T15:00-04:00", "milestone", detail="controls_installed"),
-            log("2026-06-10T15:00-04:00", "milestone", detail="storm_drainage_completed"),
-            log("2026-06-11T15:00-04:00", "milestone", detail="construction_season_closed"),
-        ],
+        rows,
         end="2026-06-20T00:00-04:00",
         inspections=[Inspection(t("2026-06-02T10:00-04:00"), "Jo Whitaker")],
     )
@@ -213,15 +214,12 @@ def test_quarterly_duties_stop_in_the_quarter_every_area_is_covered(lure: SiteCo
     """96.05(B)(17)(c)(vi): quarterly until permanent ground cover. Both areas covered by
     08-10: the quarter from 07-01 is not owed (closed at the cover, no overdue alert at
     10-01), and the quarter from 10-01 has no duty."""
-    engine = run(
-        lure,
-        [
-            log("2026-06-01T09:00-04:00", "disturbed", "lot-1"),
-            log("2026-08-03T12:00-04:00", "permanent_cover", "lot-1"),
-            log("2026-08-10T12:00-04:00", "permanent_cover", "drive"),
-        ],
-        end="2026-11-15T00:00-05:00",
-    )
+    rows = [
+        log("2026-06-01T09:00-04:00", "disturbed", "lot-1"),
+        log("2026-08-03T12:00-04:00", "permanent_cover", "lot-1"),
+        log("2026-08-10T12:00-04:00", "permanent_cover", "drive"),
+    ]
+    engine = run(lure, rows, end="2026-11-15T00:00-05:00")
     quarters = duties(engine, "inspection", "quarterly")
     assert [d.due_at for d in quarters] == [iso("2026-07-01T04:00Z"), iso("2026-10-01T04:00Z")]
     assert quarters[1].completed_at == iso("2026-08-10T16:00Z")
@@ -282,15 +280,12 @@ def test_open_acres_over_the_limit_open_one_episode_until_cover(george: SiteConf
 
 def test_clearing_in_the_cold_season_reminds_until_cover(george: SiteConfig) -> None:
     """§148-11 I(3)(e)[3][e]: October 15 to April 15. Cleared 11-02 (in), 06-03 (out)."""
-    engine = run(
-        george,
-        [
-            log("2026-06-03T10:00-04:00", "cleared", "pad-b"),
-            log("2026-11-02T10:00-05:00", "cleared", "north-cut"),
-            log("2026-11-03T10:00-05:00", "temporary_cover", "north-cut"),
-        ],
-        end="2026-11-10T00:00-05:00",
-    )
+    rows = [
+        log("2026-06-03T10:00-04:00", "cleared", "pad-b"),
+        log("2026-11-02T10:00-05:00", "cleared", "north-cut"),
+        log("2026-11-03T10:00-05:00", "temporary_cover", "north-cut"),
+    ]
+    engine = run(george, rows, end="2026-11-10T00:00-05:00")
     (alert,) = alerts(engine, "cold_season_earthwork")
     assert alert.subject == "north-cut" and alert.severity == "info"
     assert alert.opened_at == iso("2026-11-02T15:00Z")

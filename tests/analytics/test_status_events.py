@@ -13,6 +13,7 @@ from analytics import statecodec
 from analytics.engine import SNAPSHOT_VERSION, Engine
 from analytics.events import StationReport
 from analytics.timeutil import MS_PER_DAY, MS_PER_MIN
+from tests.analytics import recorders
 from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded
 from tests.analytics.test_rain import gauge_site
 
@@ -27,17 +28,12 @@ def test_statuses_are_ordered_with_readings_by_event_time_and_reach_every_detect
         StationReport("st", Q, "offline", timed=False),
     ]
     engine, log = out_of_order(statuses=statuses)
-    assert recorded(log) == [
-        # At one instant: readings, then inspections, then statuses (ties by their key,
-        # not by the order they were fed in).
-        ("reading", "rain", Q),
-        ("inspection", "Dana", Q),
-        ("status offline", "st", Q),
-        ("status offline", "zz-ghost", Q),
-        ("reading", "rain", 2 * Q),
-        ("status online", "st", 2 * Q),
-        ("reading", "rain", 3 * Q),
-    ]
+    # At one instant: readings, then inspections, then statuses (ties by their key,
+    # not by the order they were fed in).
+    assert recorded(log) == recorders.handed_in_order(
+        at_q=[("status offline", "st"), ("status offline", "zz-ghost")],
+        at_2q=[("status online", "st")],
+    )
     # Every detector gets each report, in detector order.
     reports = [(name, who, t) for name, kind, who, t in log if kind.startswith("status")]
     assert reports == each_detector("ab", [("st", Q), ("zz-ghost", Q), ("st", 2 * Q)])

@@ -16,20 +16,26 @@ WA = {"over_background_ntu": 5.0, "over_background_pct": 10.0, "pct_above_backgr
 NY_PROXY = {"over_background_ntu": 25.0}
 
 
+# 15A NCAC 02B .0211: a cap, and no increase over a background above the cap.
+NC_CASES = [
+    # Streams: 50 NTU while the background is at or below it.
+    (NC_STREAM, 10.0, 50.0, "50 NTU cap"),
+    (NC_STREAM, 50.0, 50.0, "50 NTU cap"),
+    # Background 60 > 50: no increase, tolerance max(1, 0.05 * 60 = 3) -> 63.
+    (NC_STREAM, 60.0, 63.0, "no increase"),
+    # Trout waters 10 NTU; background 12: tolerance max(1, 0.6) = 1 -> 13.
+    (NC_TROUT, 3.0, 10.0, "10 NTU cap"),
+    (NC_TROUT, 12.0, 13.0, "no increase"),
+    # Lakes 25 NTU; background 30: tolerance max(1, 1.5) = 1.5 -> 31.5.
+    (NC_LAKE, 5.0, 25.0, "25 NTU cap"),
+    (NC_LAKE, 30.0, 31.5, "no increase"),
+]
+
+
 @pytest.mark.parametrize(
     ("shape", "background", "expected", "basis_part"),
     [
-        # 15A NCAC 02B .0211, streams: 50 NTU while the background is at or below it.
-        (NC_STREAM, 10.0, 50.0, "50 NTU cap"),
-        (NC_STREAM, 50.0, 50.0, "50 NTU cap"),
-        # Background 60 > 50: no increase, tolerance max(1, 0.05 * 60 = 3) -> 63.
-        (NC_STREAM, 60.0, 63.0, "no increase"),
-        # Trout waters 10 NTU; background 12: tolerance max(1, 0.6) = 1 -> 13.
-        (NC_TROUT, 3.0, 10.0, "10 NTU cap"),
-        (NC_TROUT, 12.0, 13.0, "no increase"),
-        # Lakes 25 NTU; background 30: tolerance max(1, 1.5) = 1.5 -> 31.5.
-        (NC_LAKE, 5.0, 25.0, "25 NTU cap"),
-        (NC_LAKE, 30.0, 31.5, "no increase"),
+        *NC_CASES,
         # WAC 173-201A-200: 5 NTU over a background <= 50 ...
         (WA, 20.0, 25.0, "5 NTU over a background of 50 NTU or less"),
         (WA, 50.0, 55.0, "5 NTU over"),

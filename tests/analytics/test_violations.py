@@ -125,15 +125,12 @@ def test_the_appeal_lapses_without_an_alert_and_a_late_remedy_stays_overdue_unti
 
 
 def test_a_correction_of_no_open_violation_and_a_repeat_change_nothing(george: SiteConfig) -> None:
-    engine = run(
-        george,
-        [
-            log("2026-06-01T09:00-04:00", "violation_corrected", detail="NOV-1"),
-            log("2026-06-02T09:00-04:00", "violation", detail="NOV-1"),
-            log("2026-06-03T09:00-04:00", "violation", detail="NOV-1 remedy by 2026-06-05"),
-        ],
-        end="2026-06-06T00:00-04:00",
-    )
+    rows = [
+        log("2026-06-01T09:00-04:00", "violation_corrected", detail="NOV-1"),
+        log("2026-06-02T09:00-04:00", "violation", detail="NOV-1"),
+        log("2026-06-03T09:00-04:00", "violation", detail="NOV-1 remedy by 2026-06-05"),
+    ]
+    engine = run(george, rows, end="2026-06-06T00:00-04:00")
     (nov,) = alerts(engine, "violation_open")
     assert nov.opened_at == iso("2026-06-02T13:00Z") and nov.resolved_at is None
     assert duties(engine, "remedy") == []  # the first service binds: it set no remedy day

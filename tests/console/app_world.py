@@ -16,6 +16,7 @@ the week), a recording field desk, and a fake report renderer.
 from __future__ import annotations
 
 import atexit
+import json
 import re
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -38,6 +40,7 @@ from ingest.recording import read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig, load_site
+from tests.alerts.helpers import FakeClock as BaseClock
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -110,15 +113,11 @@ def week_store(folder: Path) -> Path:
     return db
 
 
-class FakeClock:
-    def __init__(self, now_s: float = T_AFTER_WEEK_S) -> None:
-        self.now_s = now_s
+class FakeClock(BaseClock):
+    """The tests' clock (tests/alerts/helpers.py), at the day after the week unless told."""
 
-    def __call__(self) -> float:
-        return self.now_s
-
-    def advance(self, seconds: float) -> None:
-        self.now_s += seconds
+    def __init__(self, t: float = T_AFTER_WEEK_S) -> None:
+        super().__init__(t)
 
 
 @dataclass
@@ -176,6 +175,26 @@ class World:
         response = log_in(client, name, password)
         assert response.status_code == 303, response.text
         return client
+
+    def post_form(
+        self, who: str, path: str, data: dict[str, str] | None = None, *, page: str | None = None
+    ) -> httpx.Response:
+        """Post ``data`` to ``path`` as ``who`` with the CSRF token of ``page`` (by default
+        the page ``path`` is below), as a browser on that page would."""
+        client = self.login(who)
+        opened = client.get(page or path.rsplit("/", 1)[0])
+        form = {"csrf": csrf_of(opened.text), **(data or {})}
+        response: httpx.Response = client.post(path, data=form)
+        return response
+
+    def handed_to_desk(self, topic: str, kind: str) -> dict[str, Any]:
+        """The one message handed to the field desk, checked to be a tablet's ``kind``
+        record (version 1) of this site on its ``topic``: the rest of its fields."""
+        ((sent_topic, payload),) = self.desk.submitted
+        assert sent_topic == f"siltwatch/v1/{SID}/{topic}"
+        record: dict[str, Any] = json.loads(payload)
+        assert (record.pop("v"), record.pop("type"), record.pop("site")) == (1, kind, SID)
+        return record
 
     def plume_id(self) -> str:
         """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""

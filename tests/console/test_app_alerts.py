@@ -8,39 +8,12 @@ site-log entry handed to the field desk.
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 
-import httpx
-import pytest
-
 from alerts.acks import Acknowledgement
 from console.notes import NoteKind
-from tests.console.app_world import (
-    INSPECTOR,
-    OFFICER,
-    OPERATOR,
-    SID,
-    VIEWER,
-    World,
-    csrf_of,
-    make_world,
-)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> World:
-    return make_world(tmp_path)
-
-
-def post_form(
-    world: World, who: str, path: str, data: dict[str, str] | None = None
-) -> httpx.Response:
-    client = world.login(who)
-    page = client.get(path.rsplit("/", 1)[0])
-    response: httpx.Response = client.post(path, data={"csrf": csrf_of(page.text), **(data or {})})
-    return response
+from tests.console.app_world import INSPECTOR, OFFICER, OPERATOR, SID, VIEWER, World, make_world
 
 
 def test_the_overview_shows_open_alerts_duties_station_health_and_last_readings(
@@ -91,7 +64,7 @@ def test_the_report_button_downloads_the_windows_report(world: World) -> None:
 def test_the_report_button_serves_the_inspectors_report(tmp_path: Path) -> None:
     world = make_world(tmp_path, real_reports=True)
     plume = world.plume_id()
-    post_form(world, OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
+    world.post_form(OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
     report = world.login(VIEWER).get(f"/sites/{SID}/report?from=2026-05-04&to=2026-05-10")
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
     assert "Route 9N mixed-use" in report.text and "<svg" in report.text
@@ -111,7 +84,7 @@ def test_the_alert_page_reads_as_evidence_citation_and_timeline(world: World) ->
 
 def test_the_operator_acknowledges_the_plume(world: World) -> None:
     plume = world.plume_id()
-    response = post_form(world, OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
+    response = world.post_form(OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
     assert response.status_code == 303
     at_ms = int(world.clock() * 1000)
     assert world.book.acknowledged(SID, plume) == Acknowledgement(OPERATOR, at_ms, "console")
@@ -122,9 +95,9 @@ def test_the_operator_acknowledges_the_plume(world: World) -> None:
 
 def test_the_first_acknowledgement_stands(world: World) -> None:
     plume = world.plume_id()
-    post_form(world, OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
+    world.post_form(OPERATOR, f"/sites/{SID}/alerts/{plume}/acknowledge")
     world.clock.advance(600)
-    again = post_form(world, OFFICER, f"/sites/{SID}/alerts/{plume}/acknowledge")
+    again = world.post_form(OFFICER, f"/sites/{SID}/alerts/{plume}/acknowledge")
     assert again.headers["location"].endswith("done=already")
     ack = world.book.acknowledged(SID, plume)
     assert ack is not None and ack.by == OPERATOR
@@ -133,7 +106,7 @@ def test_the_first_acknowledgement_stands(world: World) -> None:
 
 def test_a_viewer_cannot_acknowledge(world: World) -> None:
     plume = world.plume_id()
-    response = post_form(world, VIEWER, f"/sites/{SID}/alerts/{plume}/acknowledge")
+    response = world.post_form(VIEWER, f"/sites/{SID}/alerts/{plume}/acknowledge")
     assert response.status_code == 403
     assert "As viewer on lg-route9n you may not acknowledge" in response.text
     assert world.book.acknowledged(SID, plume) is None
@@ -142,16 +115,11 @@ def test_a_viewer_cannot_acknowledge(world: World) -> None:
 def test_a_corrective_action_is_a_note_and_a_site_log_entry(world: World) -> None:
     plume = world.plume_id()
     text = "Replaced the silt fence at outfall A and added a second row of wattles."
-    response = post_form(
-        world, INSPECTOR, f"/sites/{SID}/alerts/{plume}/corrective-action", {"text": text}
+    response = world.post_form(
+        INSPECTOR, f"/sites/{SID}/alerts/{plume}/corrective-action", {"text": text}
     )
     assert response.status_code == 303
-    ((topic, payload),) = world.desk.submitted
-    assert topic == f"siltwatch/v1/{SID}/log"
-    assert json.loads(payload) == {
-        "v": 1,
-        "type": "site_log",
-        "site": SID,
+    assert world.handed_to_desk("log", "site_log") == {
         "time": "2026-05-12T16:00:00Z",
         "event": "corrective_action",
         "by": INSPECTOR,
@@ -167,8 +135,7 @@ def test_a_corrective_action_is_a_note_and_a_site_log_entry(world: World) -> Non
 def test_a_refused_site_log_entry_is_shown_and_the_note_kept(world: World) -> None:
     plume = world.plume_id()
     world.desk.refuse = "the broker is unreachable"
-    response = post_form(
-        world,
+    response = world.post_form(
         OPERATOR,
         f"/sites/{SID}/alerts/{plume}/corrective-action",
         {"text": "Swept the road."},
@@ -181,8 +148,7 @@ def test_a_refused_site_log_entry_is_shown_and_the_note_kept(world: World) -> No
 
 def test_a_comment_is_kept_and_shown(world: World) -> None:
     plume = world.plume_id()
-    post_form(
-        world,
+    world.post_form(
         OFFICER,
         f"/sites/{SID}/alerts/{plume}/comment",
         {"text": "Seen on site visit <b>Tuesday</b>."},

@@ -28,11 +28,6 @@ from tests.console.app_world import (
 )
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> World:
-    return make_world(tmp_path)
-
-
 def test_the_operator_logs_in_and_sees_the_storm_weeks_alerts(world: World) -> None:
     client = world.client()
     response = log_in(client, OPERATOR, PASSWORD)

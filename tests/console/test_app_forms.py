@@ -7,36 +7,19 @@ wire message a field tablet would publish.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.console.app_world import (
-    INSPECTOR,
-    OFFICER,
-    OPERATOR,
-    SID,
-    VIEWER,
-    World,
-    csrf_of,
-    make_world,
-)
+from tests.console.app_world import INSPECTOR, OFFICER, OPERATOR, SID, VIEWER, World, make_world
 
 DUTIES = f"/sites/{SID}/duties"
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> World:
-    return make_world(tmp_path)
-
-
 def submit(world: World, who: str, path: str, data: dict[str, str]) -> httpx.Response:
-    client = world.login(who)
-    page = client.get(DUTIES)
-    response: httpx.Response = client.post(path, data={"csrf": csrf_of(page.text), **data})
-    return response
+    """Post a form of the duties page."""
+    return world.post_form(who, path, data, page=DUTIES)
 
 
 def open_inspection_duty(world: World) -> str:
@@ -70,12 +53,7 @@ def test_an_inspection_reaches_the_desk_as_the_record_a_tablet_would_send(world:
     }
     response = submit(world, INSPECTOR, f"/sites/{SID}/inspections", form)
     assert response.status_code == 303
-    ((topic, payload),) = world.desk.submitted
-    assert topic == f"siltwatch/v1/{SID}/inspections"
-    assert json.loads(payload) == {
-        "v": 1,
-        "type": "inspection",
-        "site": SID,
+    assert world.handed_to_desk("inspections", "inspection") == {
         "time": "2026-05-12T13:30:00Z",  # 09:30 EDT
         "inspector": "Quinn Hale, CPESC",
         "duty": duty,
@@ -100,8 +78,7 @@ def test_a_full_site_inspection_names_no_duty_and_defaults_to_the_person(world: 
         f"/sites/{SID}/inspections",
         {"time": "2026-05-12T08:00", "inspector": OPERATOR},
     )
-    ((_topic, payload),) = world.desk.submitted
-    record = json.loads(payload)
+    record = world.handed_to_desk("inspections", "inspection")
     assert "duty" not in record and record["signed"] is False and record["inspector"] == OPERATOR
 
 
@@ -148,19 +125,12 @@ def test_only_operators_and_inspectors_record(world: World, who: str) -> None:
 
 
 def test_a_site_log_entry_reaches_the_desk(world: World) -> None:
-    form = {
-        "time": "2026-05-12T11:00",
-        "event": "temporary_cover",
-        "area": "stockpile",
-        "detail": "straw mulch",
-    }
-    assert submit(world, OPERATOR, f"/sites/{SID}/site-log", form).status_code == 303
-    ((topic, payload),) = world.desk.submitted
-    assert topic == f"siltwatch/v1/{SID}/log"
-    assert json.loads(payload) == {
-        "v": 1,
-        "type": "site_log",
-        "site": SID,
+    form = {"event": "temporary_cover", "area": "stockpile", "detail": "straw mulch"}
+    response = submit(
+        world, OPERATOR, f"/sites/{SID}/site-log", {"time": "2026-05-12T11:00", **form}
+    )
+    assert response.status_code == 303
+    assert world.handed_to_desk("log", "site_log") == {
         "time": "2026-05-12T15:00:00Z",
         "event": "temporary_cover",
         "area": "stockpile",

@@ -8,20 +8,11 @@ contact the link was sent to.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from alerts.acklinks import ALPHABET, link_token
 from alerts.acks import Acknowledgement
-from tests.console.app_world import OFFICER, SID, SITE, World, make_world
+from tests.console.app_world import OFFICER, SID, SITE, World
 
 DAY_S = 86_400
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> World:
-    return make_world(tmp_path)
 
 
 def officer_link(world: World, alert_id: str, valid_s: int = DAY_S) -> str:

@@ -137,9 +137,9 @@ class Escalation:
     def run_for(self, seconds: float) -> None:
         end = self.clock() + seconds
         while (due := self.worker.next_due()) is not None and due <= end:
-            self.clock.now_s = max(self.clock(), due)
+            self.clock.t = max(self.clock(), due)
             self.worker.run_once()
-        self.clock.now_s = end
+        self.clock.t = end
 
     def officer_lines(self) -> list[tuple[str, str]]:
         """(result, why) of every audit row about the escalation to the officer."""

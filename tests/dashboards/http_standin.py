@@ -15,11 +15,11 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ingest.broker import StartStop
+from tests.servers import ThreadedHttpServer
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Reply:
 Router = Callable[[Recorded], Reply]
 
 
-class StandIn(StartStop):
+class StandIn(ThreadedHttpServer):
     """Start with ``with StandIn(router) as s:``; ``s.url``, ``s.requests``."""
 
     def __init__(self, router: Router) -> None:
@@ -99,19 +99,4 @@ class StandIn(StartStop):
             def log_message(self, format: str, *args: Any) -> None:  # quiet test output
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(Handler)

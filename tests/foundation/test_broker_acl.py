@@ -64,7 +64,7 @@ def connect(broker: MosquittoServer) -> Iterator[dict[str, Probe]]:
     for user, password in USERS.items():
         probe = Probe()
         probes[user] = probe
-        assert not probe.connect(broker.host, broker.port, user, password).is_failure, user
+        assert not probe.connect(broker.host, broker.port, (user, password)).is_failure, user
     try:
         yield probes
     finally:

@@ -42,13 +42,13 @@ def broker() -> Iterator[MosquittoServer]:
 def test_the_acl_confines_each_station_to_its_own_topics(broker: MosquittoServer) -> None:
     ingest, station, operator = Probe(), Probe(), Probe()
     try:
-        assert not ingest.connect(broker.host, broker.port, "ingest", USERS["ingest"]).is_failure
+        assert not ingest.connect(broker.host, broker.port, ("ingest", USERS["ingest"])).is_failure
         station_user = "lg-route9n/up-1"
         assert not station.connect(
-            broker.host, broker.port, station_user, USERS[station_user]
+            broker.host, broker.port, (station_user, USERS[station_user])
         ).is_failure
         assert not operator.connect(
-            broker.host, broker.port, "dana.ruiz", USERS["dana.ruiz"]
+            broker.host, broker.port, ("dana.ruiz", USERS["dana.ruiz"])
         ).is_failure
         ingest.subscribe("siltwatch/#")
         own = "siltwatch/v1/lg-route9n/up-1/turb-up/reading"

@@ -17,7 +17,8 @@ from analytics.events import AlertEvent, DutyEvent, SensorReading
 from ingest.influx import EventFanOut, InfluxMirror, InfluxV1Writer, InfluxWriteError, RetryPolicy
 from ingest.service import IngestService
 from ingest.store import SqliteStore
-from siltwatch.schema import Alert, Duty, reading_topic
+from siltwatch.schema import reading_topic
+from tests.alerts.helpers import alert, duty
 from tests.ingest.test_service import SITE, T0, reading
 from tests.servers import InfluxDBServer
 
@@ -130,28 +131,8 @@ def test_alert_and_duty_events_become_points_through_the_fan_out() -> None:
     w = ScriptedWriter()
     mirror = InfluxMirror(SITE, w)
     at = datetime(2026, 5, 4, 13, tzinfo=UTC)
-    a = Alert(
-        id="al-1",
-        kind="turbidity_contrast",
-        subject="outfall-a",
-        severity="warning",
-        escalations=[],
-        opened_at=at,
-        resolved_at=None,
-        rule="r",
-        message="m",
-        evidence={},
-    )
-    d = Duty(
-        id="du-1",
-        kind="inspection",
-        reason="storm",
-        subject="lg-route9n",
-        created_at=at,
-        due_at=at,
-        completed_at=None,
-        rule="r",
-    )
+    a = alert()
+    d = duty(created_at=at, due_at=at)
     EventFanOut([Other(), mirror]).handle(
         [AlertEvent("opened", T0, a), DutyEvent("overdue", T0, d)]
     )

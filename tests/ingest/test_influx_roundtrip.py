@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from analytics.events import SensorReading
 from ingest.influx import InfluxV1Writer, InfluxWriteError, RetryPolicy
 from ingest.influx_lp import alert_line, duty_line, escape_tag, reading_line, stored_tag
-from siltwatch.schema import Alert, Duty
+from siltwatch.schema import Alert
+from tests.alerts.helpers import duty
 from tests.servers import InfluxDBServer
 
 pytestmark = pytest.mark.integration
@@ -101,15 +102,8 @@ def test_readings_alerts_and_duties_read_back_with_their_types(
     r = SensorReading("turb-up", t, 12.25, seq=41, flags=frozenset({"spike", "backfilled"}))
     no_seq = SensorReading("turb-up", t + 60_000, 3.0)
     a = alert("outfall-a", "plume at outfall-a", t, resolved=t + 3_600_000)
-    d = Duty(
-        id="du-1",
-        kind="inspection",
-        reason="storm",
-        subject="rt-site",
-        created_at=ms(t),
-        due_at=ms(t + 86_400_000),
-        completed_at=None,
-        rule="NCG01 Part III §A",
+    d = duty(
+        subject="rt-site", created_at=ms(t), due_at=ms(t + 86_400_000), rule="NCG01 Part III §A"
     )
     v1(influxdb, db).write_lines(
         [

@@ -33,6 +33,7 @@ from ingest.recording import RecordingError, read_capture, read_inspections, rea
 from ingest.replay import replay_file, replay_site
 from ingest.store import SqliteStore
 from siltwatch.schema import inspections_topic, parse_topic, site_log_topic
+from tests.analytics import recorders
 from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded
 from tests.analytics.test_rain import gauge_site
 from tests.ingest import probes
@@ -69,17 +70,11 @@ def test_entries_come_after_the_other_inputs_and_reach_every_detector() -> None:
         SiteLogEntry(Q, "disturbed", "north", "Dana"),
     ]
     engine, log = out_of_order(site_log, [StationReport("st", Q, "online")])
-    assert recorded(log) == [
-        ("reading", "rain", Q),
-        ("inspection", "Dana", Q),
-        ("status online", "st", Q),
+    assert recorded(log) == recorders.handed_in_order(
         # Two entries at one instant: by their fields, not by the order they came in.
-        ("disturbed", "Dana", Q),
-        ("milestone", "Jo", Q),
-        ("reading", "rain", 2 * Q),
-        ("cleared", "Dana", 2 * Q),
-        ("reading", "rain", 3 * Q),
-    ]
+        at_q=[("status online", "st"), ("disturbed", "Dana"), ("milestone", "Jo")],
+        at_2q=[("cleared", "Dana")],
+    )
     entries = [(n, kind, t) for n, kind, _who, t in log if kind in ("disturbed", "milestone")]
     assert entries == each_detector("ab", [("disturbed", Q), ("milestone", Q)])
     assert (engine.stats.site_log, engine.stats.inspections, engine.stats.statuses) == (3, 1, 1)
