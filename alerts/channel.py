@@ -20,6 +20,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
@@ -90,6 +91,7 @@ class Channel(Protocol):
         ...
 
 
+@dataclass(eq=False)
 class DirectSend(Generic[SettingsT]):
     """``send(note)`` for a channel: every address, now, once; failures are logged.
 
@@ -102,20 +104,11 @@ class DirectSend(Generic[SettingsT]):
     acknowledgement code, the signed link for its recipient and the console's page.
     """
 
-    name: str
-
-    def __init__(
-        self,
-        settings: SettingsT,
-        site: SiteLabel,
-        clock: Callable[[], float] | None = None,
-        *,
-        links: Links | None = None,
-    ) -> None:
-        self.settings = settings
-        self.site = site
-        self.clock = clock
-        self.links = links
+    name: str = field(init=False, repr=False)  # each channel's class says its own
+    settings: SettingsT
+    site: SiteLabel
+    clock: Callable[[], float] | None = None
+    links: Links | None = field(default=None, kw_only=True)
 
     def now(self) -> float:
         """Epoch seconds: the injected clock, else the wall clock (a link's expiry counts

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -89,22 +90,15 @@ def digest_text(
     return subject, text, f"<html><body>{body}</body></html>"
 
 
+@dataclass(eq=False)
 class Digests:
     """Enqueues each contact's digest email once a local day, at the site's digest time."""
 
-    def __init__(
-        self,
-        outbox: Outbox,
-        site: SiteConfig,
-        source: DigestSource,
-        clock: Callable[[], float],
-        channel: str = "email",
-    ) -> None:
-        self.outbox = outbox
-        self.site = site
-        self.source = source
-        self.clock = clock
-        self.channel = channel
+    outbox: Outbox
+    site: SiteConfig
+    source: DigestSource
+    clock: Callable[[], float]
+    channel: str = "email"
 
     def _readers(self) -> list[Contact]:
         return [c for c in self.site.contacts if c.email and c.digest]

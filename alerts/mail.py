@@ -43,10 +43,9 @@ from email.utils import formatdate, make_msgid
 from pathlib import Path
 from typing import Literal
 
-from alerts.acklinks import Links
 from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id, thread_root
 from alerts.http import is_loopback_host
-from alerts.messages import SiteLabel, email_body, email_html, email_subject
+from alerts.messages import email_body, email_html, email_subject
 from alerts.pngchart import ChartData, render_png
 from alerts.routing import Notification
 from siltwatch.schema import Alert
@@ -99,6 +98,7 @@ def classify_smtp(exc: Exception) -> DeliveryFailed:
     return DeliveryFailed(f"{type(exc).__name__}: {exc}", permanent=False)
 
 
+@dataclass(eq=False)
 class EmailSink(DirectSend[SmtpSettings]):
     """Email channel; as a Sink, one email per notification to every recipient with an email.
 
@@ -108,18 +108,7 @@ class EmailSink(DirectSend[SmtpSettings]):
     """
 
     name = "email"
-
-    def __init__(
-        self,
-        settings: SmtpSettings,
-        site: SiteLabel,
-        clock: Callable[[], float] | None = None,
-        *,
-        links: Links | None = None,
-        chart_for: ChartFor | None = None,
-    ) -> None:
-        super().__init__(settings, site, clock, links=links)
-        self.chart_for = chart_for
+    chart_for: ChartFor | None = field(default=None, kw_only=True)
 
     def addresses(self, note: Notification) -> list[tuple[str, str]]:
         return [(c.name, c.email) for c in note.recipients if c.email]

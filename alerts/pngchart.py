@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -39,20 +40,13 @@ def hex_color(color: RGB) -> str:
 
 
 # 3x5 digits, rows top to bottom, 3 bits each (left pixel is the high bit).
+# fmt: off
 _GLYPHS: dict[str, tuple[int, ...]] = {
-    "0": (7, 5, 5, 5, 7),
-    "1": (2, 6, 2, 2, 7),
-    "2": (7, 1, 7, 4, 7),
-    "3": (7, 1, 7, 1, 7),
-    "4": (5, 5, 7, 1, 1),
-    "5": (7, 4, 7, 1, 7),
-    "6": (7, 4, 7, 5, 7),
-    "7": (7, 1, 1, 1, 1),
-    "8": (7, 5, 7, 5, 7),
-    "9": (7, 5, 7, 1, 7),
-    ".": (0, 0, 0, 0, 2),
-    "-": (0, 0, 7, 0, 0),
+    "0": (7, 5, 5, 5, 7), "1": (2, 6, 2, 2, 7), "2": (7, 1, 7, 4, 7), "3": (7, 1, 7, 1, 7),
+    "4": (5, 5, 7, 1, 1), "5": (7, 4, 7, 1, 7), "6": (7, 4, 7, 5, 7), "7": (7, 1, 1, 1, 1),
+    "8": (7, 5, 7, 5, 7), "9": (7, 5, 7, 1, 7), ".": (0, 0, 0, 0, 2), "-": (0, 0, 7, 0, 0),
 }
+# fmt: on
 _SCALE = 2  # each font pixel is 2x2
 _ADVANCE = 4 * _SCALE  # 3 pixels and a gap
 
@@ -87,16 +81,14 @@ class Canvas:
     def hline(
         self, x0: int, x1: int, y: int, color: RGB, dash: tuple[int, int] | None = None
     ) -> None:
-        for x in range(min(x0, x1), max(x0, x1) + 1):
-            if dash is None or (x - x0) % (dash[0] + dash[1]) < dash[0]:
-                self.set(x, y, color)
+        for x in _dashed(x0, x1, dash):
+            self.set(x, y, color)
 
     def vline(
         self, x: int, y0: int, y1: int, color: RGB, dash: tuple[int, int] | None = None
     ) -> None:
-        for y in range(min(y0, y1), max(y0, y1) + 1):
-            if dash is None or (y - y0) % (dash[0] + dash[1]) < dash[0]:
-                self.set(x, y, color)
+        for y in _dashed(y0, y1, dash):
+            self.set(x, y, color)
 
     def line(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
         """Bresenham's line, two pixels thick (the pixel below too) so it reads on a phone."""
@@ -144,6 +136,14 @@ class Canvas:
             + _chunk(b"IDAT", zlib.compress(raw, 9))
             + _chunk(b"IEND", b"")
         )
+
+
+def _dashed(a: int, b: int, dash: tuple[int, int] | None) -> Iterator[int]:
+    """The positions from ``a`` to ``b`` (either order) that a dash pattern
+    ``(on, off)``, counted from ``a``, draws; all of them without a pattern."""
+    for p in range(min(a, b), max(a, b) + 1):
+        if dash is None or (p - a) % (dash[0] + dash[1]) < dash[0]:
+            yield p
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -34,9 +34,10 @@ without ingest's checks) are counted and change nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from analytics.calendar import SiteCalendar
 from analytics.cited import Cited
@@ -50,6 +51,8 @@ from siltwatch.detections.violations import ViolationReason as Reason
 from siltwatch.schema import parse_violation, parse_violation_corrected
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
+
+T = TypeVar("T")
 
 WORDS = OverdueWords(
     Kind.REMEDY_OVERDUE,
@@ -131,11 +134,18 @@ class ViolationDetector(Detector):
 
     # --- service and correction ----------------------------------------------------
 
-    def _served(self, entry: SiteLogEntry, ctx: Context) -> None:
+    def _parsed(self, parse: Callable[[str], T], entry: SiteLogEntry) -> T | None:
+        """The row's detail as ``parse`` reads it; None, and the row counted as
+        ignored, when it does not read (a malformed row changes nothing)."""
         try:
-            notice = parse_violation(entry.detail)
+            return parse(entry.detail)
         except ValueError:
             self.ignored += 1
+            return None
+
+    def _served(self, entry: SiteLogEntry, ctx: Context) -> None:
+        notice = self._parsed(parse_violation, entry)
+        if notice is None:
             return
         if notice.id in self.open:
             self.ignored += 1  # served again while open: the first service binds
@@ -183,10 +193,8 @@ class ViolationDetector(Detector):
         return rec.id
 
     def _corrected(self, entry: SiteLogEntry, ctx: Context) -> None:
-        try:
-            vid = parse_violation_corrected(entry.detail)
-        except ValueError:
-            self.ignored += 1
+        vid = self._parsed(parse_violation_corrected, entry)
+        if vid is None:
             return
         v = self.open.pop(vid, None)
         if v is None:

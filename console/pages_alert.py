@@ -99,12 +99,17 @@ async def acknowledge(request: Request) -> Response:
     return _back(site, alert, "acknowledged" if new else "already")
 
 
-async def comment(request: Request) -> Response:
+async def _posted_note(request: Request) -> tuple[SessionUser, SiteConfig, Alert, str]:
+    """Who posts a note on which alert, and its text (checked for rights and CSRF)."""
     user = page_user(request)
     site = site_for(request, user, Permission.ACKNOWLEDGE)
     form = await posted_form(request, user, site=site.site.id)
     alert = _alert(request, site)
-    text = field_text(form, "text", NOTE_MAX)
+    return user, site, alert, field_text(form, "text", NOTE_MAX)
+
+
+async def comment(request: Request) -> Response:
+    user, site, alert, text = await _posted_note(request)
     if not text:
         return _page(request, user, site, alert, "Write the comment before saving it.", "error")
     console = console_of(request)
@@ -120,11 +125,7 @@ def action_limit(alert: Alert) -> int:
 
 
 async def corrective_action(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.ACKNOWLEDGE)
-    form = await posted_form(request, user, site=site.site.id)
-    alert = _alert(request, site)
-    text = field_text(form, "text", NOTE_MAX)
+    user, site, alert, text = await _posted_note(request)
     if not text:
         return _page(request, user, site, alert, "Say what was done before recording it.", "error")
     if len(text) > action_limit(alert):

@@ -15,8 +15,9 @@ Times are typed in the site's local time (``<input type=datetime-local>``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import FormData
@@ -30,6 +31,8 @@ from console.web import Console, console_of, field_text, page_user, posted_form,
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.vocabulary import SiteEvent
+
+R = TypeVar("R", bound=BaseModel)
 
 FUTURE_SLACK_MS = 5 * 60_000
 DONE = {
@@ -138,19 +141,32 @@ def inspection_record(
         raise FormProblem(_problems(exc)) from None
 
 
-async def record_inspection(request: Request) -> Response:
+async def _record(
+    request: Request,
+    kind: str,
+    topic: Callable[[str], str],
+    build: Callable[[Console, FormData, SiteConfig, SessionUser, int], R],
+    describe: Callable[[R], str],
+    typed_prefix: str = "",
+) -> Response:
+    """Build a record from the posted form and hand it to the desk; say what was refused.
+
+    ``kind`` names the audit entries (``kind`` and ``<kind>_refused``) and the
+    ``done`` message; what was typed comes back under ``typed_prefix`` on a refusal.
+    """
     user = page_user(request)
     site = site_for(request, user, Permission.RECORD)
     form = await posted_form(request, user, site=site.site.id)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
-    open_ids = {d.id for d in views.open_inspection_duties(site, console.store)}
     try:
-        record = inspection_record(form, site, now, open_ids)
-        _submit(console, inspections_topic(sid), record)
+        record = build(console, form, site, user, now)
+        _submit(console, topic(sid), record)
     except FormProblem as exc:
-        console.book.audit(now, user.name, "inspection_refused", site=sid, detail=str(exc))
-        typed = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+        console.book.audit(now, user.name, f"{kind}_refused", site=sid, detail=str(exc))
+        typed = {
+            f"{typed_prefix}{k}": v for k, v in form.items() if isinstance(v, str) and k != "csrf"
+        }
         return _page(
             request,
             user,
@@ -160,9 +176,25 @@ async def record_inspection(request: Request) -> Response:
             typed=typed,
             status=400,
         )
-    detail = f"{record.inspector} at {record.time.isoformat()} duty {record.duty or 'all open'}"
-    console.book.audit(now, user.name, "inspection", site=sid, detail=detail)
-    return RedirectResponse(f"/sites/{sid}/duties?done=inspection", status_code=303)
+    console.book.audit(now, user.name, kind, site=sid, detail=describe(record))
+    return RedirectResponse(f"/sites/{sid}/duties?done={kind}", status_code=303)
+
+
+def _inspection_from_form(
+    console: Console, form: FormData, site: SiteConfig, _user: SessionUser, now_ms: int
+) -> InspectionRecord:
+    open_ids = {d.id for d in views.open_inspection_duties(site, console.store)}
+    return inspection_record(form, site, now_ms, open_ids)
+
+
+async def record_inspection(request: Request) -> Response:
+    return await _record(
+        request,
+        "inspection",
+        inspections_topic,
+        _inspection_from_form,
+        lambda r: f"{r.inspector} at {r.time.isoformat()} duty {r.duty or 'all open'}",
+    )
 
 
 def site_log_record(
@@ -191,26 +223,11 @@ def site_log_record(
 
 
 async def record_site_log(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
-    console = console_of(request)
-    sid, now = site.site.id, console.now_ms()
-    try:
-        record = site_log_record(form, site, user, now)
-        _submit(console, site_log_topic(sid), record)
-    except FormProblem as exc:
-        console.book.audit(now, user.name, "site_log_refused", site=sid, detail=str(exc))
-        typed = {f"log_{k}": v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
-        return _page(
-            request,
-            user,
-            site,
-            message=f"Not recorded: {exc}",
-            kind="error",
-            typed=typed,
-            status=400,
-        )
-    detail = f"{record.event} {record.area or ''} {record.detail or ''}".strip()
-    console.book.audit(now, user.name, "site_log", site=sid, detail=detail)
-    return RedirectResponse(f"/sites/{sid}/duties?done=site_log", status_code=303)
+    return await _record(
+        request,
+        "site_log",
+        site_log_topic,
+        lambda _console, form, site, user, now: site_log_record(form, site, user, now),
+        lambda r: f"{r.event} {r.area or ''} {r.detail or ''}".strip(),
+        typed_prefix="log_",
+    )

@@ -126,22 +126,19 @@ class SyncState:
     source: str = ""
 
 
+def _longs(*names: str) -> list[tuple[str, type[ctypes.c_long]]]:
+    """Consecutive ``long`` members of a C struct, in order."""
+    return [(name, ctypes.c_long) for name in names]
+
+
 class _Timex(ctypes.Structure):
     """``struct timex`` from <sys/timex.h> (Linux, 64-bit longs); only the head is read."""
 
     _fields_ = [
         ("modes", ctypes.c_uint),
-        ("offset", ctypes.c_long),
-        ("freq", ctypes.c_long),
-        ("maxerror", ctypes.c_long),
-        ("esterror", ctypes.c_long),
+        *_longs("offset", "freq", "maxerror", "esterror"),
         ("status", ctypes.c_int),
-        ("constant", ctypes.c_long),
-        ("precision", ctypes.c_long),
-        ("tolerance", ctypes.c_long),
-        ("time_sec", ctypes.c_long),
-        ("time_usec", ctypes.c_long),
-        ("tick", ctypes.c_long),
+        *_longs("constant", "precision", "tolerance", "time_sec", "time_usec", "tick"),
         ("_rest", ctypes.c_byte * 128),
     ]
 

@@ -244,14 +244,8 @@ class Publisher:
     ) -> None:
         self._connack = reason_code
 
-    def _on_disconnect(
-        self,
-        client: mqtt.Client,
-        userdata: Any,
-        flags: Any,
-        reason_code: ReasonCode,
-        properties: Properties | None,
-    ) -> None:
+    def _on_disconnect(self, client: mqtt.Client, *_: Any) -> None:
+        """paho's (client, userdata, flags, reason_code, properties): only whose link it was."""
         if client is self.client and self.connected:
             self.connected = False  # step() notices and cleans up
 

@@ -8,6 +8,7 @@ level transducer with different curves.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from hardware.base import Driver, Sample
 from hardware.calibration import LinearCalibration, PolynomialCalibration
@@ -16,6 +17,7 @@ from siltwatch.schema import QualityFlag
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class CalibratedDriver:
     """``read()`` = the driver's sample, calibrated into ``unit``.
 
@@ -25,16 +27,10 @@ class CalibratedDriver:
       driver's unit is not the declared unit (the number is volts, not NTU).
     """
 
-    def __init__(
-        self,
-        driver: Driver,
-        unit: str,
-        calibration: LinearCalibration | PolynomialCalibration | None = None,
-    ) -> None:
-        self.driver = driver
-        self.unit = unit
-        self.calibration = calibration
-        self._warned = False
+    driver: Driver
+    unit: str
+    calibration: LinearCalibration | PolynomialCalibration | None = None
+    _warned: bool = field(default=False, init=False, repr=False)
 
     def read(self) -> Sample:
         sample = self.driver.read()

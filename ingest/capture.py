@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,7 +33,7 @@ class Recorder:
         *,
         username: str | None = None,
         password: str | None = None,
-        clock_ms: Any = None,
+        clock_ms: Callable[[], float] | None = None,
     ) -> None:
         self.site = site
         self.out = out

@@ -47,7 +47,13 @@ from typing import Any, overload
 
 from pydantic import ValidationError
 
-from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
+from analytics.events import (
+    INSPECTION_RECORD_FIELDS,
+    Inspection,
+    SensorReading,
+    SiteLogEntry,
+    StationReport,
+)
 from analytics.timeutil import to_ms
 from siltwatch.config import Sensor, SiteConfig
 from siltwatch.physical import impossible
@@ -273,17 +279,8 @@ def to_sensor_reading(item: ReadingItem) -> SensorReading:
 
 
 def to_inspection(rec: InspectionRecord) -> Inspection:
-    return Inspection(
-        to_ms(rec.time),
-        rec.inspector,
-        rec.duty,
-        affiliation=rec.affiliation,
-        address=rec.address,
-        phone=rec.phone,
-        signed=rec.signed,
-        deviations=rec.deviations,
-        corrective_actions=rec.corrective_actions,
-    )
+    fields = {name: getattr(rec, name) for name in INSPECTION_RECORD_FIELDS}
+    return Inspection(to_ms(rec.time), rec.inspector, rec.duty, **fields)
 
 
 def to_site_log_entry(rec: SiteLogRecord) -> SiteLogEntry:

@@ -247,21 +247,41 @@ def csv_reading(
             f"column 'sensor': {sensor!r} is not a sensor of the site "
             f"(known: {', '.join(sorted(known))})"
         )
-    stamp = row[cols["time"]]
-    t = times.get(stamp)
-    if t is None:
-        try:
-            t = times[stamp] = parse_time(stamp)
-        except ValueError as exc:
-            return f"column 'time': {exc}"
-    text = row[cols["value"]].strip()
+    t = _row_time(row, cols, times)
+    if isinstance(t, str):
+        return t
+    value = _row_value(row[cols["value"]].strip())
+    if isinstance(value, str):
+        return value
+    return SensorReading(sensor, t, value)
+
+
+def _row_value(text: str) -> float | str:
+    """The ``value`` cell as a finite number, or what is wrong with that column."""
     try:
         value = float(text)
     except ValueError:
         return f"column 'value': {text!r} is not a number"
     if not math.isfinite(value):
         return f"column 'value': {text!r} is not a finite number"
-    return SensorReading(sensor, t, value)
+    return value
+
+
+def _row_time(
+    row: list[str], cols: dict[str, int], times: dict[str, int] | None = None
+) -> int | str:
+    """The row's ``time`` in epoch ms, or what is wrong with that column;
+    ``times``, when given, caches parsed time texts."""
+    stamp = row[cols["time"]]
+    t = None if times is None else times.get(stamp)
+    if t is None:
+        try:
+            t = parse_time(stamp)
+        except ValueError as exc:
+            return f"column 'time': {exc}"
+        if times is not None:
+            times[stamp] = t
+    return t
 
 
 # The inspection record's optional text columns (analytics.events.Inspection).
@@ -301,10 +321,9 @@ def read_inspections(path: Path) -> list[Inspection]:
             if len(row) <= max(cols.values()):
                 problems.add(line, f"expected columns {','.join(names)}, got {','.join(row)!r}")
                 continue
-            try:
-                t = parse_time(row[cols["time"]])
-            except ValueError as exc:
-                problems.add(line, f"column 'time': {exc}")
+            t = _row_time(row, cols)
+            if isinstance(t, str):
+                problems.add(line, t)
                 continue
             try:
                 signed = _signed(_cell(row, names, "signed"))
@@ -353,10 +372,9 @@ def _site_log_row(
     row: list[str], cols: dict[str, int], names: list[str], areas: list[str]
 ) -> SiteLogEntry | str:
     """The row as an entry, or what is wrong with it (the first problem, by column)."""
-    try:
-        t = parse_time(row[cols["time"]])
-    except ValueError as exc:
-        return f"column 'time': {exc}"
+    t = _row_time(row, cols)
+    if isinstance(t, str):
+        return t
     text = row[cols["event"]].strip()
     try:
         event = SiteEvent(text)

@@ -38,7 +38,7 @@ from siltwatch.configerrors import (
     validate_finite,
 )
 from siltwatch.detections import descriptions
-from siltwatch.detections.base import ConfigView
+from siltwatch.detections.base import ConfigView, repeated_names
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
 from siltwatch.units import UNITS_BY_KIND, to_metres, volume_to_m3
@@ -538,19 +538,10 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
     sensor_at: dict[str, str] = {}
 
     def dupes(key: str, label: str) -> None:
-        seen: dict[str, int] = {}
-        for i, item in enumerate(_items(data, key)):
-            ident = item.get("id")
-            if not isinstance(ident, str):
-                continue
-            if ident in seen:
-                out.append(
-                    (
-                        f"{key}[{i}].id",
-                        f"duplicate {label} id {ident!r} (also at {key}[{seen[ident]}])",
-                    )
-                )
-            seen.setdefault(ident, i)
+        for i, ident, first in repeated_names(_items(data, key), "id"):
+            out.append(
+                (f"{key}[{i}].id", f"duplicate {label} id {ident!r} (also at {key}[{first}])")
+            )
 
     dupes("stations", "station")
     for si, st in enumerate(stations):

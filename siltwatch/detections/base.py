@@ -14,7 +14,7 @@ registry without an import cycle.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from enum import StrEnum
@@ -185,6 +185,22 @@ def flag(name: str) -> RuleKey:
 
 
 # --- configuration checks -----------------------------------------------------------
+
+
+def repeated_names(
+    items: Iterable[Mapping[str, Any]], field_name: str
+) -> Iterator[tuple[int, str, int]]:
+    """(index, name, first index) for each raw table whose string ``field_name``
+    repeats an earlier table's: ids and names must be unique, and the operator is
+    told where the first one stands. Non-string values are left to the type checks."""
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        name = item.get(field_name)
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            yield i, name, seen[name]
+        seen.setdefault(name, i)
 
 
 @dataclass

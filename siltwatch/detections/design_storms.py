@@ -33,6 +33,7 @@ from siltwatch.detections.base import (
     RuleKey,
     diagnostic,
     number,
+    repeated_names,
     short_number,
 )
 
@@ -75,17 +76,11 @@ def _check(view: ConfigView) -> None:
             "design_storms",
             "design storms are measured at the site's rain gauges: add a [[rain_gauges]] entry",
         )
-    seen: dict[str, int] = {}
-    for i, storm in enumerate(storms):
-        name = storm.get("name")
-        if not isinstance(name, str):
-            continue
-        if name in seen:
-            view.problem(
-                f"design_storms[{i}].name",
-                f"duplicate design storm {name!r} (also at design_storms[{seen[name]}])",
-            )
-        seen.setdefault(name, i)
+    for i, name, first in repeated_names(storms, "name"):
+        view.problem(
+            f"design_storms[{i}].name",
+            f"duplicate design storm {name!r} (also at design_storms[{first}])",
+        )
     site = view.data.get("site")
     if isinstance(site, dict) and not has_gauges:
         for key in ("rain_day_in", "rain_day_mm"):
