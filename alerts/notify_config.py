@@ -349,6 +349,19 @@ class Delivery:
     def start(self) -> None:
         self.thread.start()
 
+    @property
+    def alive(self) -> bool:
+        """True while the delivery thread runs (``serve``'s /healthz)."""
+        return self.thread.alive
+
+    def pending_count(self) -> int:
+        """Notifications waiting in the outbox (``serve``'s /metrics: the outbox depth)."""
+        return self.outbox.counts().get("pending", 0)
+
+    def failures_by_channel(self) -> dict[str, int]:
+        """Failed delivery attempts in this process, by channel (``serve``'s /metrics)."""
+        return dict(self.worker.stats.failures_by_channel)
+
     def stop(self) -> None:
         self.thread.stop()
         self.outbox.close()

@@ -48,6 +48,7 @@ from alerts.quiet import quiet_until
 from alerts.routing import NoticeEvent, Notification
 from siltwatch import backoff
 from siltwatch.config import SiteConfig
+from siltwatch.counters import Counters
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, severity_rank
 
@@ -174,6 +175,13 @@ class OutboxSink:
                 self.on_enqueue()
 
 
+class DeliveryStats(Counters):
+    """What the worker's attempts came to in this process (``serve``'s /metrics reads it;
+    the outbox's audit log is the durable record)."""
+
+    failures_by_channel: dict[str, int]  # failed attempts, retried or given up
+
+
 class DeliveryWorker:
     """Sends due deliveries; one per outbox file. Creating one recovers interrupted sends."""
 
@@ -197,6 +205,7 @@ class DeliveryWorker:
         self.sms_limit = sms_limit
         self.sms_channel = sms_channel
         self.scheduled = list(scheduled)
+        self.stats = DeliveryStats()
         for ident in outbox.recover(clock()):
             log.warning("delivery %s was interrupted mid-send; sending it again", ident)
 
@@ -286,6 +295,8 @@ class DeliveryWorker:
         return 1
 
     def _failed(self, d: Delivery, exc: DeliveryFailed) -> None:
+        failures = self.stats.failures_by_channel
+        failures[d.channel] = failures.get(d.channel, 0) + 1
         now = self.clock()
         delay = None if exc.permanent else self.retry.delay_after(d.attempts)
         if delay is None:
@@ -318,6 +329,11 @@ class DeliveryThread:
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """True while the delivery thread runs (liveness: ``serve``'s /healthz)."""
+        return self._thread.is_alive()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Finish the current attempt and stop; pending deliveries stay in the outbox."""

@@ -1,5 +1,7 @@
 """Grafana provisioning written by code: the InfluxQL data source, a dashboard
-provider, and one dashboard JSON per site.
+provider, and one dashboard JSON per site; and the Prometheus data source with the
+dashboard of ``siltwatch serve`` itself (dashboards/service.py), which reads the
+metrics ``serve --metrics`` exports.
 
 Grafana reads ``provisioning/datasources/*.yaml`` and
 ``provisioning/dashboards/*.yaml`` at start-up; the provider points at the folder
@@ -21,6 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from dashboards.build import DATASOURCE_TYPE, DATASOURCE_UID, dashboard_json
+from dashboards.service import (
+    PROMETHEUS_TYPE,
+    PROMETHEUS_UID,
+    SERVICE_FILE,
+    service_dashboard_json,
+)
 from siltwatch.config import SiteConfig
 
 FOLDER = "siltwatch"
@@ -67,6 +75,25 @@ class InfluxSource:
         return ds
 
 
+@dataclass(frozen=True)
+class PrometheusSource:
+    """Where Grafana finds the Prometheus that scrapes ``serve``'s /metrics."""
+
+    url: str = "http://prometheus:9090"
+
+    def datasource(self) -> dict[str, Any]:
+        return {
+            "name": "siltwatch Prometheus",
+            "type": PROMETHEUS_TYPE,
+            "uid": PROMETHEUS_UID,
+            "access": "proxy",
+            "url": self.url,
+            "isDefault": False,
+            "editable": False,
+            "jsonData": {"httpMethod": "POST"},
+        }
+
+
 def _yaml(value: Any, indent: int = 0) -> list[str]:
     pad = "  " * indent
     if isinstance(value, dict):
@@ -98,8 +125,11 @@ def to_yaml(doc: dict[str, Any]) -> str:
     return "\n".join(_yaml(doc)) + "\n"
 
 
-def datasource_yaml(source: InfluxSource) -> str:
-    return to_yaml({"apiVersion": 1, "datasources": [source.datasource()]})
+def datasource_yaml(source: InfluxSource, prometheus: PrometheusSource | None = None) -> str:
+    sources = [source.datasource()]
+    if prometheus is not None:
+        sources.append(prometheus.datasource())
+    return to_yaml({"apiVersion": 1, "datasources": sources})
 
 
 def provider_yaml(dashboards_path: str) -> str:
@@ -127,10 +157,12 @@ def write_provisioning(
     sites: Iterable[SiteConfig],
     source: InfluxSource,
     *,
+    prometheus: PrometheusSource | None = PrometheusSource(),
     dashboards_path: str = "/var/lib/grafana/dashboards/siltwatch",
 ) -> list[Path]:
-    """Write ``out/provisioning/{datasources,dashboards}/siltwatch.yaml`` and
-    ``out/dashboards/SITE.json``; return the files written.
+    """Write ``out/provisioning/{datasources,dashboards}/siltwatch.yaml``,
+    ``out/dashboards/SITE.json`` and, with ``prometheus``, the service's
+    ``out/dashboards/siltwatch-service.json``; return the files written.
 
     ``dashboards_path`` is where Grafana will see ``out/dashboards`` (a mount in
     a container), which is what the provider file must name.
@@ -142,11 +174,15 @@ def write_provisioning(
     for folder in (ds_dir, pv_dir, db_dir):
         folder.mkdir(parents=True, exist_ok=True)
     files = {
-        ds_dir / "siltwatch.yaml": datasource_yaml(source),
+        ds_dir / "siltwatch.yaml": datasource_yaml(source, prometheus),
         pv_dir / "siltwatch.yaml": provider_yaml(dashboards_path),
     }
     for site in sites:
         files[db_dir / f"{site.site.id}.json"] = dashboard_json(site)
+    if prometheus is not None:
+        if db_dir / SERVICE_FILE in files:
+            raise ValueError(f"a site's dashboard would overwrite the service's {SERVICE_FILE}")
+        files[db_dir / SERVICE_FILE] = service_dashboard_json()
     for path, text in files.items():
         path.write_text(text, encoding="utf-8")
         written.append(path)

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
 from ingest.influx_lp import alert_line, duty_line, reading_lines
+from ingest.influx_recopy import DroppedSpan, StoreRecopy
 from siltwatch import backoff
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
@@ -287,6 +288,7 @@ class MirrorStats(Counters):
     failures: int  # write attempts that failed
     refused: int  # lines InfluxDB refused as bad data (logged with the reason)
     dropped: int  # lines evicted because the queue was full (logged)
+    recopied: int  # lines copied again from the store after a drop (ingest/influx_recopy.py)
     last_error: str
     pending: int
 
@@ -302,7 +304,8 @@ class InfluxMirror:
     has passed. Lines InfluxDB refuses as bad data are counted and logged with the
     server's reason, never retried forever; a queue beyond ``max_pending`` lines (days
     of outage) drops its oldest lines with an error in the log. Either way the data
-    stays in SQLite, the record.
+    stays in SQLite, the record; with ``recopy`` (serve gives it one) the mirror copies
+    what it dropped back from the store once InfluxDB takes writes again.
     """
 
     def __init__(
@@ -315,6 +318,7 @@ class InfluxMirror:
         max_backoff_s: float = 60.0,
         max_pending: int = 1_000_000,
         auto_flush: bool = True,
+        recopy: StoreRecopy | None = None,
     ) -> None:
         """``auto_flush=False``: callers only queue, and a :class:`MirrorFlusher` thread
         writes, so a slow or hung InfluxDB never holds up the ingest pipeline."""
@@ -328,6 +332,8 @@ class InfluxMirror:
         self.kinds = {s.id: (s.kind, s.unit) for s in site.sensors().values()}
         self.pending: list[str] = []
         self.stats = MirrorStats()
+        self.recopy = recopy
+        self._dropped = DroppedSpan()  # what was dropped and not yet handed to ``recopy``
         self._failures_in_row = 0
         self._next_attempt = float("-inf")
 
@@ -360,6 +366,7 @@ class InfluxMirror:
         """Drop the oldest points beyond ``max_pending`` (caller holds the lock)."""
         excess = len(self.pending) - self.max_pending
         if excess > 0:
+            self._dropped.add(self.pending[:excess])
             del self.pending[:excess]
             self.stats.dropped += excess
             log.error(
@@ -382,7 +389,7 @@ class InfluxMirror:
             # Take the batch out of the queue: points queued meanwhile wait behind it.
             batch, self.pending = self.pending, []
         if not batch:
-            return True
+            return self._recopy_next()
         try:
             self.writer.write_lines(batch)
         except InfluxWriteError as exc:
@@ -416,7 +423,33 @@ class InfluxMirror:
         self._next_attempt = float("-inf")
         with self._lock:
             self.stats.pending = len(self.pending)
-            return not self.pending
+            if self.pending:
+                return False
+        return self._recopy_next()
+
+    def _recopy_next(self) -> bool:
+        """The queue is empty and InfluxDB took the last write: queue the next chunk of
+        what was dropped, read back from the store. True when there is nothing to copy."""
+        if self.recopy is None:
+            return True
+        with self._lock:
+            dropped, self._dropped = self._dropped, DroppedSpan()
+        if dropped:
+            self.recopy.add(dropped)
+        if not self.recopy.busy:
+            return True
+        try:
+            lines = self.recopy.next_lines(self.kinds)
+        except Exception as exc:  # the store is the record: say so, retry on the next flush
+            log.error("InfluxDB mirror: cannot copy dropped points again from the store: %s", exc)
+            return False
+        if not lines:
+            return True
+        with self._lock:
+            self.pending.extend(lines)
+            self.stats.pending = len(self.pending)
+        self.stats.recopied += len(lines)
+        return False
 
     def close(self, *, attempts: int = 3, sleep: Callable[[float], None] = time.sleep) -> None:
         """Flush at shutdown (a few tries), then say loudly what could not be written."""
@@ -456,6 +489,11 @@ class MirrorFlusher:
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        """True while the flushing thread runs (liveness: /healthz)."""
+        return self._thread.is_alive()
 
     def stop(self) -> None:
         self._stop.set()

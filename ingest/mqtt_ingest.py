@@ -427,6 +427,16 @@ class MqttIngest:
         self.client.loop_stop()
 
     @property
+    def connected(self) -> bool:
+        """True while the session is connected (readiness: /readyz, ingest/health.py)."""
+        return self.client.is_connected() and not self._stop.is_set()
+
+    @property
+    def worker_alive(self) -> bool:
+        """True while the commit worker runs (liveness: /healthz, ingest/health.py)."""
+        return self._worker.is_alive()
+
+    @property
     def failed(self) -> bool:
         """True when the instance stopped itself (session taken over, a bug)."""
         return self._fatal.is_set()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, SensorReading, SiteLogEntry
@@ -55,17 +55,16 @@ def export_records(
     site_id = site.site.id
     zone = site.site.zone
 
-    def day(t: int) -> date:
-        return from_ms(t).astimezone(zone).date()
-
     def within(d: date) -> bool:
         return (start is None or d >= start) and (end is None or d <= end)
 
     def local(t: int) -> str:
-        return from_ms(t).astimezone(zone).isoformat()
+        return local_iso(t, zone)
 
-    inspections = [i for i in store.inspections_after(site_id, None) if within(day(i.t))]
-    log = [e for e in store.site_log(site_id) if within(day(e.t))]
+    inspections = [
+        i for i in store.inspections_after(site_id, None) if within(local_day(i.t, zone))
+    ]
+    log = [e for e in store.site_log(site_id) if within(local_day(e.t, zone))]
     rain = [r for r in daily_rain(store, site) if within(r.day)]
     out.mkdir(parents=True, exist_ok=True)
     _write(
@@ -77,7 +76,7 @@ def export_records(
     _write(
         out / "rain-log.csv",
         RAIN_COLUMNS,
-        ([r.day.isoformat(), r.gauge, r.depth, r.unit, r.readings, r.excluded] for r in rain),
+        (rain_row(r) for r in rain),
     )
     return Written(len(inspections), len(rain), len(log), out)
 
@@ -93,6 +92,26 @@ def daily_rain(store: SqliteStore, site: SiteConfig) -> list[RainLogRow]:
     return replay_site(site, readings).rain_log
 
 
+def local_iso(t: int, zone: tzinfo) -> str:
+    """An event time as the records show it: ISO 8601 in the site's zone, with its offset."""
+    return from_ms(t).astimezone(zone).isoformat()
+
+
+def local_day(t: int, zone: tzinfo) -> date:
+    """The site's local date of an event time: the day a record belongs to."""
+    return from_ms(t).astimezone(zone).date()
+
+
+def rain_row(r: RainLogRow) -> list[object]:
+    """One line of the rain log, in ``RAIN_COLUMNS`` order (the date as a ``date``)."""
+    return [r.day, r.gauge, r.depth, r.unit, r.readings, r.excluded]
+
+
+def site_log_fields(entry: SiteLogEntry) -> list[object]:
+    """What a site-log line says besides its time: ``SITE_LOG_COLUMNS[1:]``."""
+    return [entry.event, entry.area or "", entry.by, entry.detail]
+
+
 def _inspection_row(ins: Inspection, local: _Local) -> list[object]:
     values = [getattr(ins, name) for name in INSPECTION_RECORD_FIELDS]
     shown = [
@@ -102,7 +121,7 @@ def _inspection_row(ins: Inspection, local: _Local) -> list[object]:
 
 
 def _log_row(entry: SiteLogEntry, local: _Local) -> list[object]:
-    return [local(entry.t), entry.event, entry.area or "", entry.by, entry.detail]
+    return [local(entry.t), *site_log_fields(entry)]
 
 
 def _write(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:

@@ -254,11 +254,14 @@ def replay_file(
     *,
     progress: Progress | None = None,
     site_log: Path | str | None = None,
+    recorded: Callable[[Sequence[SensorReading]], None] | None = None,
 ) -> ReplayResult:
     """Load a site file and a recording (CSV or JSONL capture) and replay them.
 
     ``inspections`` and ``site_log`` are the optional CSVs of the replay
     contract (``time,inspector,duty``; ``time,event,area,by,detail``).
+    ``recorded`` is handed the recording's readings once the replay has run
+    (``replay --influx…`` loads them into InfluxDB without reading the file twice).
     """
     site_cfg = site if isinstance(site, SiteConfig) else load_site(Path(site))
     areas = [area.id for area in site_cfg.areas]
@@ -269,7 +272,7 @@ def replay_file(
     log = list(capture.site_log)
     if site_log is not None:
         log += read_site_log(Path(site_log), areas)
-    return replay_site(
+    result = replay_site(
         site_cfg,
         capture.readings,
         ins,
@@ -277,6 +280,9 @@ def replay_file(
         statuses=capture.statuses,
         site_log=log,
     )
+    if recorded is not None:
+        recorded(capture.readings)
+    return result
 
 
 def replay_frame(

@@ -195,6 +195,39 @@ class SqliteStore:
                 f"{self.path}: is not a usable siltwatch SQLite store ({exc})"
             ) from None
 
+    @classmethod
+    def open_read_only(cls, path: Path | str) -> SqliteStore:
+        """The store as a reader that cannot write (exports next to a running ``serve``).
+
+        Opened ``mode=ro``: it never creates the file or its folder, never
+        migrates, never sets the journal mode, so the live writer sees nothing.
+        A store of another schema version is refused rather than read wrongly;
+        ``serve`` (or any writer) upgrades it in place.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise StoreError(f"{path}: no such store (the --db of siltwatch serve)")
+        try:
+            db = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                timeout=30.0,
+            )
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: is not a usable siltwatch SQLite store ({exc})") from None
+        if version != SCHEMA_VERSION:
+            db.close()
+            found = "is not a siltwatch store" if version == 0 else f"has store schema v{version}"
+            raise StoreError(
+                f"{path}: {found}; this siltwatch reads schema v{SCHEMA_VERSION} "
+                "(run 'siltwatch serve' on an older store once to upgrade it)"
+            )
+        store = cls.__new__(cls)
+        store.path, store.db, store._lock_fd = path, db, None
+        return store
+
     def _migrate(self) -> None:
         """Create the schema, or bring a store written by an older siltwatch up to date.
 
@@ -500,6 +533,16 @@ class SqliteStore:
             StoredAlert(Alert.model_validate(json.loads(b)), bool(lt), bool(w)) for b, lt, w in rows
         ]
 
+    def alert_records(self, site: str) -> list[StoredAlert]:
+        """Every episode with its late and withdrawn marks, in ALERTS.jsonl order (exports)."""
+        rows = self.db.execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? ORDER BY opened_at, id",
+            (site,),
+        )
+        return [
+            StoredAlert(Alert.model_validate(json.loads(b)), bool(lt), bool(w)) for b, lt, w in rows
+        ]
+
     def late_alert_ids(self, site: str) -> set[str]:
         rows = self.db.execute("SELECT id FROM alerts WHERE site = ? AND late = 1", (site,))
         return {str(r[0]) for r in rows}
@@ -561,6 +604,45 @@ class SqliteStore:
             out = [_reading(row) for row in rows]
             yield out
             last_t, last_sensor = out[-1].t, out[-1].sensor
+
+    def readings_between(
+        self, site: str, start: int | None, end: int | None, chunk: int = 20_000
+    ) -> Iterator[list[tuple[str, SensorReading]]]:
+        """(station, reading) with event time in [start, end), in (time, sensor) order, in chunks.
+
+        Each chunk is its own short query (resuming after the last row), so a long
+        export holds no read transaction open against the live writer's WAL.
+        """
+        last_t = -(2**62) if start is None else start
+        stop = 2**62 if end is None else end
+        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
+        while True:
+            rows = self.db.execute(
+                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
+                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
+                (site, last_t, stop, last_t, last_sensor, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            out = [(str(row[0]), _reading(row[1:])) for row in rows]
+            yield out
+            last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
+
+    def sites(self) -> list[str]:
+        """Every site id the store holds anything of (readings, records, alerts, duties).
+
+        Each table's index leads with the site, so the next site after one is a
+        seek: a store of millions of readings answers in a few index lookups.
+        """
+        found: set[str] = set()
+        for table in ("readings", "inspections", "site_log", "statuses", "alerts", "duties"):
+            rows = self.db.execute(
+                f"WITH RECURSIVE s(site) AS (SELECT min(site) FROM {table} UNION ALL "
+                f"SELECT (SELECT min(site) FROM {table} WHERE site > s.site) FROM s "
+                "WHERE s.site IS NOT NULL) SELECT site FROM s WHERE site IS NOT NULL"
+            )
+            found.update(str(r[0]) for r in rows)
+        return sorted(found)
 
     def inspections_after(self, site: str, after: int | None) -> list[Inspection]:
         rows = self.db.execute(

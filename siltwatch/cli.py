@@ -41,6 +41,7 @@ SERVER_MODULES = frozenset(
         "argon2",
         "itsdangerous",
         "twilio",
+        "pyarrow",  # siltwatch export --format parquet
     }
 )
 
@@ -154,17 +155,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ingest.replay import replay_file
     from siltwatch.config import load_site
 
+    recorded: list[Sequence[Any]] = []
     try:
         site = load_site(Path(args.site))
+        mirror = _influx_mirror(args, site)
         result = replay_file(
             site,
             Path(args.recording),
             args.inspections,
             progress=_Progress(),
             site_log=args.site_log,
+            recorded=recorded.append if mirror is not None else None,
         )
     except (ConfigError, RecordingError) as exc:
         _err(exc.lines)
+        return EXIT_FAIL
+    except ValueError as exc:
+        _err([str(exc)])
         return EXIT_FAIL
     result.write(Path(args.alerts_out), Path(args.duties_out))
     if args.rain_log:
@@ -176,7 +183,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"and {stats.inspections} inspections{log} of site {site.site.id!r}: "
         f"{len(result.alerts)} alert episodes -> {args.alerts_out}, {len(result.duties)} duties -> {args.duties_out}"
     )
-    return EXIT_OK
+    return EXIT_OK if mirror is None else _replay_into_influx(mirror, site, recorded, result)
+
+
+def _replay_into_influx(mirror: Any, site: Any, recorded: list[Sequence[Any]], result: Any) -> int:
+    """``replay --influx…``: the recording and its alert and duty changes into InfluxDB."""
+    from ingest.replay_influx import ReplayLoadError, load_replay
+
+    try:
+        loaded = load_replay(mirror, site, recorded[0] if recorded else (), result.events)
+    except ReplayLoadError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    finally:
+        mirror.writer.close()
+    refused = f"; InfluxDB refused {loaded.refused:,} as bad data" if loaded.refused else ""
+    print(
+        f"loaded into InfluxDB: {loaded.readings:,} readings and "
+        f"{loaded.events:,} alert and duty points{refused}"
+    )
+    return EXIT_FAIL if loaded.refused else EXIT_OK
 
 
 def cmd_records(args: argparse.Namespace) -> int:
@@ -213,6 +239,13 @@ def cmd_records(args: argparse.Namespace) -> int:
         "{inspections,rain-log,site-log}.csv"
     )
     return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Readings, alerts, duties, site log and rain log as CSV or Parquet (ingest/export_cli.py)."""
+    from ingest.export_cli import run_export
+
+    return run_export(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -488,8 +521,11 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
     return InfluxMirror(site, writer, auto_flush=False)
 
 
-def _influx_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("InfluxDB mirror for Grafana (optional; SQLite stays the record)")
+def _influx_options(
+    p: argparse.ArgumentParser,
+    title: str = "InfluxDB mirror for Grafana (optional; SQLite stays the record)",
+) -> None:
+    g = p.add_argument_group(title)
     g.add_argument("--influx-url", metavar="URL", help="InfluxDB 1.x: http://host:8086")
     g.add_argument("--influx-db", metavar="DB", help="InfluxDB 1.x database")
     g.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user")
@@ -503,7 +539,7 @@ def _influx_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_dashboards(args: argparse.Namespace) -> int:
-    from dashboards.provisioning import InfluxSource, write_provisioning
+    from dashboards.provisioning import InfluxSource, PrometheusSource, write_provisioning
     from siltwatch.config import load_site
 
     sites = []
@@ -518,7 +554,11 @@ def cmd_dashboards(args: argparse.Namespace) -> int:
     )
     if args.out:
         written = write_provisioning(
-            Path(args.out), sites, source, dashboards_path=args.dashboards_path
+            Path(args.out),
+            sites,
+            source,
+            prometheus=PrometheusSource(args.prometheus_url),
+            dashboards_path=args.dashboards_path,
         )
         print(f"wrote {len(written)} files to {args.out}/")
     if args.push:
@@ -644,6 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RAIN.csv",
         help="also write the daily rainfall log per gauge, in the site's time zone (NCG01 Part III §A item 1)",
     )
+    _influx_options(p, "load the replay into InfluxDB to try the dashboards on recorded data")
     p.set_defaults(func=cmd_replay)
 
     _log_parser(sub)
@@ -660,6 +701,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="first local date")
     p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
     p.set_defaults(func=cmd_records)
+
+    from ingest.export_cli import add_export_options
+
+    p = sub.add_parser(
+        "export",
+        help="write the store's readings, alerts, duties, site log and rain log as CSV or Parquet",
+        description="From the live store (read only): one file per table with a site column, "
+        "for one or more sites and a time range, to load into pandas or a spreadsheet.",
+    )
+    add_export_options(p)
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "report",
@@ -729,6 +781,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--influx-db", default="siltwatch", metavar="DB", help="database (2.x: DBRP)")
     p.add_argument("--influx-version", choices=["1", "2"], default="1")
     p.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user for Grafana")
+    p.add_argument(
+        "--prometheus-url",
+        default="http://prometheus:9090",
+        metavar="URL",
+        help="the Prometheus scraping `serve --metrics`, for the service's own dashboard",
+    )
     p.add_argument("--push", metavar="GRAFANA_URL", help="push to this Grafana over its HTTP API")
     p.add_argument("--token-file", metavar="FILE", help="file holding the Grafana token")
     p.add_argument(

@@ -25,14 +25,44 @@ from typing import TYPE_CHECKING, Any
 from siltwatch.configerrors import ConfigError
 
 if TYPE_CHECKING:
+    from ingest.health import ServiceParts
     from ingest.mqtt_ingest import BrokerSettings
+    from ingest.ops_http import OpsFront
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
 
-def _err(lines: Sequence[str]) -> None:
-    for line in lines:
-        print(f"error: {line}", file=sys.stderr)
+class _Voice:
+    """``serve``'s own lines: the banner, a rebuild's reason, errors, the stop summary.
+
+    Printed for a person by default; with ``--log-json`` they are log records
+    like every other line, so the whole output is one JSON object per line.
+    """
+
+    def __init__(self, json_lines: bool) -> None:
+        self.json_lines = json_lines
+        self.log = logging.getLogger("siltwatch.serve")
+
+    def say(self, line: str) -> None:
+        """A line for stdout (the banner, the stop summary)."""
+        if self.json_lines:
+            self.log.info("%s", line)
+        else:
+            print(line, flush=True)
+
+    def note(self, line: str) -> None:
+        """A line for stderr that is not an error (why the engine is rebuilt)."""
+        if self.json_lines:
+            self.log.warning("%s", line)
+        else:
+            print(line, file=sys.stderr)
+
+    def err(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            if self.json_lines:
+                self.log.error("%s", line)
+            else:
+                print(f"error: {line}", file=sys.stderr)
 
 
 def _now_ms() -> int:
@@ -80,7 +110,7 @@ class _People:
     def __init__(self, args: argparse.Namespace, site: Any) -> None:
         self.args = args
         self.site = site
-        self.listen = None if args.http is None else _listen(args.http)
+        self.listen = None if args.http is None else _listen(args.http, "--http")
         self.notify = None
         if args.notify:
             from alerts.notify_config import load_notify
@@ -90,6 +120,8 @@ class _People:
         self.reader: Any = None
         self.delivery: Any = None
         self.server: Any = None
+        self.front: OpsFront | None = None
+        self.app: Any = None
 
     def public_url(self) -> str | None:
         if self.args.public_url:
@@ -130,13 +162,23 @@ class _People:
             chart_for=AlertCharts({sid: self.site}, db),
         )
 
-    def serve_console(self, service: Any, db: Path) -> str | None:
-        """Start the web console over the running service; its URL, or None without --http."""
+    def http_server(self, front: OpsFront) -> Any:
+        """The --http server (not yet started) with ``front`` before the console, which
+        :meth:`serve_console` attaches once the service runs; None without --http."""
         if self.listen is None:
+            return None
+        from console.server import ConsoleServer
+
+        self.front = front
+        self.server = ConsoleServer(front, *self.listen)
+        return self.server
+
+    def serve_console(self, service: Any, db: Path) -> str | None:
+        """Attach the web console over the running service; its URL, or None without --http."""
+        if self.front is None:
             return None
         from console.app import make_app
         from console.desk import ServiceDesk
-        from console.server import ConsoleServer
 
         token = None
         if self.notify is not None and self.notify.sms is not None:
@@ -148,15 +190,14 @@ class _People:
             public_url=self.args.public_url,
             twilio_token=token,
         )
-        host, port = self.listen
-        self.server = ConsoleServer(app, host, port)
-        self.server.start()
         self.app = app
+        self.front.console = app
         return str(self.server.url)
 
     def close(self) -> None:
         if self.server is not None:
             self.server.stop()
+        if self.app is not None:
             self.app.state.console.close()
         if self.delivery is not None:
             self.delivery.stop()  # undelivered messages stay in the outbox for the next start
@@ -166,13 +207,56 @@ class _People:
             self.book.close()
 
 
-def _listen(text: str) -> tuple[str, int]:
+def _listen(text: str, option: str) -> tuple[str, int]:
     from console.server import parse_listen
 
     try:
         return parse_listen(text)
     except ValueError as exc:
-        raise ValueError(f"--http: {exc}") from None
+        raise ValueError(f"{option}: {exc}") from None
+
+
+class _Endpoints:
+    """/metrics, /healthz and /readyz: alone on ``--metrics``, and in front of the console
+    on ``--http``; both listen before the rebuild from the store (ingest/ops_http.py)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.listen = None if args.metrics is None else _listen(args.metrics, "--metrics")
+        self.server: Any = None
+        self.url: str | None = None
+
+    def start(self, parts: ServiceParts, people: _People, voice: _Voice) -> None:
+        """Listen; OSError names the option whose address cannot be had."""
+        if self.listen is None and people.listen is None:
+            return
+        from console.server import ConsoleServer
+        from ingest.ops_http import OpsFront, ops_app
+
+        ops = ops_app(parts, _now_ms)
+        servers: list[tuple[str, Any]] = []
+        if self.listen is not None:
+            self.server = ConsoleServer(ops, *self.listen)
+            servers.append((f"--metrics {self.args.metrics}: cannot listen there", self.server))
+            # (ConsoleServer's own reason names the console; uvicorn logged the real one.)
+        http = people.http_server(OpsFront(ops))
+        if http is not None:
+            servers.append((f"--http {self.args.http}: the web console cannot listen", http))
+        if voice.json_lines:  # uvicorn set up its own handlers when each server was made
+            from siltwatch.logjson import adopt_uvicorn_logs
+
+            adopt_uvicorn_logs()
+        for what, server in servers:
+            try:
+                server.start()
+            except OSError as exc:  # uvicorn has logged the system's reason (port taken...)
+                raise OSError(what if server is self.server else f"{what}: {exc}") from None
+        if self.server is not None:
+            self.url = str(self.server.url)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
 
 
 def cmd_serve(
@@ -182,37 +266,44 @@ def cmd_serve(
     from ingest.mqtt_ingest import MqttIngest, MqttStartError
     from ingest.store import SqliteStore, StoreError
     from siltwatch.config import load_site
+    from siltwatch.logjson import configure_logging
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(json_lines=args.log_json)
+    voice = _Voice(args.log_json)
     try:
         site = load_site(Path(args.site))
         people = _People(args, site)
+        endpoints = _Endpoints(args)
     except ConfigError as exc:
-        _err(exc.lines)
+        voice.err(exc.lines)
         return EXIT_FAIL
     except ValueError as exc:
-        _err([str(exc)])
+        voice.err([str(exc)])
         return EXIT_FAIL
     try:
         mirror = influx_mirror(args, site)
         broker = broker_settings(args)
     except ValueError as exc:
-        _err([str(exc)])
+        voice.err([str(exc)])
         return EXIT_FAIL
     try:
         store = SqliteStore(Path(args.db), synchronous="FULL")
         store.claim_writer(f"siltwatch serve for site {site.site.id!r}")
     except StoreError as exc:
-        _err([str(exc)])
+        voice.err([str(exc)])
         return EXIT_FAIL
     try:
         people.open(Path(args.db))
     except Exception:
         store.close()
         raise
-    return _run(args, site, store, broker, people, mirror, MqttIngest, MqttStartError)
+    if mirror is not None:
+        from ingest.influx_recopy import StoreRecopy
+
+        # What the mirror drops in a long InfluxDB outage is copied again from the store.
+        mirror.recopy = StoreRecopy(Path(args.db), site.site.id)
+    wiring = _Wiring(args, site, store, broker, people, endpoints, voice)
+    return _run(wiring, mirror, MqttIngest, MqttStartError)
 
 
 def _protocol(version: str) -> Any:
@@ -221,25 +312,38 @@ def _protocol(version: str) -> Any:
     return MQTTProtocolVersion.MQTTv5 if version == "5" else MQTTProtocolVersion.MQTTv311
 
 
-def _run(
-    args: argparse.Namespace,
-    site: Any,
-    store: Any,
-    broker: Any,
-    people: _People,
-    mirror: Any,
-    mqtt_ingest: Any,
-    start_error: type[Exception],
-) -> int:
+class _Wiring:
+    """What ``cmd_serve`` checked and opened, handed to :func:`_run` in one piece."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        site: Any,
+        store: Any,
+        broker: Any,
+        people: _People,
+        endpoints: _Endpoints,
+        voice: _Voice,
+    ) -> None:
+        self.args, self.site, self.store, self.broker = args, site, store, broker
+        self.people, self.endpoints, self.voice = people, endpoints, voice
+
+
+def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
+    from ingest.health import ServiceParts
     from ingest.service import EventHandler, IngestService
 
+    args, site, store, people, voice = w.args, w.site, w.store, w.people, w.voice
+    parts = ServiceParts(site.site.id, broker_url=w.broker.url, mirror=mirror)
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
     delivery = people.delivery
     if delivery is not None:
         sinks.append(delivery.sink)
         delivery.start()
+        parts.delivery = delivery
+        parts.threads["delivery"] = lambda: bool(delivery.alive)
     dispatcher: EventHandler = Dispatcher(site, sinks)
     flusher = None
     if mirror is not None:
@@ -248,7 +352,8 @@ def _run(
         dispatcher = EventFanOut([dispatcher, mirror])
         flusher = MirrorFlusher(mirror)
         flusher.start()
-        print(f"mirroring to {mirror.writer.what}")
+        parts.threads["influx-mirror"] = lambda: flusher.alive
+        voice.say(f"mirroring to {mirror.writer.what}")
     stop = threading.Event()
     fatal: list[str] = []
 
@@ -263,6 +368,11 @@ def _run(
     service = None
     ingest = None
     try:
+        try:
+            w.endpoints.start(parts, people, voice)
+        except OSError as exc:
+            voice.err([str(exc)])
+            return EXIT_FAIL
         service = IngestService(
             site,
             store,
@@ -272,11 +382,12 @@ def _run(
             mirror=mirror,
             now_ms=_now_ms(),
             progress=_Progress(),
-            say=lambda line: print(line, file=sys.stderr),
+            say=voice.note,
         )
+        parts.service = service
         ingest = mqtt_ingest(
             service,
-            broker,
+            w.broker,
             clock_ms=_now_ms,
             client_id=args.client_id,
             take_over=args.take_over,
@@ -285,21 +396,20 @@ def _run(
         try:
             ingest.start()
         except start_error as exc:
-            _err([str(exc)])
+            voice.err([str(exc)])
             ingest = None
             return EXIT_FAIL
-        try:
-            console_url = people.serve_console(service, Path(args.db))
-        except OSError as exc:
-            _err([f"--http {args.http}: the web console cannot listen: {exc}"])
-            return EXIT_FAIL
-        print(
-            f"siltwatch serving site {site.site.id!r} from {broker.url}; store {args.db}; "
+        link = ingest
+        parts.mqtt = link
+        parts.threads["ingest"] = lambda: bool(link.worker_alive)
+        console_url = people.serve_console(service, Path(args.db))
+        voice.say(
+            f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {args.db}; "
             f"alert log {args.alert_log}"
             + (f"; alerts by {delivery.describe()}" if delivery else "")
             + (f"; web console {console_url}" if console_url else "")
-            + "; Ctrl-C or SIGTERM to stop",
-            flush=True,
+            + (f"; metrics {w.endpoints.url}/metrics" if w.endpoints.url else "")
+            + "; Ctrl-C or SIGTERM to stop"
         )
         next_tick = time.monotonic() + args.tick_s if args.tick_s > 0 else None
         while not stop.wait(0.2):
@@ -307,6 +417,7 @@ def _run(
                 next_tick = time.monotonic() + args.tick_s
                 service.tick(_now_ms())
     finally:
+        parts.stopping = True  # /readyz: not ready from the first moment of the stop
         for s, handler in previous.items():
             signal.signal(s, handler)
         if ingest is not None:
@@ -317,11 +428,12 @@ def _run(
         if flusher is not None:
             flusher.stop()
             mirror.close()
+        w.endpoints.stop()
         people.close()
     if fatal:
-        _err(fatal)
+        voice.err(fatal)
         return EXIT_FAIL
-    print(f"stopped: {service.stats if service else ''}", flush=True)
+    voice.say(f"stopped: {service.stats if service else ''}")
     return EXIT_OK
 
 
@@ -388,6 +500,18 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="serve the web console here (e.g. 127.0.0.1:8080); acknowledgements in it, "
         "by its links or by SMS stop escalations and repeats",
+    )
+    p.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve /metrics (Prometheus), /healthz and /readyz here, without the console "
+        "(--http serves them too); see docs/operations.md",
+    )
+    p.add_argument(
+        "--log-json",
+        action="store_true",
+        help="log one JSON object per line (time, level, logger, message, fields) "
+        "instead of human-readable lines",
     )
     p.add_argument(
         "--public-url",

@@ -19,14 +19,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_deploy_grafana_is_up_to_date(tmp_path: Path) -> None:
     sites = [load_site(ROOT / "examples" / f"{n}-site.toml") for n in ("lake-george", "lake-lure")]
     written = write_provisioning(tmp_path, sites, InfluxSource("http://influxdb:8086", "siltwatch"))
-    # What Grafana reads: the data source, the dashboard provider, one dashboard per
-    # reference site (named by the site ids in examples/) — and nothing else is
+    # What Grafana reads: the data sources, the dashboard provider, one dashboard per
+    # reference site (named by the site ids in examples/) and the service's — and nothing else is
     # committed that the code no longer writes.
     expected = {
         "provisioning/datasources/siltwatch.yaml",
         "provisioning/dashboards/siltwatch.yaml",
         "dashboards/lg-route9n.json",
         "dashboards/ll-boulevard.json",
+        "dashboards/siltwatch-service.json",  # serve itself, from Prometheus
     }
     assert sorted(p.relative_to(tmp_path).as_posix() for p in written) == sorted(expected)
     committed_files = ROOT / "deploy" / "grafana"

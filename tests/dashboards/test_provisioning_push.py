@@ -24,11 +24,13 @@ def test_provisioning_names_the_datasource_every_panel_uses(tmp_path: Path) -> N
     assert names == [
         "dashboards/lg-route9n.json",
         "dashboards/ll-boulevard.json",
+        "dashboards/siltwatch-service.json",  # serve itself (dashboards/service.py)
         "provisioning/dashboards/siltwatch.yaml",
         "provisioning/datasources/siltwatch.yaml",
     ]
     ds = yaml.safe_load((tmp_path / "provisioning/datasources/siltwatch.yaml").read_text())
-    [source] = ds["datasources"]
+    [source, prometheus] = ds["datasources"]
+    assert prometheus["uid"] == "siltwatch-prometheus" and prometheus["type"] == "prometheus"
     assert ds["apiVersion"] == 1
     assert source["uid"] == DATASOURCE_UID and source["type"] == "influxdb"
     assert source["jsonData"] == {"dbName": "siltwatch", "httpMode": "POST"}
@@ -41,7 +43,12 @@ def test_provisioning_names_the_datasource_every_panel_uses(tmp_path: Path) -> N
 def test_v2_datasource_uses_influxql_with_a_token_header_from_the_environment(
     tmp_path: Path,
 ) -> None:
-    write_provisioning(tmp_path, [], InfluxSource("http://influxdb:8086", "siltwatch", version="2"))
+    write_provisioning(
+        tmp_path,
+        [],
+        InfluxSource("http://influxdb:8086", "siltwatch", version="2"),
+        prometheus=None,
+    )
     ds = yaml.safe_load((tmp_path / "provisioning/datasources/siltwatch.yaml").read_text())
     [source] = ds["datasources"]
     assert source["jsonData"]["version"] == "InfluxQL"

@@ -111,6 +111,7 @@ def test_compose_grafana_reads_the_provisioned_dashboards_from_the_influxdb_serv
     assert sorted(p.name for p in (DEPLOY / "grafana" / "dashboards").iterdir()) == [
         "lg-route9n.json",
         "ll-boulevard.json",
+        "siltwatch-service.json",
     ]
     url = datasource["datasources"][0]["url"]
     assert url == "http://influxdb:8086" and "influxdb" in services

@@ -1,0 +1,112 @@
+"""Is ``siltwatch serve`` alive, and is it ready? The answers behind /healthz and /readyz.
+
+The two questions differ on purpose (they are what an orchestrator asks):
+
+* **Alive** (/healthz): every worker thread the process started is still
+  running — the MQTT commit worker, the delivery thread, the InfluxDB flusher.
+  A dead one means the process must be restarted; a process still rebuilding
+  from the store is alive (restarting it would only start the rebuild again).
+* **Ready** (/readyz): the engine is rebuilt from the store and the MQTT
+  session is connected, so what arrives is committed, judged and answered now.
+  A rebuild, a lost broker or an orderly stop make it not ready, with the reason.
+
+:class:`ServiceParts` is where ``serve`` hands each part over as it starts; the
+metrics collector (ingest/metrics.py) reads the same object, so the numbers and
+the probes describe one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from ingest.influx import MirrorStats
+from ingest.mqtt_ingest import MqttStats
+
+if TYPE_CHECKING:
+    from ingest.service import IngestService
+
+
+class MqttLink(Protocol):
+    """What the probes and metrics read of the MQTT side (ingest/mqtt_ingest.py)."""
+
+    stats: MqttStats
+
+    @property
+    def connected(self) -> bool: ...
+
+
+class MirrorLink(Protocol):
+    """The InfluxDB mirror's counters (ingest/influx.py)."""
+
+    stats: MirrorStats
+
+
+class DeliveryLink(Protocol):
+    """The delivery outbox and worker (alerts/notify_config.py ``Delivery``); ingest does
+    not import alerts, so ``serve`` hands it in."""
+
+    def pending_count(self) -> int: ...
+
+    def failures_by_channel(self) -> dict[str, int]: ...
+
+
+@dataclass
+class ServiceParts:
+    """The running service's parts, filled in by ``serve`` as each one starts.
+
+    ``service`` is set once the rebuild from the store is done; ``threads`` maps a
+    part's name to a function saying whether its thread still runs; ``stopping`` is
+    set when SIGTERM/Ctrl-C (or a fatal error) begins the orderly stop.
+    """
+
+    site_id: str
+    broker_url: str = ""
+    service: IngestService | None = None
+    mqtt: MqttLink | None = None
+    mirror: MirrorLink | None = None
+    delivery: DeliveryLink | None = None
+    threads: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    stopping: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A probe's answer: ``ok`` gives HTTP 200, otherwise 503; ``body`` is the JSON."""
+
+    ok: bool
+    body: dict[str, object]
+
+
+def liveness(parts: ServiceParts) -> Probe:
+    """Alive while every started worker thread runs; names the ones that stopped."""
+    threads = {name: alive() for name, alive in parts.threads.items()}
+    down = sorted(name for name, alive in threads.items() if not alive)
+    body: dict[str, object] = {
+        "status": "down" if down else "ok",
+        "threads": {name: "alive" if alive else "stopped" for name, alive in threads.items()},
+    }
+    if down:
+        body["down"] = down
+    return Probe(not down, body)
+
+
+def readiness(parts: ServiceParts) -> Probe:
+    """Ready once rebuilt from the store and connected to the broker; else why not."""
+    reason = _not_ready_because(parts)
+    if reason is None:
+        return Probe(True, {"status": "ready", "site": parts.site_id})
+    return Probe(False, {"status": "not ready", "site": parts.site_id, "reason": reason})
+
+
+def _not_ready_because(parts: ServiceParts) -> str | None:
+    if parts.stopping:
+        return "stopping"
+    if parts.service is None:
+        return "rebuilding the engine from the store"
+    if parts.mqtt is None:
+        return f"connecting to the MQTT broker at {parts.broker_url}"
+    if not parts.mqtt.connected:
+        return f"not connected to the MQTT broker at {parts.broker_url}"
+    return None
