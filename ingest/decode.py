@@ -274,7 +274,7 @@ def validate_payload(topic: str, parts: TopicParts, data: object) -> WirePayload
 def to_sensor_reading(item: ReadingItem) -> SensorReading:
     """A wire reading as the engine's input (time in epoch ms, flags as strings)."""
     return SensorReading(
-        item.sensor, to_ms(item.time), item.value, item.seq, frozenset(str(q) for q in item.quality)
+        item.sensor, to_ms(item.time), item.value, item.seq, frozenset(map(str, item.quality))
     )
 
 
@@ -411,6 +411,26 @@ def _lone_surrogate(value: object, path: str) -> str | None:
     return None
 
 
+_OPENERS = (b"[", b"{")
+
+# One decoder for every message: ``json.loads`` with hooks would build a new one each call.
+_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant,
+    parse_float=_finite_float,
+    object_pairs_hook=_unique_keys,
+)
+
+
+def _may_nest_too_deep(payload: bytes) -> bool:
+    """False when ``payload`` cannot nest deeper than :data:`MAX_DEPTH`.
+
+    Nesting depth never exceeds the number of opening brackets (strings
+    included), and counting bytes is far cheaper than :func:`nesting_depth`'s
+    scan; a single reading holds one or two.
+    """
+    return sum(map(payload.count, _OPENERS)) > MAX_DEPTH
+
+
 def parse_json(payload: bytes) -> Any:
     """Bytes -> a JSON value, refusing what is too large, too deep or not strict JSON."""
     size = len(payload)
@@ -422,7 +442,7 @@ def parse_json(payload: bytes) -> Any:
         )
     if not payload:
         raise Refusal("not JSON", "the payload is empty (expected a JSON object)")
-    depth = nesting_depth(payload)
+    depth = nesting_depth(payload) if _may_nest_too_deep(payload) else 0
     if depth > MAX_DEPTH:
         raise Refusal(
             "too deeply nested",
@@ -443,12 +463,7 @@ def parse_json(payload: bytes) -> Any:
             "not JSON", "the payload starts with a byte-order mark (send UTF-8 without it)"
         )
     try:
-        data = json.loads(
-            text,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
+        data = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise Refusal(
             "not JSON", f"{exc.msg} (line {exc.lineno}, column {exc.colno}, char {exc.pos})"
@@ -488,6 +503,10 @@ class _SiteIndex:
     sensors: dict[str, Sensor]
     station_of: dict[str, str]
     station_sensors: dict[str, list[str]]
+    # Topics that passed :func:`_check_topic`, with their parts: a station sends on
+    # the same few topics all day, so each is parsed and checked once. Only
+    # accepted topics are kept, and those are bounded by the site's sensors.
+    topics: dict[str, TopicParts] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, site: SiteConfig) -> _SiteIndex:
@@ -510,7 +529,20 @@ class _SiteIndex:
 _INDEXES: dict[int, tuple[SiteConfig, _SiteIndex]] = {}
 
 
+_TOPICS_KEPT = 10_000  # a bound on _SiteIndex.topics, whatever the site's size
+
+
 def _check_topic(topic: str, index: _SiteIndex) -> TopicParts:
+    """The topic's parts, checked against the site; a topic seen before, from the cache."""
+    parts = index.topics.get(topic) if isinstance(topic, str) else None
+    if parts is None:
+        parts = _check_new_topic(topic, index)
+        if len(index.topics) < _TOPICS_KEPT:
+            index.topics[topic] = parts
+    return parts
+
+
+def _check_new_topic(topic: str, index: _SiteIndex) -> TopicParts:
     if not isinstance(topic, str):
         raise Refusal("wrong topic", f"the topic is a {type(topic).__name__}, not text")
     if not topic:
@@ -579,19 +611,22 @@ def _check_reading(item: ReadingItem, station: str, index: _SiteIndex) -> Sensor
         raise Refusal("impossible value", f"field 'time': {exc}") from None
 
 
+_WHAT = {  # a topic kind's payload, as a reason names it
+    "reading": "reading",
+    "status": "station status",
+    "inspections": "inspection",
+    "alerts": "alert",
+    "log": "site-log entry",
+}
+
+
 def _decode(topic: str, payload: bytes, site: SiteConfig) -> Decoded:
     index = _SiteIndex.of(site)
     parts = _check_topic(topic, index)
     if not isinstance(payload, bytes):
         payload = bytes(payload)
     data = parse_json(payload)
-    what = {
-        "reading": "reading",
-        "status": "station status",
-        "inspections": "inspection",
-        "alerts": "alert",
-        "log": "site-log entry",
-    }[parts.kind]
+    what = _WHAT[parts.kind]
     is_batch = parts.kind == "reading" and isinstance(data, dict) and data.get("type") == "batch"
     try:
         wire = validate_payload(topic, parts, data)

@@ -52,7 +52,7 @@ from ingest.records import (
     rain_row,
     site_log_fields,
 )
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import utc_iso
 
@@ -186,7 +186,7 @@ class SiteSlice:
 
 # --- the tables ---------------------------------------------------------------------
 
-Chunks = Callable[[SqliteStore, SiteSlice], Iterator[Sequence[Row]]]
+Chunks = Callable[[SqlStore, SiteSlice], Iterator[Sequence[Row]]]
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class Table:
     chunks: Chunks
 
 
-def _readings(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+def _readings(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     units = {sensor_id: s.unit for sensor_id, s in part.site.sensors().items()}
     w = part.window
     for chunk in store.readings_between(part.id, w.start, w.end, READING_CHUNK):
@@ -221,7 +221,7 @@ def _ms_or_none(t: datetime | None) -> int | None:
     return None if t is None else to_ms(t)
 
 
-def _alerts(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+def _alerts(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     """Episodes open at some point in the window, withdrawn and late ones marked."""
     rows: list[Row] = []
     for stored in store.alert_records(part.id):
@@ -236,7 +236,7 @@ def _alerts(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield rows
 
 
-def _duties(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+def _duties(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     """Duties open at some point in the window."""
     rows: list[Row] = []
     for d in store.duties(part.id):
@@ -249,7 +249,7 @@ def _duties(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield rows
 
 
-def _site_log(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+def _site_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield [
         (part.id, *part.times(e.t), *site_log_fields(e))
         for e in store.site_log(part.id)
@@ -257,7 +257,7 @@ def _site_log(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     ]
 
 
-def _rain_log(store: SqliteStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+def _rain_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield [
         (part.id, *rain_row(r))
         for r in daily_rain(store, part.site)
@@ -441,7 +441,7 @@ class Written:
 
 
 def export_tables(
-    store: SqliteStore,
+    store: SqlStore,
     parts: Sequence[SiteSlice],
     out: Path,
     fmt: ExportFormat,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when the command runs: building the parser stays light
     from ingest.export import Bound, SiteSlice
-    from ingest.store import SqliteStore
+    from ingest.store_sql import SqlStore
 
 EXIT_OK, EXIT_FAIL = 0, 1
 FORMATS = ("csv", "parquet")  # ingest.export.ExportFormat
@@ -91,13 +91,13 @@ def _slices(args: argparse.Namespace) -> list[SiteSlice]:
     return parts
 
 
-def _warn_absent(store: SqliteStore, parts: Sequence[SiteSlice], files: Sequence[str]) -> None:
+def _warn_absent(store: SqlStore, parts: Sequence[SiteSlice], files: Sequence[str]) -> None:
     held = store.sites()
     for part, name in zip(parts, files, strict=True):
         if part.id not in held:
             holds = ", ".join(held) or "nothing yet"
             print(
-                f"warning: {store.path} holds nothing of site {part.id!r} ({name}); "
+                f"warning: {store.where} holds nothing of site {part.id!r} ({name}); "
                 f"it holds: {holds}. Its rows are empty.",
                 file=sys.stderr,
             )
@@ -113,7 +113,8 @@ def run_export(args: argparse.Namespace) -> int:
         summary,
         tables_named,
     )
-    from ingest.store import SqliteStore, StoreError
+    from ingest.store import StoreError
+    from ingest.store_open import open_store_read_only
     from siltwatch.configerrors import ConfigError
 
     try:
@@ -122,7 +123,7 @@ def run_export(args: argparse.Namespace) -> int:
         if fmt is ExportFormat.PARQUET and importlib.util.find_spec("pyarrow") is None:
             raise UsageError(PARQUET_NEEDS)
         parts = _slices(args)
-        store = SqliteStore.open_read_only(args.db)
+        store = open_store_read_only(args.db)  # a SQLite file or a postgresql:// URL
     except (ValueError, UsageError, StoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAIL

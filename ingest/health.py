@@ -18,7 +18,7 @@ the probes describe one process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ingest.influx import MirrorStats
@@ -35,6 +35,12 @@ class MqttLink(Protocol):
 
     @property
     def connected(self) -> bool: ...
+
+
+class SiteSet(Protocol):
+    """Many sites' services in one process (ingest/sites.py ``SiteRouter``)."""
+
+    def services(self) -> dict[str, IngestService]: ...
 
 
 class MirrorLink(Protocol):
@@ -58,17 +64,33 @@ class ServiceParts:
 
     ``service`` is set once the rebuild from the store is done; ``threads`` maps a
     part's name to a function saying whether its thread still runs; ``stopping`` is
-    set when SIGTERM/Ctrl-C (or a fatal error) begins the orderly stop.
+    set when SIGTERM/Ctrl-C (or a fatal error) begins the orderly stop. A process
+    serving many sites sets ``sites`` instead of ``service`` (and ``site_id`` to "").
     """
 
     site_id: str
     broker_url: str = ""
     service: IngestService | None = None
+    sites: SiteSet | None = None
     mqtt: MqttLink | None = None
     mirror: MirrorLink | None = None
     delivery: DeliveryLink | None = None
     threads: dict[str, Callable[[], bool]] = field(default_factory=dict)
     stopping: bool = False
+
+    def per_site(self) -> list[ServiceParts]:
+        """One view per site, each with that site's service: what the metrics read.
+
+        A process of one site is its own view; a fleet gives one view per site it
+        serves now (none while it is rebuilding, so only the process-wide samples
+        wait for it).
+        """
+        if self.sites is None:
+            return [self]
+        return [
+            replace(self, site_id=sid, service=service, sites=None)
+            for sid, service in sorted(self.sites.services().items())
+        ]
 
 
 @dataclass(frozen=True)
@@ -95,15 +117,18 @@ def liveness(parts: ServiceParts) -> Probe:
 def readiness(parts: ServiceParts) -> Probe:
     """Ready once rebuilt from the store and connected to the broker; else why not."""
     reason = _not_ready_because(parts)
+    where: dict[str, object] = {"site": parts.site_id}
+    if parts.sites is not None:
+        where = {"sites": sorted(parts.sites.services())}
     if reason is None:
-        return Probe(True, {"status": "ready", "site": parts.site_id})
-    return Probe(False, {"status": "not ready", "site": parts.site_id, "reason": reason})
+        return Probe(True, {"status": "ready", **where})
+    return Probe(False, {"status": "not ready", **where, "reason": reason})
 
 
 def _not_ready_because(parts: ServiceParts) -> str | None:
     if parts.stopping:
         return "stopping"
-    if parts.service is None:
+    if parts.service is None and parts.sites is None:
         return "rebuilding the engine from the store"
     if parts.mqtt is None:
         return f"connecting to the MQTT broker at {parts.broker_url}"

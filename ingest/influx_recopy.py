@@ -28,7 +28,8 @@ from pathlib import Path
 
 from analytics.events import SensorReading
 from ingest.influx_lp import alert_line, duty_line, reading_lines
-from ingest.store import SqliteStore
+from ingest.store_open import open_store_read_only
+from ingest.store_sql import SqlStore
 from siltwatch import measurements as m
 
 CHUNK = 20_000  # readings copied again per flush
@@ -72,13 +73,13 @@ class StoreRecopy:
     """
 
     def __init__(self, db: Path | str, site: str, *, chunk: int = CHUNK) -> None:
-        self.db = Path(db)
+        self.db = db  # a SQLite path or a postgresql:// URL (ingest/store_open.py)
         self.site = site
         self.chunk = chunk
         self.todo = DroppedSpan()
         self._current = DroppedSpan()  # the span being copied
         self._rows: Iterator[list[tuple[str, SensorReading]]] | None = None
-        self._store: SqliteStore | None = None
+        self._store: SqlStore | None = None
 
     @property
     def busy(self) -> bool:
@@ -97,7 +98,7 @@ class StoreRecopy:
         if self._rows is None:
             if not self.todo:
                 return []
-            store = SqliteStore.open_read_only(self.db)  # may raise: the span stays to do
+            store = open_store_read_only(self.db)  # may raise: the span stays to do
             span, self.todo = self.todo, DroppedSpan()
             self._current = DroppedSpan(span.first_ms, span.last_ms)
             self._store = store
@@ -118,16 +119,14 @@ class StoreRecopy:
             return self.next_lines(kinds)
         return reading_lines(self.site, rows, kinds)
 
-    def _episodes(self, store: SqliteStore) -> list[str]:
+    def _episodes(self, store: SqlStore) -> list[str]:
         """Every alert and duty point of the site, in its stored (latest) state.
 
         A duty past due and not completed is written ``overdue`` when the store's
         newest reading is past its deadline: the engine's clock is event time, and
         the newest stored reading is where it stood.
         """
-        (newest,) = store.db.execute(
-            "SELECT max(t) FROM readings WHERE site = ?", (self.site,)
-        ).fetchone()
+        newest = store.newest_reading_t(self.site)
         now = None if newest is None else datetime.fromtimestamp(newest / 1000, tz=UTC)
         lines = [alert_line(self.site, a) for a in store.alerts(self.site)]
         for duty in store.duties(self.site):

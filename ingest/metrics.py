@@ -161,17 +161,19 @@ class ServiceCollector:
     def collect(self) -> Iterable[Metric]:
         """Every family, read now; a part that fails to answer leaves only its family empty."""
         now = self.clock_ms()
+        views = self.parts.per_site()  # a fleet: one sample per site of each metric
         families = []
         for spec in sm.SERVICE_METRICS:
             family = _family(spec)
-            try:
-                samples = _READERS[spec](self.parts, now)
-            except Exception:  # a closing outbox must not break the whole scrape
-                log.warning("metric %s could not be read", spec.name, exc_info=True)
-                samples = []
-            for labels, value in samples:
-                if math.isfinite(value):
-                    family.add_metric([self.parts.site_id, *labels], value)
+            for view in views:
+                try:
+                    samples = _READERS[spec](view, now)
+                except Exception:  # a closing outbox must not break the whole scrape
+                    log.warning("metric %s could not be read", spec.name, exc_info=True)
+                    samples = []
+                for labels, value in samples:
+                    if math.isfinite(value):
+                        family.add_metric([view.site_id, *labels], value)
             families.append(family)
         return families
 

@@ -17,6 +17,12 @@ Why each choice (issue: "a live service that loses nothing"):
   ``siltwatch/v1/{site}/ingest/owner`` naming itself, with a last will that
   clears it; a new instance that finds a live lease refuses, naming the
   owner. A lease left behind by a dead process on the same host is taken over.
+* **Many sites, one session** (``fleet=True``, ingest/sites.py): one
+  connection subscribes to every owned site and holds a lease per site. A
+  connection has one last will, so a fleet's leases are cleared on an orderly
+  stop only; a lease naming this worker's own client id is its own (a restart,
+  perhaps on another host: the broker's session take-over already keeps two
+  copies of one worker from running).
 * **Failures said plainly.** A refused login or an unreachable broker at
   start is an :class:`MqttStartError` (the CLI prints it and exits 1);
   disconnects and reconnects later are logged and counted while paho retries.
@@ -34,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
@@ -42,7 +49,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from ingest.service import Incoming, IngestService
+from ingest.service import Incoming
 from siltwatch.counters import Counters
 from siltwatch.schema import (
     ingest_owner_topic,
@@ -58,6 +65,16 @@ SESSION_EXPIRY_S = 7 * 24 * 3600  # the broker keeps our queue through a week-lo
 CONNECT_TIMEOUT_S = 15.0
 LEASE_WAIT_S = 1.0
 SESSION_TAKEN_OVER = 142  # MQTT v5 DISCONNECT reason code
+
+
+def site_topics(site_id: str) -> tuple[str, ...]:
+    """What the service subscribes to for one site."""
+    return (
+        readings_subscription(site_id),
+        inspections_topic(site_id),
+        statuses_subscription(site_id),
+        site_log_topic(site_id),
+    )
 
 
 class MqttStartError(Exception):
@@ -111,12 +128,23 @@ class MqttStats(Counters):
     errors: list[str]
 
 
+class SiteHandler(Protocol):
+    """What the MQTT side needs of the service: an IngestService, or ingest/sites.py's router."""
+
+    @property
+    def site_ids(self) -> list[str]: ...
+
+    def handle_batch(
+        self, messages: Sequence[Incoming], on_committed: Callable[[], None] | None = None
+    ) -> object: ...
+
+
 class MqttIngest:
-    """Subscribes to one site's readings and inspections; commits, then acknowledges."""
+    """Subscribes to its sites' readings and inspections; commits, then acknowledges."""
 
     def __init__(
         self,
-        service: IngestService,
+        service: SiteHandler,
         broker: BrokerSettings,
         *,
         clock_ms: Callable[[], int],
@@ -124,17 +152,26 @@ class MqttIngest:
         batch_max: int = 1_000,
         take_over: bool = False,
         on_fatal: Callable[[str], None] | None = None,
+        fleet: bool = False,
     ) -> None:
         self.service = service
         self.broker = broker
         self.clock_ms = clock_ms
-        self.site_id = service.site.site.id
+        self.fleet = fleet
+        self._sites = list(service.site_ids)
+        self._sites_lock = threading.Lock()
+        self.site_id = self._sites[0] if self._sites else ""
+        if not fleet and len(self._sites) != 1:
+            raise ValueError("one MqttIngest per site unless fleet=True")
         self.client_id = client_id or f"siltwatch-ingest-{self.site_id}"
         self.batch_max = batch_max
         self.take_over = take_over
         self.on_fatal = on_fatal
         self.stats = MqttStats()
-        self._queue: queue.Queue[tuple[Incoming, int, int]] = queue.Queue()
+        # SimpleQueue: put and get are C calls, no Python-level locks per message, which
+        # matters at tens of thousands of single-reading messages a second (paho's thread
+        # puts, the commit worker takes; nothing needs Queue's task tracking or bound).
+        self._queue: queue.SimpleQueue[tuple[Incoming, int, int]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._fatal = threading.Event()
         self._connected = threading.Event()
@@ -206,24 +243,33 @@ class MqttIngest:
             }
         )
 
-    def _check_lease(self) -> None:
-        """Refuse to start when another live instance holds this site's lease."""
-        found: list[bytes] = []
+    @property
+    def site_ids(self) -> list[str]:
+        """The sites this session subscribes to now."""
+        with self._sites_lock:
+            return list(self._sites)
+
+    def _check_lease(self, sites: Sequence[str] | None = None) -> None:
+        """Refuse to start when another live instance holds one of these sites' leases."""
+        sites = self.site_ids if sites is None else list(sites)
+        found: dict[str, bytes] = {}
         got = threading.Event()
         connected: list[str] = []
         probe = self._make_client(f"{self.client_id}-probe-{os.getpid()}", persistent=False)
+        topics = {ingest_owner_topic(sid): sid for sid in sites}
 
         def on_connect(c: mqtt.Client, u: object, f: object, rc: ReasonCode, p: object) -> None:
             connected.append(str(rc))
-            if rc.is_failure:
+            if rc.is_failure or not topics:
                 got.set()
                 return
-            c.subscribe(ingest_owner_topic(self.site_id), qos=1)
+            c.subscribe([(topic, 1) for topic in topics])
 
         def on_message(c: mqtt.Client, u: object, msg: mqtt.MQTTMessage) -> None:
-            if msg.retain:
-                found.append(bytes(msg.payload))
-            got.set()
+            if msg.retain and msg.topic in topics:
+                found[topics[msg.topic]] = bytes(msg.payload)
+            if len(found) == len(topics):
+                got.set()
 
         probe.on_connect = on_connect
         probe.on_message = on_message
@@ -243,21 +289,27 @@ class MqttIngest:
         finally:
             probe.disconnect()
             probe.loop_stop()
-        if not found or not found[0].strip():
+        for sid in sites:
+            self._judge_lease(sid, found.get(sid, b""))
+
+    def _judge_lease(self, site_id: str, lease: bytes) -> None:
+        """Take a free, stale or own lease; MqttStartError naming a live other owner."""
+        if not lease.strip():
             return
         try:
-            owner = json.loads(found[0])
+            owner = json.loads(lease)
             who = (
                 f"siltwatch serve pid {owner['pid']} on host {owner['host']} "
                 f"(client id {owner['client_id']})"
             )
         except (ValueError, KeyError, TypeError):
-            owner, who = {}, f"an unknown holder ({found[0][:100]!r})"
-        if self.take_over or self._stale(owner):
-            log.warning("taking over the lease of site %s from %s", self.site_id, who)
+            owner, who = {}, f"an unknown holder ({lease[:100]!r})"
+        own = self.fleet and isinstance(owner, dict) and owner.get("client_id") == self.client_id
+        if self.take_over or own or self._stale(owner):
+            log.warning("taking over the lease of site %s from %s", site_id, who)
             return
         raise MqttStartError(
-            f"site {self.site_id!r} is already served by {who}; stop it first "
+            f"site {site_id!r} is already served by {who}; stop it first "
             "(or pass --take-over if it is gone for good)"
         )
 
@@ -302,15 +354,13 @@ class MqttIngest:
                 self.broker.url,
                 "resumed" if flags.session_present else "new",
             )
-        client.publish(ingest_owner_topic(self.site_id), self._lease_text(), qos=1, retain=True)
-        client.subscribe(
-            [
-                (readings_subscription(self.site_id), 1),
-                (inspections_topic(self.site_id), 1),
-                (statuses_subscription(self.site_id), 1),
-                (site_log_topic(self.site_id), 1),
-            ]
-        )
+        sites = self.site_ids
+        for sid in sites:
+            client.publish(ingest_owner_topic(sid), self._lease_text(), qos=1, retain=True)
+        if sites:
+            client.subscribe([(topic, 1) for sid in sites for topic in site_topics(sid)])
+        elif self.fleet:
+            self.subscribed.set()  # nothing to subscribe to: a worker that owns no site
         self._connected.set()
 
     def _on_disconnect(
@@ -352,9 +402,10 @@ class MqttIngest:
         except queue.Empty:
             return []
         batch = [first]
-        while len(batch) < self.batch_max:
+        take, limit = self._queue.get_nowait, self.batch_max
+        while len(batch) < limit:
             try:
-                batch.append(self._queue.get_nowait())
+                batch.append(take())
             except queue.Empty:
                 break
         return batch
@@ -372,9 +423,10 @@ class MqttIngest:
 
     def _process(self, batch: Sequence[tuple[Incoming, int, int]]) -> None:
         def ack() -> None:
+            send = self.client.ack
             for _msg, mid, qos in batch:
                 if qos:
-                    self.client.ack(mid, qos)
+                    send(mid, qos)
             self.stats.acked += len(batch)
 
         self.stats.batches += 1
@@ -394,7 +446,8 @@ class MqttIngest:
     def start(self) -> None:
         """Check the lease, connect, subscribe; MqttStartError when that cannot be done."""
         self._check_lease()
-        self.client.will_set(ingest_owner_topic(self.site_id), b"", qos=1, retain=True)
+        if not self.fleet:  # one will per connection: a fleet clears its leases on stop
+            self.client.will_set(ingest_owner_topic(self.site_id), b"", qos=1, retain=True)
         self._connect(self.client, persistent=True)
         self.client.loop_start()
         if not self._connected.wait(CONNECT_TIMEOUT_S):
@@ -418,13 +471,38 @@ class MqttIngest:
         self._stop.set()
         if self._worker.is_alive():
             self._worker.join()
+        for sid in self.site_ids:
+            self._release(sid)
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def _release(self, site_id: str) -> None:
         try:
-            info = self.client.publish(ingest_owner_topic(self.site_id), b"", qos=1, retain=True)
+            info = self.client.publish(ingest_owner_topic(site_id), b"", qos=1, retain=True)
             info.wait_for_publish(timeout=2.0)
         except (RuntimeError, ValueError):
             pass
-        self.client.disconnect()
-        self.client.loop_stop()
+
+    # --- the set of sites changes (SIGHUP, siltwatch/serve.py) -------------------------
+
+    def add_site(self, site_id: str) -> None:
+        """Take ``site_id``'s lease and subscribe to it; MqttStartError when it is held."""
+        if site_id in self.site_ids:
+            return
+        self._check_lease([site_id])
+        with self._sites_lock:
+            self._sites.append(site_id)
+        self.client.publish(ingest_owner_topic(site_id), self._lease_text(), qos=1, retain=True)
+        self.client.subscribe([(topic, 1) for topic in site_topics(site_id)])
+
+    def remove_site(self, site_id: str) -> None:
+        """Unsubscribe from ``site_id`` and release its lease."""
+        with self._sites_lock:
+            if site_id not in self._sites:
+                return
+            self._sites.remove(site_id)
+        self.client.unsubscribe(list(site_topics(site_id)))
+        self._release(site_id)
 
     @property
     def connected(self) -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, SensorReading, SiteLogEntry
 from analytics.timeutil import from_ms
 from ingest.replay import RainLogRow, replay_site
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 
 INSPECTION_COLUMNS = ("time", "inspector", "duty", *INSPECTION_RECORD_FIELDS)
@@ -44,7 +44,7 @@ class Written:
 
 
 def export_records(
-    store: SqliteStore,
+    store: SqlStore,
     site: SiteConfig,
     out: Path,
     start: date | None = None,
@@ -81,7 +81,7 @@ def export_records(
     return Written(len(inspections), len(rain), len(log), out)
 
 
-def daily_rain(store: SqliteStore, site: SiteConfig) -> list[RainLogRow]:
+def daily_rain(store: SqlStore, site: SiteConfig) -> list[RainLogRow]:
     """The site's daily rain record from the stored gauge readings (the engine's rule)."""
     readings: list[SensorReading] = []
     for gauge in site.rain_gauges:

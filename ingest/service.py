@@ -57,7 +57,7 @@ from ingest.decode import (
     decode_message,
     to_station_report,
 )
-from ingest.store import SnapshotRow, SqliteStore, StoredAlert
+from ingest.store_sql import SnapshotRow, SqlStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.schema import Alert, Duty, StationStatus
@@ -124,6 +124,10 @@ class _Fresh:
     site_log: list[SiteLogEntry] = field(default_factory=list)
 
 
+Committed = list[_Fresh]
+"""What one commit added to the store, waiting to be judged (:meth:`IngestService.commit_batch`)."""
+
+
 def _already_told(stored: Alert, event: Alert) -> bool:
     """The event's state is one the stored episode already went through (replayed history).
 
@@ -157,7 +161,7 @@ class IngestService:
     def __init__(
         self,
         site: SiteConfig,
-        store: SqliteStore,
+        store: SqlStore,
         dispatcher: EventHandler | None = None,
         *,
         allowed_lateness_s: float = DEFAULT_ALLOWED_LATENESS_S,
@@ -167,6 +171,7 @@ class IngestService:
         now_ms: int | None = None,
         progress: Progress | None = None,
         say: Callable[[str], None] | None = None,
+        lock: threading.RLock | None = None,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
@@ -177,6 +182,8 @@ class IngestService:
         distrusted. ``now_ms`` is the service clock at start (None: the newest
         arrival in the store). ``say`` gets one line for a person when the
         engine has to be rebuilt (why), ``progress`` the rebuild's progress.
+        ``lock``: the services of one process that share a store share one lock
+        (ingest/sites.py), since the store's one connection holds one transaction.
         """
         self.site = site
         self.site_id = site.site.id
@@ -187,7 +194,7 @@ class IngestService:
         self.allowed_lateness_s = allowed_lateness_s
         self.station_idle_s = station_idle_s
         self.max_skew_ms = round(max_clock_skew_s * MS_PER_S)
-        self.lock = threading.RLock()
+        self.lock = lock if lock is not None else threading.RLock()
         self._progress = progress
         self._say = say or (lambda line: log.warning("%s", line))
         self._since_snapshot = 0
@@ -316,58 +323,84 @@ class IngestService:
                 on_committed()
             return self._judge(fresh)
 
+    @property
+    def site_ids(self) -> list[str]:
+        """The sites this service ingests (one; ingest/sites.py's router has many)."""
+        return [self.site_id]
+
+    def commit_batch(self, messages: Sequence[Incoming]) -> Committed:
+        """The first half of :meth:`handle_batch`: store every message's answer, one commit.
+
+        For a caller that commits several services' parts before it acknowledges
+        any (ingest/sites.py); hand the result to :meth:`judge_committed` after.
+        """
+        with self.lock:
+            return self._commit(messages)
+
+    def judge_committed(self, committed: Committed) -> list[EngineEvent]:
+        """The second half of :meth:`handle_batch`: feed what was committed to the engine."""
+        with self.lock:
+            return self._judge(committed)
+
     def _commit(self, messages: Sequence[Incoming]) -> list[_Fresh]:
         """Store every message's answer in one transaction; return what is new, per arrival."""
-        site = self.site_id
         fresh: list[_Fresh] = []
+        site = self.site
         # Decode first: the write transaction is held only for the inserts.
-        decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
+        decoded = [(msg, decode_message(msg.topic, msg.payload, site)) for msg in messages]
+        stats = self.stats
         with self.store.transaction():
             for msg, result in decoded:
-                self.stats.messages += 1
+                stats.messages += 1
                 if isinstance(result, Rejected):
                     self._reject(msg, result.reason)
                     continue
-                rows, inspections = self._judge_clocks(msg, result)
-                if inspections is None:
-                    continue
-                new = self.store.insert_readings(site, rows, msg.received_at)
-                self.stats.readings_stored += len(new)
-                self.stats.duplicates += len(rows) - len(new)
-                new_ins = [
-                    ins
-                    for ins in inspections
-                    if self.store.insert_inspection(site, ins, msg.received_at)
-                ]
-                self.stats.inspections += len(new_ins)
-                new_statuses: list[StationReport] = []
-                if result.status is not None:
-                    report = self._status_report(msg, result.status)
-                    if self.store.insert_status(site, report, msg.received_at):
-                        self.stats.statuses += 1
-                        new_statuses.append(report)
-                    else:
-                        self.stats.status_duplicates += 1
-                new_log = [
-                    entry
-                    for entry in result.site_log
-                    if self.store.insert_site_log(site, entry, msg.received_at)
-                ]
-                self.stats.site_log += len(new_log)
-                self.stats.site_log_duplicates += len(result.site_log) - len(new_log)
-                if new or new_ins or new_statuses or new_log:
-                    station_of = {r.sensor: s for s, r in rows}
-                    fresh.append(
-                        _Fresh(
-                            msg.received_at,
-                            [(station_of[r.sensor], r) for r in new],
-                            new_ins,
-                            new_statuses,
-                            new_log,
-                        )
-                    )
-        self.stats.commits += 1
+                item = self._store_decoded(msg, result)
+                if item is not None:
+                    fresh.append(item)
+        stats.commits += 1
         return fresh
+
+    def _store_decoded(self, msg: Incoming, result: Decoded) -> _Fresh | None:
+        """Insert one accepted message's content (inside the commit); what is new, or None."""
+        site, store, stats, received_at = self.site_id, self.store, self.stats, msg.received_at
+        rows, inspections = self._judge_clocks(msg, result)
+        if inspections is None:
+            return None
+        new = store.insert_readings(site, rows, received_at) if rows else []
+        stats.readings_stored += len(new)
+        stats.duplicates += len(rows) - len(new)
+        if not (inspections or result.status is not None or result.site_log):
+            # The common case, a message of readings only (the branches below add nothing).
+            return _Fresh(received_at, self._fresh_rows(rows, new), [], []) if new else None
+        new_ins = [ins for ins in inspections if store.insert_inspection(site, ins, received_at)]
+        stats.inspections += len(new_ins)
+        new_statuses: list[StationReport] = []
+        if result.status is not None:
+            report = self._status_report(msg, result.status)
+            if store.insert_status(site, report, received_at):
+                stats.statuses += 1
+                new_statuses.append(report)
+            else:
+                stats.status_duplicates += 1
+        new_log = [
+            entry for entry in result.site_log if store.insert_site_log(site, entry, received_at)
+        ]
+        stats.site_log += len(new_log)
+        stats.site_log_duplicates += len(result.site_log) - len(new_log)
+        if new or new_ins or new_statuses or new_log:
+            return _Fresh(received_at, self._fresh_rows(rows, new), new_ins, new_statuses, new_log)
+        return None
+
+    @staticmethod
+    def _fresh_rows(
+        rows: list[tuple[str, SensorReading]], new: list[SensorReading]
+    ) -> list[tuple[str, SensorReading]]:
+        """The (station, reading) pairs of ``rows`` whose reading the store took as new."""
+        if len(new) == len(rows):
+            return rows  # all new (``new`` is ``rows``' readings in order)
+        station_of = {r.sensor: s for s, r in rows}
+        return [(station_of[r.sensor], r) for r in new]
 
     def _judge_clocks(
         self, msg: Incoming, decoded: Decoded
@@ -376,7 +409,8 @@ class IngestService:
         entries so dated (a mistyped date must not create or complete duties ahead)."""
         limit = msg.received_at + self.max_skew_ms
         dated = [("inspection", ins.t) for ins in decoded.inspections]
-        dated += [("site-log", entry.t) for entry in decoded.site_log]
+        if decoded.site_log:
+            dated += [("site-log", entry.t) for entry in decoded.site_log]
         for what, t in dated:
             if t > limit:
                 ahead_s = (t - msg.received_at) / MS_PER_S

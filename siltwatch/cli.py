@@ -208,7 +208,8 @@ def _replay_into_influx(mirror: Any, site: Any, recorded: list[Sequence[Any]], r
 def cmd_records(args: argparse.Namespace) -> int:
     """Write the inspection log, the daily rain log and the site log from a store as CSV."""
     from ingest.records import export_records, parse_day
-    from ingest.store import SqliteStore, StoreError
+    from ingest.store import StoreError
+    from ingest.store_open import open_store_read_only
     from siltwatch.config import load_site
 
     try:
@@ -220,12 +221,8 @@ def cmd_records(args: argparse.Namespace) -> int:
     except ValueError:
         _err([f"--from/--to: expected a date YYYY-MM-DD, got {args.date_from!r}/{args.date_to!r}"])
         return EXIT_FAIL
-    db = Path(args.db)
-    if not db.exists():
-        _err([f"{db}: no such store (the --db of siltwatch serve)"])
-        return EXIT_FAIL
     try:
-        store = SqliteStore(db)
+        store = open_store_read_only(args.db)  # a SQLite file or a postgresql:// URL
     except StoreError as exc:
         _err([str(exc)])
         return EXIT_FAIL
@@ -570,13 +567,20 @@ def cmd_dashboards(args: argparse.Namespace) -> int:
         try:
             token = read_secret(args.token_file, "Grafana token") or ""
             secret = read_secret(args.influx_secret_file, "InfluxDB password or token")
-            result = push(args.push, token, sites, source, influx_secret=secret)
+            result = push(
+                args.push,
+                token,
+                sites,
+                source,
+                influx_secret=secret,
+                prometheus=PrometheusSource(args.prometheus_url),
+            )
         except (ValueError, PushError) as exc:
             _err([str(exc)])
             return EXIT_FAIL
         print(
-            f"pushed to {args.push}: data source {result.datasource}; dashboards "
-            + ", ".join(result.dashboards)
+            f"pushed to {args.push}: data source {result.datasource}, Prometheus data source "
+            f"{result.prometheus}; dashboards " + ", ".join(result.dashboards)
         )
     if not args.out and not args.push:
         print(dashboards_json(sites))

@@ -177,16 +177,25 @@ class _People:
         """Attach the web console over the running service; its URL, or None without --http."""
         if self.front is None:
             return None
-        from console.app import make_app
         from console.desk import ServiceDesk
+
+        return self.serve_console_of(
+            {self.site.site.id: self.site}, db, ServiceDesk(service, _now_ms)
+        )
+
+    def serve_console_of(self, sites: dict[str, Any], db: Path, desk: Any) -> str | None:
+        """Attach the web console over ``sites`` with ``desk`` taking what people record."""
+        if self.front is None:
+            return None
+        from console.app import make_app
 
         token = None
         if self.notify is not None and self.notify.sms is not None:
             token = self.notify.sms.auth_token
         app = make_app(
-            {self.site.site.id: self.site},
+            sites,
             db,
-            desk=ServiceDesk(service, _now_ms),
+            desk=desk,
             public_url=self.args.public_url,
             twilio_token=token,
         )
@@ -262,16 +271,27 @@ class _Endpoints:
 def cmd_serve(
     args: argparse.Namespace, influx_mirror: Callable[[argparse.Namespace, Any], Any]
 ) -> int:
-    """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start."""
+    """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start.
+
+    Several sites (``--sites``, more than one ``--site``, ``--partition``) are
+    siltwatch/serve_fleet.py's.
+    """
     from ingest.mqtt_ingest import MqttIngest, MqttStartError
-    from ingest.store import SqliteStore, StoreError
     from siltwatch.config import load_site
     from siltwatch.logjson import configure_logging
 
     configure_logging(json_lines=args.log_json)
     voice = _Voice(args.log_json)
+    sites = list(args.site or [])
+    if args.sites or args.partition is not None or len(sites) != 1:
+        from siltwatch.serve_fleet import serve_fleet
+
+        return serve_fleet(args, voice)
+    if problems := sqlite_only_options(args):
+        voice.err(problems)
+        return EXIT_FAIL
     try:
-        site = load_site(Path(args.site))
+        site = load_site(Path(sites[0]))
         people = _People(args, site)
         endpoints = _Endpoints(args)
     except ConfigError as exc:
@@ -286,24 +306,102 @@ def cmd_serve(
     except ValueError as exc:
         voice.err([str(exc)])
         return EXIT_FAIL
+    who = f"siltwatch serve for site {site.site.id!r}"
+    store = store_and_people(args, who, f"site {site.site.id}", people, voice)
+    if store is None:
+        return EXIT_FAIL
+    if mirror is not None:
+        from ingest.influx_recopy import StoreRecopy
+
+        # What the mirror drops in a long InfluxDB outage is copied again from the store.
+        mirror.recopy = StoreRecopy(args.db, site.site.id)
+    wiring = _Wiring(args, site, store, broker, people, endpoints, voice)
+    return _run(wiring, mirror, MqttIngest, MqttStartError)
+
+
+STANDBY_POLL_S = 0.5
+
+
+def connect(ingest: Any, start_error: type[Exception], parts: ServiceParts, voice: _Voice) -> bool:
+    """Start the MQTT side and show it to the probes; False (said) when it cannot start."""
     try:
-        store = SqliteStore(Path(args.db), synchronous="FULL")
-        store.claim_writer(f"siltwatch serve for site {site.site.id!r}")
+        ingest.start()
+    except start_error as exc:
+        voice.err([str(exc)])
+        return False
+    parts.mqtt = ingest
+    parts.threads["ingest"] = lambda: bool(ingest.worker_alive)
+    return True
+
+
+def open_service_store(
+    args: argparse.Namespace, who: str, claim: str, say: Callable[[str], None] = print
+) -> Any:
+    """The store ``--db`` names, claimed for this service (StoreError says why not).
+
+    A SQLite file has one writer, whoever it is. A PostgreSQL database is shared
+    by the workers of a fleet: each holds an advisory lock on its own ``claim``
+    (a site, or a partition ``k/N``), so two workers never serve the same sites.
+    With ``--standby`` a refused claim is tried again every half second: the
+    standby takes over as soon as the holder's session ends (a kill -9 ends it),
+    and since the holder's snapshots and readings are in the database it goes on
+    from there. It claims before it connects to MQTT, so it never disturbs the
+    holder's session.
+    """
+    from ingest.store import StoreError
+    from ingest.store_open import open_store
+
+    said = False
+    while True:
+        store = open_store(args.db, synchronous="FULL")
+        try:
+            store.claim_writer(who, claim=claim)
+            return store
+        except StoreError as exc:
+            store.close()
+            if not getattr(args, "standby", False):
+                raise
+            if not said:
+                say(f"standing by: {exc}")
+                said = True
+        except Exception:
+            store.close()
+            raise
+        time.sleep(STANDBY_POLL_S)
+
+
+def store_and_people(
+    args: argparse.Namespace, who: str, claim: str, people: _People, voice: _Voice
+) -> Any:
+    """The claimed store, then the book and delivery over it; None (said) when the
+    store cannot be had."""
+    from ingest.store import StoreError
+
+    try:
+        store = open_service_store(args, who, claim, voice.say)
     except StoreError as exc:
         voice.err([str(exc)])
-        return EXIT_FAIL
+        return None
     try:
         people.open(Path(args.db))
     except Exception:
         store.close()
         raise
-    if mirror is not None:
-        from ingest.influx_recopy import StoreRecopy
+    return store
 
-        # What the mirror drops in a long InfluxDB outage is copied again from the store.
-        mirror.recopy = StoreRecopy(Path(args.db), site.site.id)
-    wiring = _Wiring(args, site, store, broker, people, endpoints, voice)
-    return _run(wiring, mirror, MqttIngest, MqttStartError)
+
+def sqlite_only_options(args: argparse.Namespace) -> list[str]:
+    """Options that still need the SQLite store: the console's book lives in its file."""
+    from ingest.store_open import is_postgres_url
+
+    if not is_postgres_url(args.db):
+        return []
+    return [
+        f"{option} needs a SQLite --db for now (the console's book and the delivery's "
+        "acknowledgements live in its file); run it with a SQLite store or leave it out"
+        for option, value in (("--http", args.http), ("--notify", args.notify))
+        if value
+    ]
 
 
 def _protocol(version: str) -> Any:
@@ -393,15 +491,9 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
             take_over=args.take_over,
             on_fatal=on_fatal,
         )
-        try:
-            ingest.start()
-        except start_error as exc:
-            voice.err([str(exc)])
+        if not connect(ingest, start_error, parts, voice):
             ingest = None
             return EXIT_FAIL
-        link = ingest
-        parts.mqtt = link
-        parts.threads["ingest"] = lambda: bool(link.worker_alive)
         console_url = people.serve_console(service, Path(args.db))
         voice.say(
             f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {args.db}; "
@@ -430,10 +522,15 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
             mirror.close()
         w.endpoints.stop()
         people.close()
+    return ended(voice, fatal, service.stats if service else "")
+
+
+def ended(voice: _Voice, fatal: list[str], stats: object) -> int:
+    """The exit after the drain: the fatal reasons (exit 1), or the stop summary (exit 0)."""
     if fatal:
         voice.err(fatal)
         return EXIT_FAIL
-    voice.say(f"stopped: {service.stats if service else ''}")
+    voice.say(f"stopped: {stats}")
     return EXIT_OK
 
 
@@ -475,12 +572,30 @@ def broker_settings(args: argparse.Namespace) -> BrokerSettings:
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+    p.add_argument(
+        "--site",
+        action="append",
+        metavar="SITE.toml",
+        help="a site configuration (repeat it to serve several sites in one process)",
+    )
+    p.add_argument(
+        "--sites",
+        action="append",
+        metavar="DIR",
+        help="serve every site file (*.toml with a [site] table) in DIR; SIGHUP re-reads "
+        "them (docs/fleet.md)",
+    )
+    p.add_argument(
+        "--partition",
+        metavar="k/N",
+        help="worker k of N: serve only the sites whose stable hash mod N is k (docs/fleet.md)",
+    )
     add_broker_options(p)
     p.add_argument(
         "--client-id",
         metavar="ID",
-        help="MQTT client id, stable per instance (default siltwatch-ingest-SITE); "
+        help="MQTT client id, stable per instance (default siltwatch-ingest-SITE; "
+        "siltwatch-ingest-part-k-of-N or siltwatch-ingest-fleet for several sites); "
         "the broker keeps this session's queue while the service is down",
     )
     p.add_argument(
@@ -488,7 +603,18 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start even though another instance's lease on the site is still held",
     )
-    p.add_argument("--db", default="siltwatch.sqlite3", metavar="FILE", help="the SQLite store")
+    p.add_argument(
+        "--db",
+        default="siltwatch.sqlite3",
+        metavar="FILE|URL",
+        help="the store: a SQLite file, or postgresql://… shared by a fleet's workers",
+    )
+    p.add_argument(
+        "--standby",
+        action="store_true",
+        help="with a postgresql:// --db: wait until the site or partition is free, then "
+        "take it over from the database (a hot standby for a worker)",
+    )
     p.add_argument("--alert-log", default="alert-log.jsonl", metavar="FILE", help="JSONL alert log")
     p.add_argument(
         "--notify",

@@ -19,7 +19,7 @@ from typing import Literal
 import pytest
 from hypothesis import settings
 
-from tests.servers import AmqttServer, InfluxDBServer, MosquittoServer
+from tests.servers import AmqttServer, InfluxDBServer, MosquittoServer, PostgresServer
 
 # Under CI the property tests run derandomized: the same examples every run, so a red CI
 # is a reproducible failure, never a dice roll (developers' runs keep exploring).
@@ -110,6 +110,30 @@ def influxdb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InfluxDBServe
     require_server("influxd", InfluxDBServer.available())
     with InfluxDBServer(tmp_path_factory.mktemp("influxdb")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session; tests make their own databases
+    (:func:`postgres_url`). Its folder is under /tmp, where the postgres account can enter."""
+    require_server("postgres", PostgresServer.available())
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database on the session's server for one test, dropped after it.
+
+    Its default collation is linguistic (ICU ``en-US``), not the byte order the store
+    needs, so a query that forgot its collation sorts differently and a test sees it.
+    """
+    name = f"siltwatch_{secrets.token_hex(6)}"
+    url = postgres.create_database(name, icu_locale="en-US")
+    try:
+        yield url
+    finally:
+        postgres.drop_database(name)
 
 
 @pytest.fixture

@@ -150,6 +150,15 @@ class _LoopbackProcess(LoopbackServer):
     DEBIAN_PATH = ""
     _proc: subprocess.Popen[bytes] | None
     log_path: Path
+    workdir: Path
+    _own_workdir: bool
+
+    def _take_workdir(self, workdir: Path | None, prefix: str) -> None:
+        """Use ``workdir``, or a new temporary folder that ``close()`` removes."""
+        self._own_workdir = workdir is None
+        self.workdir = (
+            Path(tempfile.mkdtemp(prefix=prefix)) if workdir is None else Path(workdir).resolve()
+        )
 
     @classmethod
     def binary(cls) -> str | None:
@@ -428,12 +437,7 @@ class InfluxDBServer(_LoopbackProcess):
     DEBIAN_PATH = "/usr/bin/influxd"
 
     def __init__(self, workdir: Path | None = None, *, port: int | None = None) -> None:
-        self._own_workdir = workdir is None
-        self.workdir = (
-            Path(tempfile.mkdtemp(prefix="siltwatch-influxdb-"))
-            if workdir is None
-            else Path(workdir).resolve()
-        )
+        self._take_workdir(workdir, "siltwatch-influxdb-")
         self._port = port if port is not None else free_port()
         self._rpc_port = free_port()
         self.conf_path = self.workdir / "influxdb.conf"
@@ -547,3 +551,118 @@ bind-address = "{LOOPBACK}:{self._rpc_port}"
             return {}
         decoded: dict[str, Any] = json.loads(raw)
         return decoded
+
+
+class PostgresServer(_LoopbackProcess):
+    """A PostgreSQL server (Debian's ``postgresql`` package) on loopback, its cluster in one
+    folder; tests make a database each (:meth:`create_database`) and drop it after.
+
+    ``initdb`` refuses to run as root, and the server with it: as root both run as the
+    ``postgres`` account (``runuser``), which owns the folder; as anyone else, as that
+    user. Authentication is ``trust`` on loopback (a throwaway test cluster), and
+    ``fsync`` is off: the tests stop the server cleanly and never test its disk.
+    """
+
+    BINARY = "postgres"
+    DEBIAN_ROOT = Path("/usr/lib/postgresql")  # /usr/lib/postgresql/15/bin/postgres
+    SUPERUSER = "postgres"
+
+    def __init__(self, workdir: Path | None = None, *, port: int | None = None) -> None:
+        # Not pytest's tmp_path: the postgres account cannot enter /tmp/pytest-of-root.
+        self._take_workdir(workdir, "siltwatch-postgres-")
+        self._port = port if port is not None else free_port()
+        self.data_dir = self.workdir / "data"
+        self.socket_dir = self.workdir / "socket"
+        self.log_path = self.workdir / "postgres.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def binary(cls) -> str | None:
+        """``postgres`` on PATH, else the newest Debian version's (not on PATH there)."""
+        found = shutil.which(cls.BINARY)
+        if found:
+            return found
+        versions = [p for p in cls.DEBIAN_ROOT.glob("*/bin/postgres") if p.parts[-3].isdigit()]
+        return str(max(versions, key=lambda p: int(p.parts[-3]))) if versions else None
+
+    def _tool(self, name: str) -> str:
+        """``initdb``, ``pg_ctl``, ``createdb``...: from the server's own folder."""
+        return str(Path(self._installed()).resolve().with_name(name))  # past /usr/local/bin links
+
+    def _as_server_account(self, argv: list[str]) -> list[str]:
+        """``argv`` run as the ``postgres`` account when we are root (initdb refuses root)."""
+        if os.geteuid() != 0:
+            return argv
+        return ["runuser", "-u", self.SUPERUSER, "--", *argv]
+
+    def url(self, database: str = "postgres") -> str:
+        """The ``--db`` URL of one database of this server."""
+        return f"postgresql://{self.SUPERUSER}@{LOOPBACK}:{self._port}/{database}"
+
+    def _init_cluster(self) -> None:
+        """``initdb`` once (a restart keeps the cluster): UTF-8, C.UTF-8 locale, trust."""
+        self.socket_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            account = pwd.getpwnam(self.SUPERUSER)
+            _chown_tree(self.workdir, account.pw_uid, account.pw_gid)
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        argv = [self._tool("initdb"), "-D", str(self.data_dir), "-A", "trust"]
+        argv += ["-U", self.SUPERUSER, "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]
+        result = subprocess.run(
+            self._as_server_account(argv), capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"initdb failed ({result.returncode}):\n{result.stderr.strip()}")
+
+    def start(self) -> None:
+        """Spawn the server and return once ``pg_isready`` says it accepts connections."""
+        if self.running:
+            return
+        binary = self._tool("postgres")
+        self._init_cluster()
+        argv = [binary, "-D", str(self.data_dir), "-p", str(self._port)]
+        argv += ["-k", str(self.socket_dir), "-c", f"listen_addresses={LOOPBACK}"]
+        argv += ["-c", "fsync=off", "-c", "full_page_writes=off"]
+        self._spawn(self._as_server_account(argv), self.log_path, self._ready, "accept connections")
+
+    def _ready(self) -> bool:
+        probe = [self._tool("pg_isready"), "-q", "-h", LOOPBACK, "-p", str(self._port)]
+        return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+    def stop(self) -> None:
+        """A fast shutdown (``pg_ctl stop -m fast``: sessions are ended, not awaited)."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            argv = [self._tool("pg_ctl"), "-D", str(self.data_dir), "stop", "-m", "fast", "-w"]
+            subprocess.run(
+                self._as_server_account(argv), capture_output=True, check=False, timeout=30
+            )
+        _terminate(self._proc)  # already gone after pg_ctl; never leave it running
+        self._proc = None
+
+    def close(self) -> None:
+        """Stop, and remove workdir when this object created it."""
+        self.stop()
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _client(self, tool: str, *args: str) -> None:
+        argv = [self._tool(tool), "-h", LOOPBACK, "-p", str(self._port), "-U", self.SUPERUSER]
+        result = subprocess.run([*argv, *args], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"{tool} {' '.join(args)} failed: {result.stderr.strip()}")
+
+    def create_database(self, name: str, *, icu_locale: str | None = None) -> str:
+        """A new, empty database; its URL. ``icu_locale`` (e.g. ``en-US``) gives it a
+        linguistic default collation, under which ``B`` sorts after ``a``."""
+        args = ["-E", "UTF8", "-T", "template0"]
+        if icu_locale is not None:
+            args += ["--locale-provider=icu", f"--icu-locale={icu_locale}"]
+        self._client("createdb", *args, name)
+        return self.url(name)
+
+    def drop_database(self, name: str) -> None:
+        """Drop a database, ending any session still connected to it."""
+        self._client("dropdb", "--force", "--if-exists", name)

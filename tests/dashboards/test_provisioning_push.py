@@ -105,6 +105,32 @@ def test_push_creates_the_datasource_and_saves_each_dashboard_with_overwrite() -
     assert result.dashboards == ["/d/siltwatch-lg-route9n/x", "/d/siltwatch-ll-boulevard/x"]
 
 
+def test_push_with_prometheus_adds_its_data_source_and_the_service_dashboard() -> None:
+    from dashboards.provisioning import PrometheusSource
+    from dashboards.service import build_service_dashboard
+
+    prometheus = PrometheusSource("http://prometheus:9090")
+    with StandIn(FakeGrafana()) as grafana:
+        result = push(
+            grafana.url, "glsa_test", SITES[:1], InfluxSource("http://i:8086", "s"),
+            prometheus=prometheus,
+        )  # fmt: skip
+    uid = prometheus.datasource()["uid"]
+    assert [(r.method, r.path) for r in grafana.requests] == [
+        ("GET", f"/api/datasources/uid/{DATASOURCE_UID}"),
+        ("POST", "/api/datasources"),
+        ("GET", f"/api/datasources/uid/{uid}"),
+        ("POST", "/api/datasources"),
+        ("POST", "/api/dashboards/db"),
+        ("POST", "/api/dashboards/db"),
+    ]
+    sent = grafana.requests[3].json()
+    assert sent["type"] == "prometheus" and sent["url"] == "http://prometheus:9090"
+    assert "editable" not in sent
+    assert grafana.requests[5].json()["dashboard"] == build_service_dashboard()
+    assert result.prometheus == "created" and len(result.dashboards) == 2
+
+
 def test_push_updates_an_existing_datasource_by_uid() -> None:
     with StandIn(FakeGrafana(datasource_exists=True)) as grafana:
         result = push(grafana.url, "glsa_test", SITES[:1], InfluxSource("http://i:8086", "s"))

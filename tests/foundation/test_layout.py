@@ -19,11 +19,12 @@ MAY_IMPORT = {
     # links and the delivery audit through alerts, rain days through analytics.
     "console": {"siltwatch", "ingest", "analytics", "alerts", "console"},
 }
-# Only the CLI (and the demo it runs) wires the packages together.
+# Only the CLI (and the demo and the services it runs) wires the packages together.
 WIRING = {
     ROOT / "siltwatch" / "cli.py",
     ROOT / "siltwatch" / "demo.py",
     ROOT / "siltwatch" / "serve.py",
+    ROOT / "siltwatch" / "serve_fleet.py",
 }
 # The analytics are pure: no I/O, no clock, no network, no database.
 FORBIDDEN_IN_ANALYTICS = {

@@ -482,3 +482,38 @@ def test_an_export_beside_a_live_writer_reads_what_is_committed(
 def test_the_help_names_the_tables_and_formats_the_export_knows() -> None:
     assert export_cli.TABLES == export.TABLE_NAMES
     assert tuple(f.value for f in export.ExportFormat) == export_cli.FORMATS
+
+
+@pytest.mark.integration
+def test_an_export_from_postgresql_equals_the_export_from_sqlite(
+    world: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db postgresql://…`` is read the same way: the same store, the same files."""
+    from ingest.store_open import open_store
+
+    source, target = SqliteStore.open_read_only(world), open_store(postgres_url)
+    try:
+        for site in source.sites():
+            for chunk in source.readings_between(site, None, None):
+                target.add_readings(site, chunk, 0)
+            for entry in source.site_log(site):
+                target.add_site_log(site, entry, 0)
+            for ins in source.inspections_after(site, None):
+                target.add_inspection(site, ins, 0)
+            for stored in source.alert_records(site):
+                target.save_alert(site, stored.alert, late=stored.late)
+                if stored.withdrawn:
+                    target.withdraw_alert(site, stored.alert)
+            for duty in source.duties(site):
+                target.save_duty(site, duty)
+    finally:
+        source.close()
+        target.close()
+    outs = {}
+    for name, db in (("sqlite", str(world)), ("postgres", postgres_url)):
+        out = tmp_path / name
+        code = main(["export", "--db", db, *BOTH, "--out", str(out)])
+        assert code == 0, capsys.readouterr().err
+        outs[name] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    assert outs["postgres"] == outs["sqlite"]
+    assert len(outs["sqlite"]) == 5 and all(outs["sqlite"].values())

@@ -32,11 +32,13 @@ from ingest.decode import Decoded, Rejected, decode_message
 from ingest.recording import RecordingError, read_capture, read_inspections, read_site_log
 from ingest.replay import replay_file, replay_site
 from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.schema import inspections_topic, parse_topic, site_log_topic
 from tests.analytics import recorders
 from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded
 from tests.analytics.test_rain import gauge_site
 from tests.ingest import probes
+from tests.ingest.conftest import BACKENDS
 from tests.ingest.live import ROOT, ServeProcess, loopback_broker, password_file
 from tests.ingest.probes import SITE, SITE_ID, TEN_YEARS_MS, at, minutes, new_service
 from tests.ingest.probes import LogSeen as Seen
@@ -157,7 +159,8 @@ def test_catch_up_and_snapshots_carry_entries() -> None:
 # --- the store -------------------------------------------------------------------------
 
 
-def test_store_round_trip_duplicate_refusal_and_marks(store: SqliteStore) -> None:
+@pytest.mark.parametrize("store_db", BACKENDS, indirect=True)
+def test_store_round_trip_duplicate_refusal_and_marks(store: SqlStore) -> None:
     cleared = SiteLogEntry(at(10), "cleared", "north-cut", "Dana Ruiz")
     milestone = SiteLogEntry(at(1), "milestone", None, "Jo Whitaker", "controls_installed")
     assert store.add_site_log(SITE_ID, cleared, at(11))
@@ -172,14 +175,15 @@ def test_store_round_trip_duplicate_refusal_and_marks(store: SqliteStore) -> Non
     assert store.site_log("another-site") == []
 
     marks = store.marks()
-    assert marks[3] == 4
+    assert marks[3] >= 4  # PostgreSQL's ids may skip one a refused duplicate drew
     assert store.earliest_stored_after(SITE_ID, *marks[:3], 1) == at(1)
     assert store.earliest_stored_after(SITE_ID, *marks) is None
     store.save_snapshot(SITE_ID, b"x", at(20), processed_to=at(5), marks=marks)
-    assert store.snapshots(SITE_ID)[0].site_log_mark == 4
+    assert store.snapshots(SITE_ID)[0].site_log_mark == marks[3]
 
 
-def test_the_inspection_record_fields_round_trip(store: SqliteStore) -> None:
+@pytest.mark.parametrize("store_db", BACKENDS, indirect=True)
+def test_the_inspection_record_fields_round_trip(store: SqlStore) -> None:
     full = Inspection(
         at(1),
         "Jo Whitaker",

@@ -19,8 +19,10 @@ from analytics.timeutil import MS_PER_S, iso
 from ingest.recording import read_capture
 from ingest.replay import replay_site
 from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.schema import reading_topic, status_topic
 from tests.ingest import probes
+from tests.ingest.conftest import BACKENDS
 from tests.ingest.probes import SITE, SITE_ID, TEN_YEARS_MS, at, minutes, new_service, reading
 from tests.ingest.probes import StatusSeen as Seen
 
@@ -56,7 +58,8 @@ S3: Seen = ("up-1", at(21.25), "online", True)
 # --- the store ------------------------------------------------------------------------------
 
 
-def test_store_round_trip_and_duplicate_refusal(store: SqliteStore) -> None:
+@pytest.mark.parametrize("store_db", BACKENDS, indirect=True)
+def test_store_round_trip_and_duplicate_refusal(store: SqlStore) -> None:
     full = StationReport(
         "up-1",
         at(1),

@@ -1,0 +1,317 @@
+"""``siltwatch serve`` for many sites: ``--sites DIR``, several ``--site``, ``--partition k/N``.
+
+One process, one MQTT session, one store, one engine per site
+(ingest/sites.py ``SiteRouter``). Why a module of its own: besides the wiring
+of siltwatch/serve.py it owns what only a fleet has — which sites this worker
+owns (``--partition``: the site's stable hash mod N, so N workers split the
+sites without talking to each other), and SIGHUP, which re-reads the site
+files: an added site starts (its engine rebuilt from the store, then
+subscribed), a removed one stops (unsubscribed, a snapshot left), a changed one
+gets a new engine (rebuilt from the store when a rule changed), the others are
+not touched, and a file that no longer loads is reported while its site keeps
+the configuration it had.
+
+What serves one site only: ``--notify`` (its notify file names one site's
+people) and the InfluxDB mirror (it mirrors one site). A fleet refuses them
+with a line saying so. The web console (``--http``) shows the sites served at
+the start; /metrics gives one sample per site of every metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from siltwatch.configerrors import ConfigError
+from siltwatch.serve import (
+    EXIT_FAIL,
+    _Endpoints,
+    _now_ms,
+    _People,
+    _Progress,
+    _Voice,
+    broker_settings,
+    connect,
+    ended,
+    sqlite_only_options,
+    store_and_people,
+)
+from siltwatch.site_files import SiteFiles, read_site_files, site_paths
+
+ONE_SITE_ONLY = ("--notify", "--influx-url", "--influx-v2-url")
+
+
+def fleet_client_id(partition: Any) -> str:
+    """The MQTT client id of a fleet worker: stable across restarts and site changes,
+    so the broker's persistent session (and what it queued) survives both."""
+    if partition is None:
+        return "siltwatch-ingest-fleet"
+    return f"siltwatch-ingest-part-{partition.index}-of-{partition.count}"
+
+
+def _one_site_options(args: argparse.Namespace) -> list[str]:
+    given = {
+        "--notify": args.notify,
+        "--influx-url": getattr(args, "influx_url", None),
+        "--influx-v2-url": getattr(args, "influx_v2_url", None),
+    }
+    return [
+        f"{option} serves one site; with several sites (--sites, more than one --site, "
+        f"--partition) run a serve with {option} per site, or leave it out"
+        for option in ONE_SITE_ONLY
+        if given[option]
+    ]
+
+
+def _shown(ids: list[str]) -> str:
+    if len(ids) <= 6:
+        return ", ".join(repr(i) for i in ids)
+    return ", ".join(repr(i) for i in ids[:4]) + f" and {len(ids) - 4} more"
+
+
+class _Fleet:
+    """The running fleet: its router, MQTT session and the configuration each site runs."""
+
+    def __init__(self, args: argparse.Namespace, voice: _Voice, partition: Any) -> None:
+        self.args, self.voice, self.partition = args, voice, partition
+        self.router: Any = None
+        self.ingest: Any = None
+        self.configs: dict[str, Any] = {}  # site id -> the SiteConfig it runs
+        self.paths: dict[str, Path] = {}  # site id -> its file
+
+    def read(self) -> SiteFiles:
+        """The site files now (ConfigError for a missing --sites folder)."""
+        return read_site_files(site_paths(self.args.site or [], self.args.sites or []))
+
+    def mine(self, found: SiteFiles) -> dict[str, Any]:
+        return {
+            sid: site
+            for sid, site in found.sites.items()
+            if self.partition is None or self.partition.owns(sid)
+        }
+
+    def start_site(self, site: Any, path: Path) -> None:
+        self.router.add(site)
+        self.configs[site.site.id] = site
+        self.paths[site.site.id] = path
+
+    def reload(self) -> None:
+        """SIGHUP: apply what changed in the site files (see the module docstring)."""
+        from ingest.mqtt_ingest import MqttStartError
+        from ingest.sites import changed_sites
+
+        voice = self.voice
+        try:
+            found = self.read()
+        except ConfigError as exc:
+            voice.err([*exc.lines, "reload: nothing changed"])
+            return
+        for lines in found.problems.values():
+            voice.err([*lines, "reload: that file's site keeps the configuration it runs"])
+        kept = {sid for sid, path in self.paths.items() if path in found.problems}
+        new = self.mine(found)
+        new.update({sid: self.configs[sid] for sid in kept if sid not in new})
+        added, removed, changed = changed_sites(self.configs, new)
+        now = _now_ms()
+        for sid in removed:
+            self.ingest.remove_site(sid)
+            self.router.remove(sid, now)
+            self.configs.pop(sid)
+            self.paths.pop(sid, None)
+        for sid in changed:
+            voice.note(f"site {sid}: configuration changed in {found.paths[sid]}; new engine")
+            self.router.replace(new[sid], now)
+            self.configs[sid] = new[sid]
+        for sid in list(added):
+            self.start_site(new[sid], found.paths[sid])
+            try:
+                self.ingest.add_site(sid)
+            except MqttStartError as exc:
+                voice.err([str(exc)])
+                self.router.remove(sid, now)
+                self.configs.pop(sid)
+                self.paths.pop(sid)
+                added.remove(sid)
+        unchanged = len(self.configs) - len(added) - len(changed)
+        voice.say(
+            f"reloaded the site files: added {_shown(added) or 'none'}; removed "
+            f"{_shown(removed) or 'none'}; changed {_shown(changed) or 'none'}; "
+            f"{unchanged} unchanged"
+        )
+
+
+class _FleetDesk:
+    """The console's desk over the router: the topic's site picks that site's current service
+    (a reload may have replaced it)."""
+
+    def __init__(self, router: Any) -> None:
+        self.router = router
+
+    def submit(self, topic: str, payload: bytes) -> None:
+        from console.desk import DeskError, ServiceDesk
+        from ingest.sites import site_of_topic
+
+        sid = site_of_topic(topic)
+        service = None if sid is None else self.router.service_for(sid)
+        if service is None:
+            raise DeskError(f"no site of this service takes {topic}")
+        ServiceDesk(service, _now_ms).submit(topic, payload)
+
+
+def serve_fleet(args: argparse.Namespace, voice: _Voice) -> int:
+    """Check the options and site files, open the store, then :func:`_run_fleet`."""
+    from ingest.sites import parse_partition
+
+    problems = _one_site_options(args) + sqlite_only_options(args)
+    if not args.site and not args.sites:
+        problems.append("give --site SITE.toml (once or more) or --sites DIR")
+    if problems:
+        voice.err(problems)
+        return EXIT_FAIL
+    try:
+        partition = None if args.partition is None else parse_partition(args.partition)
+        broker = broker_settings(args)
+        people = _People(args, None)
+        endpoints = _Endpoints(args)
+    except ValueError as exc:
+        voice.err([str(exc)])
+        return EXIT_FAIL
+    fleet = _Fleet(args, voice, partition)
+    try:
+        found = fleet.read()
+    except ConfigError as exc:
+        voice.err(exc.lines)
+        return EXIT_FAIL
+    if found.problems:
+        voice.err(found.lines)
+        return EXIT_FAIL
+    if not found.sites:
+        voice.err([f"no site files in {', '.join(args.sites or args.site)}"])
+        return EXIT_FAIL
+    claim = "fleet" if partition is None else f"partition {partition}"
+    who = f"siltwatch serve for {len(found.sites)} sites"
+    store = store_and_people(args, who, claim, people, voice)
+    if store is None:
+        return EXIT_FAIL
+    return _run_fleet(fleet, found, store, broker, people, endpoints)
+
+
+def _run_fleet(
+    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: _People, endpoints: Any
+) -> int:
+    from alerts.dispatch import Dispatcher
+    from alerts.sinks import ConsoleSink, JsonlSink, Sink
+    from ingest.health import ServiceParts
+    from ingest.mqtt_ingest import MqttIngest, MqttStartError
+    from ingest.service import IngestService
+    from ingest.sites import SiteRouter
+
+    args, voice = fleet.args, fleet.voice
+    sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
+
+    def build(site: Any, lock: Any) -> IngestService:
+        return IngestService(
+            site,
+            store,
+            Dispatcher(site, sinks),
+            allowed_lateness_s=args.allowed_lateness_s,
+            max_clock_skew_s=args.max_clock_skew_s,
+            now_ms=_now_ms(),
+            progress=_Progress(),
+            say=voice.note,
+            lock=lock,
+        )
+
+    parts = ServiceParts("", broker_url=broker.url)
+    fleet.router = router = SiteRouter(store, build)
+    stop, reload = threading.Event(), threading.Event()
+    fatal: list[str] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        (reload if signum == signal.SIGHUP else stop).set()
+
+    def on_fatal(why: str) -> None:
+        fatal.append(why)
+        stop.set()
+
+    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in signals}
+    ingest = None
+    try:
+        try:
+            endpoints.start(parts, people, voice)
+        except OSError as exc:
+            voice.err([str(exc)])
+            return EXIT_FAIL
+        mine = fleet.mine(found)
+        for sid in sorted(mine):
+            fleet.start_site(mine[sid], found.paths[sid])
+        parts.sites = router
+        ingest = MqttIngest(
+            router,
+            broker,
+            clock_ms=_now_ms,
+            client_id=args.client_id or fleet_client_id(fleet.partition),
+            take_over=args.take_over,
+            on_fatal=on_fatal,
+            fleet=True,
+        )
+        if not connect(ingest, MqttStartError, parts, voice):
+            ingest = None
+            return EXIT_FAIL
+        fleet.ingest = ingest
+        ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
+        console_url = people.serve_console_of(
+            dict(fleet.configs), Path(args.db), _FleetDesk(router)
+        )
+        voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
+        _loop(fleet, stop, reload)
+    finally:
+        parts.stopping = True
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if ingest is not None:
+            ingest.stop()
+        router.close(_now_ms())
+        store.close()
+        endpoints.stop()
+        people.close()
+    return ended(voice, fatal, router.stats)
+
+
+def _loop(fleet: _Fleet, stop: threading.Event, reload: threading.Event) -> None:
+    tick_s = fleet.args.tick_s
+    next_tick = time.monotonic() + tick_s if tick_s > 0 else None
+    while not stop.wait(0.2):
+        if reload.is_set():
+            reload.clear()
+            fleet.reload()
+        if next_tick is not None and time.monotonic() >= next_tick:
+            next_tick = time.monotonic() + tick_s
+            fleet.router.tick(_now_ms())
+
+
+def _banner(
+    fleet: _Fleet, found: SiteFiles, broker: Any, console_url: str | None, metrics: str | None
+) -> str:
+    args, ids = fleet.args, sorted(fleet.configs)
+    part = "" if fleet.partition is None else f", partition {fleet.partition}"
+    if ids:
+        what = f"siltwatch serving sites {_shown(ids)} ({len(ids)} of {len(found.sites)}{part})"
+    else:
+        what = (
+            f"siltwatch serving sites: none — partition {fleet.partition} owns none of the "
+            f"{len(found.sites)} sites; it waits for SIGHUP or more site files"
+        )
+    return (
+        f"{what} from {broker.url} as {fleet.ingest.client_id}; store {args.db}; "
+        f"alert log {args.alert_log}"
+        + (f"; web console {console_url}" if console_url else "")
+        + (f"; metrics {metrics}/metrics" if metrics else "")
+        + "; Ctrl-C or SIGTERM to stop, SIGHUP to re-read the site files"
+    )
