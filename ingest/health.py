@@ -17,7 +17,7 @@ the probes describe one process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
@@ -49,6 +49,12 @@ class MirrorLink(Protocol):
     stats: MirrorStats
 
 
+class MirrorSet(Protocol):
+    """A fleet's InfluxDB mirrors, one per site (ingest/influx_fleet.py ``FleetMirrors``)."""
+
+    def mirrors(self) -> Mapping[str, MirrorLink]: ...
+
+
 class DeliveryLink(Protocol):
     """The delivery outbox and worker (alerts/notify_config.py ``Delivery``); ingest does
     not import alerts, so ``serve`` hands it in."""
@@ -65,7 +71,8 @@ class ServiceParts:
     ``service`` is set once the rebuild from the store is done; ``threads`` maps a
     part's name to a function saying whether its thread still runs; ``stopping`` is
     set when SIGTERM/Ctrl-C (or a fatal error) begins the orderly stop. A process
-    serving many sites sets ``sites`` instead of ``service`` (and ``site_id`` to "").
+    serving many sites sets ``sites`` instead of ``service`` (and ``site_id`` to ""),
+    and ``site_mirrors`` instead of ``mirror`` when it mirrors to InfluxDB.
     """
 
     site_id: str
@@ -74,6 +81,7 @@ class ServiceParts:
     sites: SiteSet | None = None
     mqtt: MqttLink | None = None
     mirror: MirrorLink | None = None
+    site_mirrors: MirrorSet | None = None
     delivery: DeliveryLink | None = None
     threads: dict[str, Callable[[], bool]] = field(default_factory=dict)
     stopping: bool = False
@@ -87,8 +95,16 @@ class ServiceParts:
         """
         if self.sites is None:
             return [self]
+        mirrors = {} if self.site_mirrors is None else self.site_mirrors.mirrors()
         return [
-            replace(self, site_id=sid, service=service, sites=None)
+            replace(
+                self,
+                site_id=sid,
+                service=service,
+                sites=None,
+                mirror=mirrors.get(sid, self.mirror),
+                site_mirrors=None,
+            )
             for sid, service in sorted(self.sites.services().items())
         ]
 

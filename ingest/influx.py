@@ -467,6 +467,12 @@ class InfluxMirror:
         self.writer.close()
 
 
+class Flushable(Protocol):
+    """What a :class:`MirrorFlusher` flushes: one mirror, or a fleet's (ingest/influx_fleet.py)."""
+
+    def flush(self) -> bool: ...
+
+
 class MirrorFlusher:
     """Writes a mirror's queue from its own thread, every ``interval_s``.
 
@@ -474,7 +480,7 @@ class MirrorFlusher:
     InfluxDB that hangs until its timeout stalls this thread, never ingest.
     """
 
-    def __init__(self, mirror: InfluxMirror, interval_s: float = 1.0) -> None:
+    def __init__(self, mirror: Flushable, interval_s: float = 1.0) -> None:
         self.mirror = mirror
         self.interval_s = interval_s
         self._stop = threading.Event()

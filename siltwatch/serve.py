@@ -286,7 +286,7 @@ def cmd_serve(
     if args.sites or args.partition is not None or len(sites) != 1:
         from siltwatch.serve_fleet import serve_fleet
 
-        return serve_fleet(args, voice)
+        return serve_fleet(args, voice, influx_mirror)
     if problems := sqlite_only_options(args):
         voice.err(problems)
         return EXIT_FAIL
@@ -320,6 +320,33 @@ def cmd_serve(
 
 
 STANDBY_POLL_S = 0.5
+
+
+def site_service(
+    args: argparse.Namespace,
+    site: Any,
+    store: Any,
+    handler: Any,
+    mirror: Any,
+    voice: _Voice,
+    lock: Any = None,
+) -> Any:
+    """One site's IngestService as ``serve``'s options configure it (rebuilt from the store
+    on the way: it can take a while, with a progress bar on a terminal)."""
+    from ingest.service import IngestService
+
+    return IngestService(
+        site,
+        store,
+        handler,
+        allowed_lateness_s=args.allowed_lateness_s,
+        max_clock_skew_s=args.max_clock_skew_s,
+        mirror=mirror,
+        now_ms=_now_ms(),
+        progress=_Progress(),
+        say=voice.note,
+        lock=lock,
+    )
 
 
 def connect(ingest: Any, start_error: type[Exception], parts: ServiceParts, voice: _Voice) -> bool:
@@ -431,7 +458,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
     from ingest.health import ServiceParts
-    from ingest.service import EventHandler, IngestService
+    from ingest.service import EventHandler
 
     args, site, store, people, voice = w.args, w.site, w.store, w.people, w.voice
     parts = ServiceParts(site.site.id, broker_url=w.broker.url, mirror=mirror)
@@ -471,17 +498,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         except OSError as exc:
             voice.err([str(exc)])
             return EXIT_FAIL
-        service = IngestService(
-            site,
-            store,
-            dispatcher,
-            allowed_lateness_s=args.allowed_lateness_s,
-            max_clock_skew_s=args.max_clock_skew_s,
-            mirror=mirror,
-            now_ms=_now_ms(),
-            progress=_Progress(),
-            say=voice.note,
-        )
+        service = site_service(args, site, store, dispatcher, mirror, voice)
         parts.service = service
         ingest = mqtt_ingest(
             service,

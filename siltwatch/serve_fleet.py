@@ -12,8 +12,9 @@ not touched, and a file that no longer loads is reported while its site keeps
 the configuration it had.
 
 What serves one site only: ``--notify`` (its notify file names one site's
-people) and the InfluxDB mirror (it mirrors one site). A fleet refuses them
-with a line saying so. The web console (``--http``) shows the sites served at
+people); a fleet refuses it with a line saying so. The InfluxDB mirror
+(``--influx-url``/``--influx-v2-url``) mirrors every site it serves, one mirror
+per site behind one writer and one flusher thread (ingest/influx_fleet.py). The web console (``--http``) shows the sites served at
 the start; /metrics gives one sample per site of every metric.
 """
 
@@ -23,6 +24,7 @@ import argparse
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -33,17 +35,17 @@ from siltwatch.serve import (
     _Endpoints,
     _now_ms,
     _People,
-    _Progress,
     _Voice,
     broker_settings,
     connect,
     ended,
+    site_service,
     sqlite_only_options,
     store_and_people,
 )
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
 
-ONE_SITE_ONLY = ("--notify", "--influx-url", "--influx-v2-url")
+ONE_SITE_ONLY = ("--notify",)
 
 
 def fleet_client_id(partition: Any) -> str:
@@ -55,11 +57,7 @@ def fleet_client_id(partition: Any) -> str:
 
 
 def _one_site_options(args: argparse.Namespace) -> list[str]:
-    given = {
-        "--notify": args.notify,
-        "--influx-url": getattr(args, "influx_url", None),
-        "--influx-v2-url": getattr(args, "influx_v2_url", None),
-    }
+    given = {"--notify": args.notify}
     return [
         f"{option} serves one site; with several sites (--sites, more than one --site, "
         f"--partition) run a serve with {option} per site, or leave it out"
@@ -83,6 +81,7 @@ class _Fleet:
         self.ingest: Any = None
         self.configs: dict[str, Any] = {}  # site id -> the SiteConfig it runs
         self.paths: dict[str, Path] = {}  # site id -> its file
+        self.mirrors: Any = None  # ingest/influx_fleet.py FleetMirrors, with --influx-…
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -121,6 +120,7 @@ class _Fleet:
         for sid in removed:
             self.ingest.remove_site(sid)
             self.router.remove(sid, now)
+            self._remove_mirror(sid)
             self.configs.pop(sid)
             self.paths.pop(sid, None)
         for sid in changed:
@@ -134,6 +134,7 @@ class _Fleet:
             except MqttStartError as exc:
                 voice.err([str(exc)])
                 self.router.remove(sid, now)
+                self._remove_mirror(sid)
                 self.configs.pop(sid)
                 self.paths.pop(sid)
                 added.remove(sid)
@@ -143,6 +144,11 @@ class _Fleet:
             f"{_shown(removed) or 'none'}; changed {_shown(changed) or 'none'}; "
             f"{unchanged} unchanged"
         )
+
+    def _remove_mirror(self, site_id: str) -> None:
+        """After the site's service has stopped (its last events are queued)."""
+        if self.mirrors is not None:
+            self.mirrors.remove(site_id)
 
 
 class _FleetDesk:
@@ -163,8 +169,17 @@ class _FleetDesk:
         ServiceDesk(service, _now_ms).submit(topic, payload)
 
 
-def serve_fleet(args: argparse.Namespace, voice: _Voice) -> int:
-    """Check the options and site files, open the store, then :func:`_run_fleet`."""
+def serve_fleet(
+    args: argparse.Namespace,
+    voice: _Voice,
+    influx_mirror: Callable[[argparse.Namespace, Any], Any] | None = None,
+) -> int:
+    """Check the options and site files, open the store, then :func:`_run_fleet`.
+
+    ``influx_mirror`` is cli.py's builder of one site's mirror; a fleet takes only its
+    writer (checked options, one connection setup per write) and shares it among the
+    sites' mirrors (:func:`_fleet_mirrors`).
+    """
     from ingest.sites import parse_partition
 
     problems = _one_site_options(args) + sqlite_only_options(args)
@@ -193,6 +208,11 @@ def serve_fleet(args: argparse.Namespace, voice: _Voice) -> int:
     if not found.sites:
         voice.err([f"no site files in {', '.join(args.sites or args.site)}"])
         return EXIT_FAIL
+    try:
+        fleet.mirrors = _fleet_mirrors(args, influx_mirror, found)
+    except ValueError as exc:
+        voice.err([str(exc)])
+        return EXIT_FAIL
     claim = "fleet" if partition is None else f"partition {partition}"
     who = f"siltwatch serve for {len(found.sites)} sites"
     store = store_and_people(args, who, claim, people, voice)
@@ -201,33 +221,52 @@ def serve_fleet(args: argparse.Namespace, voice: _Voice) -> int:
     return _run_fleet(fleet, found, store, broker, people, endpoints)
 
 
+def _fleet_mirrors(
+    args: argparse.Namespace,
+    influx_mirror: Callable[[argparse.Namespace, Any], Any] | None,
+    found: SiteFiles,
+) -> Any:
+    """The fleet's InfluxDB mirrors when an --influx-… option asks for them, else None."""
+    if influx_mirror is None:
+        return None
+    any_site = found.sites[min(found.sites)]
+    one = influx_mirror(args, any_site)  # ValueError for incomplete options
+    if one is None:
+        return None
+    from ingest.influx_fleet import FleetMirrors
+
+    return FleetMirrors(one.writer, args.db)
+
+
 def _run_fleet(
     fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: _People, endpoints: Any
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
     from ingest.health import ServiceParts
+    from ingest.influx import EventFanOut
     from ingest.mqtt_ingest import MqttIngest, MqttStartError
-    from ingest.service import IngestService
+    from ingest.service import EventHandler, IngestService
     from ingest.sites import SiteRouter
 
     args, voice = fleet.args, fleet.voice
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
 
-    def build(site: Any, lock: Any) -> IngestService:
-        return IngestService(
-            site,
-            store,
-            Dispatcher(site, sinks),
-            allowed_lateness_s=args.allowed_lateness_s,
-            max_clock_skew_s=args.max_clock_skew_s,
-            now_ms=_now_ms(),
-            progress=_Progress(),
-            say=voice.note,
-            lock=lock,
-        )
+    mirrors = fleet.mirrors
 
-    parts = ServiceParts("", broker_url=broker.url)
+    def build(site: Any, lock: Any) -> IngestService:
+        handler: EventHandler = Dispatcher(site, sinks)
+        mirror = None if mirrors is None else mirrors.for_site(site)
+        if mirror is not None:
+            handler = EventFanOut([handler, mirror])
+        service: IngestService = site_service(args, site, store, handler, mirror, voice, lock)
+        return service
+
+    parts = ServiceParts("", broker_url=broker.url, site_mirrors=mirrors)
+    if mirrors is not None:
+        mirrors.start()
+        parts.threads["influx-mirror"] = lambda: bool(mirrors.alive)
+        voice.say(f"mirroring every site to {mirrors.what}")
     fleet.router = router = SiteRouter(store, build)
     stop, reload = threading.Event(), threading.Event()
     fatal: list[str] = []
@@ -279,6 +318,8 @@ def _run_fleet(
             ingest.stop()
         router.close(_now_ms())
         store.close()
+        if mirrors is not None:
+            mirrors.close()
         endpoints.stop()
         people.close()
     return ended(voice, fatal, router.stats)

@@ -98,3 +98,183 @@ def test_the_headless_service_names_the_statefulset_pods() -> None:
     assert sts["spec"]["selector"]["matchLabels"].items() <= labels.items()
     ports = {p["name"] for p in container()["ports"]}
     assert {p["name"] for p in service["spec"]["ports"]} <= ports
+
+
+# The whole layout: every manifest, the standby twin, the references between them.
+
+STANDBY = K8S / "ingest-standby.yaml"
+WORKER_SETS = (MANIFEST, STANDBY)
+
+
+def manifest_docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+
+
+def kustomization() -> dict[str, Any]:
+    return dict(yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8")))
+
+
+def statefulset(path: Path) -> dict[str, Any]:
+    (only,) = [d for d in manifest_docs(path) if d["kind"] == "StatefulSet"]
+    return only
+
+
+def serve_container(sts: dict[str, Any]) -> dict[str, Any]:
+    (only,) = sts["spec"]["template"]["spec"]["containers"]
+    return dict(only)
+
+
+def run_entrypoint(tmp_path: Path, spec: dict[str, Any], hostname: str) -> list[str]:
+    """What the container would exec as ``siltwatch`` for pod ``hostname``."""
+    fake = tmp_path / "siltwatch"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    args = [ENV_REF.sub(lambda m: f"<{m.group(1)}>", a) for a in spec["args"]]
+    env = {e["name"]: e["value"] for e in spec["env"] if "value" in e}
+    env |= {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}", "HOSTNAME": hostname}
+    run = subprocess.run(
+        [*spec["command"], *args], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+def test_every_manifest_parses_and_kustomization_lists_exactly_the_files_present() -> None:
+    present = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    for name in present:
+        docs = manifest_docs(K8S / name)
+        assert docs, f"{name} holds no object"
+        for doc in docs:
+            assert {"apiVersion", "kind", "metadata"} <= doc.keys(), name
+    resources = kustomization()["resources"]
+    assert len(resources) == len(set(resources))
+    assert set(resources) == present
+    for generator in kustomization()["configMapGenerator"]:
+        for file in generator["files"]:
+            assert (K8S / file).is_file(), f"configMapGenerator {generator['name']}: {file}"
+
+
+def defined_names() -> dict[str, set[str]]:
+    """Names of the Secrets, ConfigMaps and Services the manifests create."""
+    found: dict[str, set[str]] = {"Secret": set(), "ConfigMap": set(), "Service": set()}
+    for path in K8S.glob("*.yaml"):
+        if path.name == "kustomization.yaml":
+            continue
+        for doc in manifest_docs(path):
+            if doc["kind"] in found:
+                found[doc["kind"]].add(doc["metadata"]["name"])
+    found["ConfigMap"] |= {g["name"] for g in kustomization()["configMapGenerator"]}
+    return found
+
+
+def test_every_name_the_workloads_reference_exists_in_some_manifest() -> None:
+    names = defined_names()
+    for path in K8S.glob("*.yaml"):
+        if path.name == "kustomization.yaml":
+            continue
+        for doc in manifest_docs(path):
+            if doc["kind"] not in ("StatefulSet", "Deployment"):
+                continue
+            pod = doc["spec"]["template"]["spec"]
+            where = f"{path.name} {doc['metadata']['name']}"
+            if "serviceName" in doc["spec"]:
+                assert doc["spec"]["serviceName"] in names["Service"], where
+            for volume in pod.get("volumes", []):
+                if "secret" in volume:
+                    assert volume["secret"]["secretName"] in names["Secret"], where
+                if "configMap" in volume:
+                    assert volume["configMap"]["name"] in names["ConfigMap"], where
+            for container in pod["containers"]:
+                for env in container.get("env", []):
+                    ref = env.get("valueFrom", {}).get("secretKeyRef")
+                    if ref:
+                        assert ref["name"] in names["Secret"], f"{where}: {env['name']}"
+
+
+def test_the_workers_broker_and_database_are_services_of_the_layout() -> None:
+    names = defined_names()
+    for path in WORKER_SETS:
+        args = serve_container(statefulset(path))["args"]
+        (broker,) = [a.split("=", 1)[1] for a in args if a.startswith("--broker=")]
+        host = broker.split("://", 1)[1].split(":")[0]
+        service, namespace = host.split(".")[:2]
+        assert service in names["Service"], broker
+        assert namespace == kustomization()["namespace"], broker
+    secret = next(
+        d
+        for d in manifest_docs(K8S / "postgres.yaml")
+        if d["metadata"]["name"] == "siltwatch-postgres"
+    )
+    cluster = next(d for d in manifest_docs(K8S / "postgres.yaml") if d["kind"] == "Cluster")
+    url = secret["stringData"]["url"]
+    assert url.startswith("postgresql://")
+    # CloudNativePG names the primary's Service <cluster>-rw.
+    assert url.split("@", 1)[1].split("/")[0] == f"{cluster['metadata']['name']}-rw"
+    assert cluster["spec"]["instances"] == 3
+
+
+def test_the_standby_runs_the_same_partition_with_standby_for_each_ordinal(
+    tmp_path: Path,
+) -> None:
+    primary, standby = statefulset(MANIFEST), statefulset(STANDBY)
+    parser = build_parser()
+    replicas = primary["spec"]["replicas"]
+    assert standby["spec"]["replicas"] == replicas
+    for sts in (primary, standby):
+        env = {e["name"]: e.get("value") for e in serve_container(sts)["env"]}
+        assert int(str(env["WORKERS"])) == replicas, sts["metadata"]["name"]
+    for ordinal in range(replicas):
+        seen = []
+        for sts in (primary, standby):
+            argv = run_entrypoint(
+                tmp_path, serve_container(sts), f"{sts['metadata']['name']}-{ordinal}"
+            )
+            args = parser.parse_args(argv)
+            assert args.command == "serve"
+            assert args.standby, f"{sts['metadata']['name']}-{ordinal} runs without --standby"
+            assert args.client_id is None  # the same per-partition session for both
+            seen.append(args)
+        assert seen[0].partition == seen[1].partition == f"{ordinal}/{replicas}"
+        first, second = (vars(a) for a in seen)
+        assert first == second  # the twins differ in nothing but the pod they run in
+
+
+def test_the_standby_is_never_scheduled_beside_its_own_partitions_worker() -> None:
+    primary, standby = statefulset(MANIFEST), statefulset(STANDBY)
+    primary_labels = primary["spec"]["template"]["metadata"]["labels"]
+    standby_labels = standby["spec"]["template"]["metadata"]["labels"]
+    # Distinct selectors: neither StatefulSet may claim the other's pods.
+    assert primary["spec"]["selector"]["matchLabels"].items() <= primary_labels.items()
+    assert not standby["spec"]["selector"]["matchLabels"].items() <= primary_labels.items()
+    for sts, other in ((standby, primary_labels), (primary, standby_labels)):
+        terms = sts["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        (term,) = terms
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert term["labelSelector"]["matchLabels"].items() <= other.items()
+        assert term["matchLabelKeys"] == ["apps.kubernetes.io/pod-index"]  # same ordinal
+    (pdb,) = [d for d in manifest_docs(STANDBY) if d["kind"] == "PodDisruptionBudget"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= primary_labels.items()
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= standby_labels.items()
+
+
+def test_prometheus_scrapes_the_port_the_workers_serve_metrics_on() -> None:
+    (config,) = [d for d in manifest_docs(K8S / "prometheus.yaml") if d["kind"] == "ConfigMap"]
+    prom = yaml.safe_load(config["data"]["prometheus.yml"])
+    (job,) = prom["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    keep = {
+        tuple(r["source_labels"]): r["regex"]
+        for r in job["relabel_configs"]
+        if r.get("action") == "keep"
+    }
+    port_name = keep[("__meta_kubernetes_pod_container_port_name",)]
+    app = keep[("__meta_kubernetes_pod_label_app_kubernetes_io_name",)]
+    for path in WORKER_SETS:
+        sts = statefulset(path)
+        assert sts["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == app
+        spec = serve_container(sts)
+        (metrics,) = [a.split("=", 1)[1] for a in spec["args"] if a.startswith("--metrics=")]
+        ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
+        assert ports[port_name] == int(metrics.rsplit(":", 1)[1]), path.name

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -86,6 +87,16 @@ def wait_stored(dbs: Sequence[Path], count: int, serves: Sequence[ServeProcess])
             raise AssertionError(
                 f"{sum(stored_readings(db) for db in dbs)} of {count} stored\n{outputs}"
             )
+        time.sleep(0.1)
+
+
+def sighup(serve: ServeProcess, within_s: float = 20.0) -> None:
+    """SIGHUP, then wait for the reload's summary line."""
+    assert serve.proc is not None
+    serve.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + within_s
+    while "reloaded the site files" not in serve.output:
+        assert time.monotonic() < deadline, serve.output
         time.sleep(0.1)
 
 
@@ -192,12 +203,7 @@ def test_sighup_rebuilds_a_changed_site_adds_and_removes_while_others_flow(
         sender = threading.Thread(target=pub.publish_all, args=(calm, 200.0))
         sender.start()
         time.sleep(0.3)
-        assert serve.proc is not None
-        serve.proc.send_signal(1)  # SIGHUP
-        deadline = time.monotonic() + 20.0
-        while "reloaded the site files" not in serve.output:
-            assert time.monotonic() < deadline, serve.output
-            time.sleep(0.1)
+        sighup(serve)
         sender.join(timeout=30)
         assert pub.wait_acked(STORE_S) and pub.log.refused == 0
         pub.close()
@@ -276,6 +282,11 @@ def test_fleet_options_are_refused_in_one_line_before_anything_starts(tmp_path: 
     cases = {
         ("--sites", str(sites_dir), "--partition", "3/3"): "--partition '3/3'",
         ("--sites", str(sites_dir), "--notify", "n.toml"): "--notify serves one site",
+        # A fleet mirrors to InfluxDB (tests/ingest/test_influx_fleet.py); a half setting
+        # is refused as for one site.
+        ("--sites", str(sites_dir), "--influx-url", "http://127.0.0.1:9"): (
+            "--influx-url needs --influx-db"
+        ),
         ("--sites", str(tmp_path / "nowhere")): "not a folder of site files",
         (): "give --site SITE.toml (once or more) or --sites DIR",
     }
@@ -284,6 +295,7 @@ def test_fleet_options_are_refused_in_one_line_before_anything_starts(tmp_path: 
         assert done.returncode == 1, done
         assert "Traceback" not in done.stderr, done.stderr
         assert said in done.stderr, done.stderr
+        assert "--influx-url serves one site" not in done.stderr, done.stderr
     # A bad site file names the file and the key, and nothing starts.
     bad = sites_dir / "fleet-01.toml"
     bad.write_text(bad.read_text().replace("over_background_ntu = 25", 'over_background_ntu = "x"'))
