@@ -370,9 +370,6 @@ class IngestService:
         new = store.insert_readings(site, rows, received_at) if rows else []
         stats.readings_stored += len(new)
         stats.duplicates += len(rows) - len(new)
-        if not (inspections or result.status is not None or result.site_log):
-            # The common case, a message of readings only (the branches below add nothing).
-            return _Fresh(received_at, self._fresh_rows(rows, new), [], []) if new else None
         new_ins = [ins for ins in inspections if store.insert_inspection(site, ins, received_at)]
         stats.inspections += len(new_ins)
         new_statuses: list[StationReport] = []
@@ -409,8 +406,7 @@ class IngestService:
         entries so dated (a mistyped date must not create or complete duties ahead)."""
         limit = msg.received_at + self.max_skew_ms
         dated = [("inspection", ins.t) for ins in decoded.inspections]
-        if decoded.site_log:
-            dated += [("site-log", entry.t) for entry in decoded.site_log]
+        dated += [("site-log", entry.t) for entry in decoded.site_log]
         for what, t in dated:
             if t > limit:
                 ahead_s = (t - msg.received_at) / MS_PER_S

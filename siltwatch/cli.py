@@ -472,12 +472,22 @@ def cmd_record(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from siltwatch.serve import cmd_serve as serve
 
-    return serve(args, _influx_mirror)
+    return serve(args, _influx_writer)
 
 
 def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
-    """The InfluxDB mirror ``serve`` was asked for (v1 or v2), or None; ValueError for bad options."""
-    from ingest.influx import InfluxMirror, InfluxV1Writer, InfluxV2Writer, RetryPolicy
+    """The InfluxDB mirror of one site the options ask for, or None; ValueError for bad options."""
+    from ingest.influx import InfluxMirror
+
+    writer = _influx_writer(args)
+    # Ingest only queues; a MirrorFlusher thread (serve) or the replay's loader writes.
+    return None if writer is None else InfluxMirror(site, writer, auto_flush=False)
+
+
+def _influx_writer(args: argparse.Namespace) -> Any:
+    """The InfluxDB writer (v1 or v2) the --influx-… options ask for, or None; ValueError for
+    bad options. One site's mirror or a fleet's mirrors write through it."""
+    from ingest.influx import InfluxV1Writer, InfluxV2Writer, RetryPolicy
 
     once = RetryPolicy(attempts=1)  # the mirror retries across calls; never sleep under the lock
     if args.influx_url and args.influx_v2_url:
@@ -514,8 +524,7 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
         )
     else:
         return None
-    # Ingest only queues; a MirrorFlusher thread writes (cmd_serve).
-    return InfluxMirror(site, writer, auto_flush=False)
+    return writer
 
 
 def _influx_options(

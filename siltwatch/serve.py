@@ -268,9 +268,7 @@ class _Endpoints:
             self.server.stop()
 
 
-def cmd_serve(
-    args: argparse.Namespace, influx_mirror: Callable[[argparse.Namespace, Any], Any]
-) -> int:
+def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namespace], Any]) -> int:
     """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start.
 
     Several sites (``--sites``, more than one ``--site``, ``--partition``) are
@@ -286,7 +284,7 @@ def cmd_serve(
     if args.sites or args.partition is not None or len(sites) != 1:
         from siltwatch.serve_fleet import serve_fleet
 
-        return serve_fleet(args, voice, influx_mirror)
+        return serve_fleet(args, voice, influx_writer)
     if problems := sqlite_only_options(args):
         voice.err(problems)
         return EXIT_FAIL
@@ -301,7 +299,13 @@ def cmd_serve(
         voice.err([str(exc)])
         return EXIT_FAIL
     try:
-        mirror = influx_mirror(args, site)
+        writer = influx_writer(args)  # ValueError for incomplete options
+        mirror = None
+        if writer is not None:
+            from ingest.influx import InfluxMirror
+
+            # Ingest only queues; a MirrorFlusher thread writes (_run).
+            mirror = InfluxMirror(site, writer, auto_flush=False)
         broker = broker_settings(args)
     except ValueError as exc:
         voice.err([str(exc)])

@@ -172,13 +172,12 @@ class _FleetDesk:
 def serve_fleet(
     args: argparse.Namespace,
     voice: _Voice,
-    influx_mirror: Callable[[argparse.Namespace, Any], Any] | None = None,
+    influx_writer: Callable[[argparse.Namespace], Any] | None = None,
 ) -> int:
     """Check the options and site files, open the store, then :func:`_run_fleet`.
 
-    ``influx_mirror`` is cli.py's builder of one site's mirror; a fleet takes only its
-    writer (checked options, one connection setup per write) and shares it among the
-    sites' mirrors (:func:`_fleet_mirrors`).
+    ``influx_writer`` is cli.py's builder of the InfluxDB writer the options ask for;
+    the sites' mirrors share it (:func:`_fleet_mirrors`).
     """
     from ingest.sites import parse_partition
 
@@ -209,7 +208,7 @@ def serve_fleet(
         voice.err([f"no site files in {', '.join(args.sites or args.site)}"])
         return EXIT_FAIL
     try:
-        fleet.mirrors = _fleet_mirrors(args, influx_mirror, found)
+        fleet.mirrors = _fleet_mirrors(args, influx_writer)
     except ValueError as exc:
         voice.err([str(exc)])
         return EXIT_FAIL
@@ -223,19 +222,15 @@ def serve_fleet(
 
 def _fleet_mirrors(
     args: argparse.Namespace,
-    influx_mirror: Callable[[argparse.Namespace, Any], Any] | None,
-    found: SiteFiles,
+    influx_writer: Callable[[argparse.Namespace], Any] | None,
 ) -> Any:
     """The fleet's InfluxDB mirrors when an --influx-… option asks for them, else None."""
-    if influx_mirror is None:
-        return None
-    any_site = found.sites[min(found.sites)]
-    one = influx_mirror(args, any_site)  # ValueError for incomplete options
-    if one is None:
+    writer = None if influx_writer is None else influx_writer(args)  # ValueError: bad options
+    if writer is None:
         return None
     from ingest.influx_fleet import FleetMirrors
 
-    return FleetMirrors(one.writer, args.db)
+    return FleetMirrors(writer, args.db)
 
 
 def _run_fleet(
