@@ -112,6 +112,12 @@ class IngestStats(Counters):
     commits: int
     rejected_by_reason: dict[str, int]
 
+    def count_rejection(self, reason: str) -> None:
+        """One more rejection, counted under its reason's kind (the text before its colon)."""
+        self.rejected += 1
+        key = reason.split(":", 1)[0]
+        self.rejected_by_reason[key] = self.rejected_by_reason.get(key, 0) + 1
+
 
 @dataclass
 class _Fresh:
@@ -439,9 +445,7 @@ class IngestService:
         return report
 
     def _reject(self, msg: Incoming, reason: str) -> None:
-        self.stats.rejected += 1
-        key = reason.split(":", 1)[0]
-        self.stats.rejected_by_reason[key] = self.stats.rejected_by_reason.get(key, 0) + 1
+        self.stats.count_rejection(reason)
         log.warning("rejected message on %r: %s", msg.topic[:200], reason)
         self.store.insert_rejection(msg.topic, reason, msg.payload, msg.received_at, self.site_id)
 

@@ -151,7 +151,7 @@ class SiteRouter:
             service = self._build(site, self.lock)
             old = self._services.get(site.site.id)
             if old is not None:
-                _add_stats(self._retired, old.stats)
+                self._retired.add(old.stats)
             self._services[site.site.id] = service
             return service
 
@@ -178,7 +178,7 @@ class SiteRouter:
             service = self._services.pop(site_id, None)
             if service is None:
                 return
-            _add_stats(self._retired, service.stats)
+            self._retired.add(service.stats)
             service.close(now_ms)
 
     # --- what MqttIngest calls ---------------------------------------------------------
@@ -245,9 +245,7 @@ class SiteRouter:
     def _reject(self, msg: Incoming, reason: str, site_id: str | None, stats: IngestStats) -> None:
         """A stored, counted rejection (raises only when the store itself fails)."""
         stats.messages += 1
-        stats.rejected += 1
-        key = reason.split(":", 1)[0]
-        stats.rejected_by_reason[key] = stats.rejected_by_reason.get(key, 0) + 1
+        stats.count_rejection(reason)
         log.warning("rejected message on %r: %s", msg.topic[:200], reason)
         with self.store.transaction():
             self.store.insert_rejection(msg.topic, reason, msg.payload, msg.received_at, site_id)
@@ -279,19 +277,8 @@ class SiteRouter:
         with self.lock:
             total = IngestStats()
             for stats in (self._retired, self.own, *(s.stats for s in self._services.values())):
-                _add_stats(total, stats)
+                total.add(stats)
             return total
-
-
-def _add_stats(total: IngestStats, more: IngestStats) -> None:
-    """Add ``more``'s counters into ``total`` (numbers summed, reasons merged)."""
-    for name, value in more.as_dict().items():
-        if isinstance(value, dict):
-            merged = getattr(total, name)
-            for key, n in value.items():
-                merged[key] = merged.get(key, 0) + n
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            setattr(total, name, getattr(total, name) + value)
 
 
 def changed_sites(

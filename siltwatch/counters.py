@@ -51,6 +51,17 @@ class Counters:
         """Every counter by name, in the order the class declares them."""
         return {name: getattr(self, name) for name in self._names}
 
+    def add(self, more: Counters) -> None:
+        """Add ``more``'s numbers and keyed counts into these (a fleet's total over its
+        sites); text and lists are not summed."""
+        for name, value in more.as_dict().items():
+            if isinstance(value, dict):
+                merged = getattr(self, name)
+                for key, n in value.items():
+                    merged[key] = merged.get(key, 0) + n
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                setattr(self, name, getattr(self, name) + value)
+
     def numbers(self) -> list[tuple[str, float]]:
         """(name, value) of every numeric counter: what a metrics exporter publishes."""
         return [

@@ -61,3 +61,17 @@ def test_the_engine_counters_keep_their_names_and_start_at_zero() -> None:
     assert stats.unknown_sensors == {}
     # A snapshot written before a counter existed restores it as 0 (the class default).
     assert EngineStats.statuses == 0
+
+
+def test_adding_sums_numbers_and_keyed_counts_and_leaves_text_and_lists() -> None:
+    total, one, two = Taken(), Taken(), Taken()
+    one.messages, one.seconds, one.last_error = 2, 0.5, "one"
+    one.errors.append("x")
+    one.by_reason.update({"not JSON": 1, "wrong unit": 2})
+    two.messages = 3
+    two.by_reason["not JSON"] = 4
+    total.add(one)
+    total.add(two)
+    assert (total.messages, total.seconds, total.last_error, total.errors) == (5, 0.5, "", [])
+    assert total.by_reason == {"not JSON": 5, "wrong unit": 2}
+    assert one.by_reason == {"not JSON": 1, "wrong unit": 2}  # the parts are not changed
