@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -163,6 +163,21 @@ class Notify:
     smtp: SmtpSettings | None
     sms: SmsSettings | None
     webhook: WebhookSettings | None
+
+    def for_site(self, site_id: str) -> Notify:
+        """The same channels with ``site_id``'s own outbox (:func:`site_outbox_path`): what
+        each site of a fleet delivers through."""
+        return replace(self, outbox_path=site_outbox_path(self.outbox_path, site_id))
+
+
+def site_outbox_path(outbox: Path, site_id: str) -> Path:
+    """A fleet site's outbox file, next to the configured one: ``<stem>-<site id><suffix>``.
+
+    Why one file per site: an outbox's rows are not keyed by site (``Outbox.due``
+    and the follow-ups read every row), and one worker per outbox file is
+    assumed, so each site's delivery worker must own a file no other site writes.
+    """
+    return outbox.with_name(f"{outbox.stem}-{site_id}{outbox.suffix}")
 
 
 def _read_secret(source: Path, key: str, path: Path, problems: list[str]) -> str:

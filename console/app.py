@@ -58,7 +58,7 @@ from console.web import (
     login_redirect_target,
     render,
 )
-from ingest.store import SqliteStore
+from ingest.store_open import open_store
 from siltwatch.config import SiteConfig
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -174,7 +174,7 @@ def templates() -> Jinja2Templates:
 
 def make_app(
     sites: Mapping[str, SiteConfig],
-    db_path: Path,
+    db: Path | str,
     *,
     desk: FieldDesk | None,
     clock: Callable[[], float] = time.time,
@@ -182,7 +182,8 @@ def make_app(
     twilio_token: str | None = None,
     report_renderer: ReportRenderer | None = None,
 ) -> Starlette:
-    """The console over the store at ``db_path`` for ``sites`` (keyed by site id).
+    """The console over the store ``db`` (a SQLite path or a PostgreSQL URL, whose
+    database holds the console's own tables too) for ``sites`` (keyed by site id).
 
     ``desk`` takes inspections and site-log entries to the live pipeline (None:
     the forms say nothing can be recorded); ``clock`` is the wall clock in
@@ -195,11 +196,11 @@ def make_app(
     wrong = [f"{key!r} holds site {s.site.id!r}" for key, s in sites.items() if key != s.site.id]
     if wrong:
         raise ValueError("make_app: sites are keyed by their [site] id; " + ", ".join(wrong))
-    store = SqliteStore(db_path)
+    store = open_store(db)
     console = Console(
         sites=dict(sites),
         store=store,
-        book=ConsoleBook(store.path),
+        book=ConsoleBook(db),
         desk=desk,
         reports=report_renderer or InspectorReport(),
         templates=templates(),

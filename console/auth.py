@@ -90,10 +90,10 @@ class Sessions:
     def open(self, user: str, now_ms: int) -> str:
         """A new session for ``user``; returns the cookie's token (never stored as is)."""
         token = secrets.token_urlsafe(32)
-        with self.book.lock:
+        with self.db.write():
             self.db.execute("DELETE FROM console_sessions WHERE expires_ms <= ?", (now_ms,))
             self.db.execute(
-                "INSERT INTO console_sessions (token_hash, user, created_ms, expires_ms, "
+                'INSERT INTO console_sessions (token_hash, "user", created_ms, expires_ms, '
                 "csrf_secret) VALUES (?, ?, ?, ?, ?)",
                 (token_digest(token), user, now_ms, now_ms + SESSION_MS, secrets.token_bytes(32)),
             )
@@ -104,7 +104,8 @@ class Sessions:
         if not token:
             return None
         row = self.db.execute(
-            "SELECT user, csrf_secret FROM console_sessions WHERE token_hash = ? AND expires_ms > ?",
+            'SELECT "user", csrf_secret FROM console_sessions '
+            "WHERE token_hash = ? AND expires_ms > ?",
             (token_digest(token), now_ms),
         ).fetchone()
         if row is None:
@@ -113,40 +114,36 @@ class Sessions:
         return SessionUser(name, self.book.accounts.roles(name), csrf_token(bytes(row[1])))
 
     def close(self, token: str) -> None:
-        with self.book.lock:
-            self.db.execute(
-                "DELETE FROM console_sessions WHERE token_hash = ?", (token_digest(token),)
-            )
+        self.db.execute("DELETE FROM console_sessions WHERE token_hash = ?", (token_digest(token),))
 
     # --- the login rate limit ------------------------------------------------------------
 
     def blocked(self, user: str, ip: str, now_ms: int) -> bool:
         """Whether this user name from this address (or this address at all) must wait."""
         since = now_ms - WINDOW_MS
-        (mine,) = self.db.execute(
-            "SELECT count(*) FROM console_login_attempts WHERE user = ? AND ip = ? AND at_ms > ?",
+        mine = self.db.execute(
+            'SELECT count(*) FROM console_login_attempts WHERE "user" = ? AND ip = ? AND at_ms > ?',
             (user, ip, since),
-        ).fetchone()
-        (anyone,) = self.db.execute(
+        ).value()
+        anyone = self.db.execute(
             "SELECT count(*) FROM console_login_attempts WHERE ip = ? AND at_ms > ?", (ip, since)
-        ).fetchone()
+        ).value()
         return int(mine) >= MAX_FAILURES or int(anyone) >= MAX_FAILURES_PER_IP
 
     def failed(self, user: str, ip: str, now_ms: int) -> None:
-        with self.book.lock:
+        with self.db.write():
             self.db.execute(
                 "DELETE FROM console_login_attempts WHERE at_ms <= ?", (now_ms - WINDOW_MS,)
             )
             self.db.execute(
-                "INSERT INTO console_login_attempts (user, ip, at_ms) VALUES (?, ?, ?)",
+                'INSERT INTO console_login_attempts ("user", ip, at_ms) VALUES (?, ?, ?)',
                 (user, ip, now_ms),
             )
 
     def succeeded(self, user: str, ip: str) -> None:
-        with self.book.lock:
-            self.db.execute(
-                "DELETE FROM console_login_attempts WHERE user = ? AND ip = ?", (user, ip)
-            )
+        self.db.execute(
+            'DELETE FROM console_login_attempts WHERE "user" = ? AND ip = ?', (user, ip)
+        )
 
 
 def login_form_token(key: bytes, cookie: str) -> str:

@@ -1,10 +1,14 @@
-"""The console's own tables, in the store's SQLite file: people, what they did, and proof.
+"""The console's own tables, in the store's database: people, what they did, and proof.
 
 design.md: the store is the truth. An acknowledgement that stops the officer's
 escalation must survive a restart as surely as the reading that raised the
-alert, so it is written to the same file (``console_*`` tables, WAL, the
-store's own tables untouched) and read back by the delivery worker through
-:meth:`ConsoleBook.acknowledged` (alerts/acks.py ``AckLookup``).
+alert, so it is written to the same database (``console_*`` tables next to the
+store's own, which stay untouched: the SQLite file, or the PostgreSQL database
+a fleet's workers share) and read back by the delivery worker through
+:meth:`ConsoleBook.acknowledged` (alerts/acks.py ``AckLookup``). The
+statements are written once, in SQLite's spelling; console/book_db.py runs
+them on either backend. ``user`` and ``by`` are reserved words in PostgreSQL,
+so they are always quoted (``"user"``, ``"by"``), which SQLite reads the same.
 
 What lives here:
 
@@ -33,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,6 +47,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 from alerts.acks import Acknowledgement
+from console.book_db import BookDb, BookDbError, open_book_db
 from console.notes import Note, NoteKind
 
 ConsoleRole = Literal["operator", "qualified_inspector", "officer", "viewer"]
@@ -54,16 +58,16 @@ CREATE TABLE IF NOT EXISTS console_users (
     name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, created_ms INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS console_roles (
-    user TEXT NOT NULL, site TEXT NOT NULL,
+    "user" TEXT NOT NULL, site TEXT NOT NULL,
     role TEXT NOT NULL CHECK (role IN ('operator', 'qualified_inspector', 'officer', 'viewer')),
-    PRIMARY KEY (user, site)
+    PRIMARY KEY ("user", site)
 );
 CREATE TABLE IF NOT EXISTS console_sessions (
-    token_hash TEXT PRIMARY KEY, user TEXT NOT NULL, created_ms INTEGER NOT NULL,
+    token_hash TEXT PRIMARY KEY, "user" TEXT NOT NULL, created_ms INTEGER NOT NULL,
     expires_ms INTEGER NOT NULL, csrf_secret BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS console_login_attempts (
-    id INTEGER PRIMARY KEY, user TEXT NOT NULL, ip TEXT NOT NULL, at_ms INTEGER NOT NULL
+    id INTEGER PRIMARY KEY, "user" TEXT NOT NULL, ip TEXT NOT NULL, at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS console_login_attempts_at ON console_login_attempts (at_ms);
 CREATE TABLE IF NOT EXISTS console_audit (
@@ -74,7 +78,7 @@ CREATE TABLE IF NOT EXISTS console_audit (
 CREATE INDEX IF NOT EXISTS console_audit_site ON console_audit (site, at_ms);
 CREATE TABLE IF NOT EXISTS console_notes (
     id INTEGER PRIMARY KEY, site TEXT NOT NULL, alert_id TEXT NOT NULL, kind TEXT NOT NULL,
-    by TEXT NOT NULL, at_ms INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '',
+    "by" TEXT NOT NULL, at_ms INTEGER NOT NULL, text TEXT NOT NULL DEFAULT '',
     via TEXT NOT NULL DEFAULT 'console'
 );
 CREATE INDEX IF NOT EXISTS console_notes_alert ON console_notes (site, alert_id, id);
@@ -116,14 +120,6 @@ class UserInfo:
     roles: dict[str, str]  # site -> role
 
 
-def connect_book(path: Path) -> sqlite3.Connection:
-    """The console's connection to the store's file: WAL, waits up to 30 s for a writer."""
-    db = sqlite3.connect(path, check_same_thread=False, timeout=30.0, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.executescript(SCHEMA)
-    return db
-
-
 def token_digest(token: str) -> str:
     """What is stored for a secret token (a session cookie, a spent link): its sha256."""
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
@@ -149,41 +145,37 @@ def check_role(role: str) -> ConsoleRole:
 class Accounts:
     """People, their argon2 password hashes, and their role on each site."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+    def __init__(self, db: BookDb) -> None:
         self.db = db
-        self.lock = lock
         self.hasher = PasswordHasher()
         self._dummy_hash: str | None = None
 
     def add(self, name: str, password: str, now_ms: int) -> str:
         name = check_name(name)
         hashed = self.hasher.hash(_checked_password(password))
-        with self.lock:
-            try:
-                self.db.execute(
-                    "INSERT INTO console_users (name, password_hash, created_ms) VALUES (?, ?, ?)",
-                    (name, hashed, now_ms),
-                )
-            except sqlite3.IntegrityError:
-                raise BookError(f"user {name!r} already exists") from None
+        try:
+            self.db.execute(
+                "INSERT INTO console_users (name, password_hash, created_ms) VALUES (?, ?, ?)",
+                (name, hashed, now_ms),
+            )
+        except self.db.integrity_errors:
+            raise BookError(f"user {name!r} already exists") from None
         return name
 
     def set_password(self, name: str, password: str) -> None:
         hashed = self.hasher.hash(_checked_password(password))
-        with self.lock:
-            cur = self.db.execute(
-                "UPDATE console_users SET password_hash = ? WHERE name = ?", (hashed, name)
-            )
+        cur = self.db.execute(
+            "UPDATE console_users SET password_hash = ? WHERE name = ?", (hashed, name)
+        )
         if cur.rowcount == 0:
             raise BookError(f"no user {name!r}")
 
     def remove(self, name: str) -> None:
         """Delete the account, its roles and its sessions (its audit lines stay)."""
-        with self.lock, self.db:
-            self.db.execute("BEGIN IMMEDIATE")
+        with self.db.write():
             cur = self.db.execute("DELETE FROM console_users WHERE name = ?", (name,))
-            self.db.execute("DELETE FROM console_roles WHERE user = ?", (name,))
-            self.db.execute("DELETE FROM console_sessions WHERE user = ?", (name,))
+            self.db.execute('DELETE FROM console_roles WHERE "user" = ?', (name,))
+            self.db.execute('DELETE FROM console_sessions WHERE "user" = ?', (name,))
         if cur.rowcount == 0:
             raise BookError(f"no user {name!r}")
 
@@ -213,30 +205,30 @@ class Accounts:
     def grant(self, name: str, site: str, role: str) -> str | None:
         """Give ``name`` ``role`` on ``site``; returns the role it replaces (one per site)."""
         role = check_role(role)
-        with self.lock:
+        with self.db.write():
             if not self.exists(name):
                 raise BookError(f"no user {name!r}")
             before = self.roles(name).get(site)
             self.db.execute(
-                "INSERT INTO console_roles (user, site, role) VALUES (?, ?, ?) "
-                "ON CONFLICT (user, site) DO UPDATE SET role = excluded.role",
+                'INSERT INTO console_roles ("user", site, role) VALUES (?, ?, ?) '
+                'ON CONFLICT ("user", site) DO UPDATE SET role = excluded.role',
                 (name, site, role),
             )
         return before
 
     def revoke(self, name: str, site: str) -> str:
         """Take away ``name``'s role on ``site``; returns the role removed."""
-        with self.lock:
+        with self.db.write():
             before = self.roles(name).get(site)
             if before is None:
                 raise BookError(f"user {name!r} has no role on site {site!r}")
-            self.db.execute("DELETE FROM console_roles WHERE user = ? AND site = ?", (name, site))
+            self.db.execute('DELETE FROM console_roles WHERE "user" = ? AND site = ?', (name, site))
         return before
 
     def roles(self, name: str) -> dict[str, str]:
         """site -> role of ``name`` (empty for an unknown user)."""
         rows = self.db.execute(
-            "SELECT site, role FROM console_roles WHERE user = ? ORDER BY site", (name,)
+            'SELECT site, role FROM console_roles WHERE "user" = ? ORDER BY site', (name,)
         )
         return {str(s): str(r) for s, r in rows}
 
@@ -254,18 +246,26 @@ def _checked_password(password: str) -> str:
 
 
 class ConsoleBook:
-    """The console's tables in the store's SQLite file; the delivery worker's AckLookup."""
+    """The console's tables in the store's database; the delivery worker's AckLookup.
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
+    ``db`` is the store's ``--db``: its SQLite file, or a ``postgresql://`` URL.
+    ``path`` is the SQLite file (None on PostgreSQL); ``where`` names the
+    database for messages (the URL without its password).
+    """
+
+    def __init__(self, db: Path | str) -> None:
         self.lock = threading.RLock()
         try:
-            self.db = connect_book(self.path)
-        except sqlite3.DatabaseError as exc:
-            raise BookError(
-                f"{self.path}: is not a usable siltwatch SQLite store ({exc})"
-            ) from None
-        self.accounts = Accounts(self.db, self.lock)
+            self.db = open_book_db(db, self.lock, SCHEMA)
+        except BookDbError as exc:
+            raise BookError(str(exc)) from None
+        self.path: Path | None = self.db.path
+        self.where = self.db.where
+        self.accounts = Accounts(self.db)
+
+    def ping(self) -> None:
+        """Raise unless the book's database answers (the console's /healthz)."""
+        self.db.ping()
 
     def close(self) -> None:
         self.db.close()
@@ -275,7 +275,7 @@ class ConsoleBook:
     def notes(self, site: str, alert_id: str) -> list[Note]:
         """Every note on the episode, oldest first (console/notes.py NotesSource)."""
         rows = self.db.execute(
-            "SELECT kind, by, at_ms, text, via FROM console_notes "
+            'SELECT kind, "by", at_ms, text, via FROM console_notes '
             "WHERE site = ? AND alert_id = ? ORDER BY at_ms, id",
             (site, alert_id),
         )
@@ -287,7 +287,7 @@ class ConsoleBook:
     def acknowledged(self, site: str, alert_id: str) -> Acknowledgement | None:
         """The first acknowledgement of the episode, or None (alerts/acks.py AckLookup)."""
         row = self.db.execute(
-            "SELECT by, at_ms, via FROM console_notes "
+            'SELECT "by", at_ms, via FROM console_notes '
             "WHERE site = ? AND alert_id = ? AND kind = 'acknowledged'",
             (site, alert_id),
         ).fetchone()
@@ -300,12 +300,12 @@ class ConsoleBook:
         with self.lock:
             try:
                 self.db.execute(
-                    "INSERT INTO console_notes (site, alert_id, kind, by, at_ms, via) "
+                    'INSERT INTO console_notes (site, alert_id, kind, "by", at_ms, via) '
                     "VALUES (?, ?, 'acknowledged', ?, ?, ?)",
                     (site, alert_id, by, now_ms, via),
                 )
                 new = True
-            except sqlite3.IntegrityError:
+            except self.db.integrity_errors:
                 new = False
             ack = self.acknowledged(site, alert_id)
         assert ack is not None
@@ -317,12 +317,11 @@ class ConsoleBook:
         """A comment or a corrective action (acknowledgements go through :meth:`acknowledge`)."""
         if kind is NoteKind.ACKNOWLEDGED:
             raise ValueError("use acknowledge() for acknowledgements: there is one per episode")
-        with self.lock:
-            self.db.execute(
-                "INSERT INTO console_notes (site, alert_id, kind, by, at_ms, text, via) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (site, alert_id, kind.value, by, now_ms, text, via),
-            )
+        self.db.execute(
+            'INSERT INTO console_notes (site, alert_id, kind, "by", at_ms, text, via) '
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (site, alert_id, kind.value, by, now_ms, text, via),
+        )
         return Note(site, alert_id, kind, by, now_ms, text, via)
 
     # --- the audit log ----------------------------------------------------------------
@@ -337,12 +336,11 @@ class ConsoleBook:
         alert_id: str = "",
         detail: str = "",
     ) -> None:
-        with self.lock:
-            self.db.execute(
-                "INSERT INTO console_audit (at_ms, who, action, site, alert_id, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (now_ms, who, action, site, alert_id, detail[:2000]),
-            )
+        self.db.execute(
+            "INSERT INTO console_audit (at_ms, who, action, site, alert_id, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (now_ms, who, action, site, alert_id, detail[:2000]),
+        )
 
     def audit_log(
         self, sites: Iterable[str], *, also_by: str | None = None, limit: int = 500
@@ -350,9 +348,10 @@ class ConsoleBook:
         """The newest entries first: those about ``sites``, and (``also_by``) a person's own
         site-less lines (their logins and logouts)."""
         wanted = sorted(set(sites))
+        # PostgreSQL refuses an empty IN (); no site then matches nothing, as in SQLite.
+        about = f"site IN ({','.join('?' * len(wanted))})" if wanted else "1 = 0"
         query = (
-            "SELECT at_ms, who, action, site, alert_id, detail FROM console_audit "
-            f"WHERE site IN ({','.join('?' * len(wanted))})"
+            "SELECT at_ms, who, action, site, alert_id, detail FROM console_audit WHERE " + about
         )
         args: list[object] = list(wanted)
         if also_by is not None:
@@ -373,14 +372,13 @@ class ConsoleBook:
 
     def spend_link(self, token: str, now_ms: int) -> bool:
         """Mark the link used; False when it already was (the second press loses)."""
-        with self.lock:
-            try:
-                self.db.execute(
-                    "INSERT INTO console_used_links (token, used_at) VALUES (?, ?)",
-                    (token_digest(token), now_ms),
-                )
-            except sqlite3.IntegrityError:
-                return False
+        try:
+            self.db.execute(
+                "INSERT INTO console_used_links (token, used_at) VALUES (?, ?)",
+                (token_digest(token), now_ms),
+            )
+        except self.db.integrity_errors:
+            return False
         return True
 
     def link_secret(self) -> bytes:
@@ -390,7 +388,7 @@ class ConsoleBook:
                 "INSERT OR IGNORE INTO console_settings (key, value) VALUES ('link_secret', ?)",
                 (secrets.token_bytes(32),),
             )
-            row = self.db.execute(
+            value = self.db.execute(
                 "SELECT value FROM console_settings WHERE key = 'link_secret'"
-            ).fetchone()
-        return bytes(row[0])
+            ).value()
+        return bytes(value)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from alerts.pngchart import ChartData
 from console.plots import Chart, level_chart, trap_chart, turbidity_chart
-from ingest.store import SqliteStore, StoreError
+from ingest.store_open import open_store
+from ingest.store_sql import SqlStore, StoreError
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert
 
@@ -57,11 +58,12 @@ def to_chart_data(chart: Chart) -> ChartData | None:
 
 
 class AlertCharts:
-    """``chart_for`` of the email channel, over the store at ``db_path``."""
+    """``chart_for`` of the email channel, over the store ``db`` (a SQLite path or a
+    PostgreSQL URL)."""
 
-    def __init__(self, sites: Mapping[str, SiteConfig], db_path: Path) -> None:
+    def __init__(self, sites: Mapping[str, SiteConfig], db: Path | str) -> None:
         self.sites = dict(sites)
-        self.db_path = db_path
+        self.db = db
 
     def __call__(self, site_id: str, alert: Alert) -> ChartData | None:
         site = self.sites.get(site_id)
@@ -69,7 +71,7 @@ class AlertCharts:
             return None
         start, end = episode_window(alert)
         try:
-            store = SqliteStore(self.db_path)
+            store = open_store(self.db)
         except StoreError:
             return None  # the email goes without its plot rather than not at all
         try:
@@ -80,7 +82,7 @@ class AlertCharts:
 
     @staticmethod
     def _chart(
-        site: SiteConfig, store: SqliteStore, subject: str, start: int, end: int
+        site: SiteConfig, store: SqlStore, subject: str, start: int, end: int
     ) -> Chart | None:
         for pair in site.turbidity_pairs:
             if pair.id == subject:

@@ -2,7 +2,8 @@
 
 A small shared shape, so that the console's pages, the inspector's report and
 the delivery worker's escalation check read the same records without knowing
-where they are kept (console/book.py keeps them in the store's SQLite file).
+where they are kept (console/book.py keeps them in the store's database: its SQLite file or
+PostgreSQL database).
 """
 
 from __future__ import annotations

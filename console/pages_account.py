@@ -146,5 +146,5 @@ async def audit_page(request: Request) -> Response:
 
 async def healthz(request: Request) -> Response:
     console = console_of(request)
-    console.book.db.execute("SELECT 1").fetchone()
+    console.book.ping()
     return JSONResponse({"status": "ok"})

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -143,7 +144,7 @@ async def corrective_action(request: Request) -> Response:
     console.book.audit(
         now, user.name, "corrective_action", site=sid, alert_id=alert.id, detail=text
     )
-    problem = _to_site_log(request, site, alert, user, text, now)
+    problem = await _to_site_log(request, site, alert, user, text, now)
     if problem:
         console.book.audit(
             now, user.name, "site_log_refused", site=sid, alert_id=alert.id, detail=problem
@@ -154,10 +155,12 @@ async def corrective_action(request: Request) -> Response:
     return _back(site, alert, "action")
 
 
-def _to_site_log(
+async def _to_site_log(
     request: Request, site: SiteConfig, alert: Alert, user: SessionUser, text: str, now_ms: int
 ) -> str:
-    """Hand the action to the field desk as a site-log entry; '' or why it was not taken."""
+    """Hand the action to the field desk as a site-log entry; '' or why it was not taken.
+
+    The desk runs in a worker thread (see console/pages_duties.py ``_submit``)."""
     desk = console_of(request).desk
     if desk is None:
         return "this console has no field desk, so it is not in the site log."
@@ -169,9 +172,8 @@ def _to_site_log(
             by=user.name,
             detail=f"{alert.id}: {text}",
         )
-        desk.submit(
-            site_log_topic(site.site.id), record.model_dump_json(exclude_none=True).encode()
-        )
+        payload = record.model_dump_json(exclude_none=True).encode()
+        await run_in_threadpool(desk.submit, site_log_topic(site.site.id), payload)
     except ValidationError as exc:
         return "the site log refused it: " + "; ".join(e["msg"] for e in exc.errors())
     except DeskError as exc:

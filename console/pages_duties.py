@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -112,11 +113,15 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _submit(console: Console, topic: str, record: BaseModel) -> None:
+async def _submit(console: Console, topic: str, record: BaseModel) -> None:
+    """Hand the record to the desk in a worker thread: a desk may wait seconds (the live
+    service's lock, or a broker's PUBACK for ``siltwatch console``), and the event loop
+    must go on answering other pages and /healthz meanwhile."""
     if console.desk is None:
         raise FormProblem("this console has no field desk: nothing can be recorded here")
+    payload = record.model_dump_json(exclude_none=True).encode()
     try:
-        console.desk.submit(topic, record.model_dump_json(exclude_none=True).encode())
+        await run_in_threadpool(console.desk.submit, topic, payload)
     except DeskError as exc:
         raise FormProblem(str(exc)) from None
 
@@ -161,7 +166,7 @@ async def _record(
     sid, now = site.site.id, console.now_ms()
     try:
         record = build(console, form, site, user, now)
-        _submit(console, topic(sid), record)
+        await _submit(console, topic(sid), record)
     except FormProblem as exc:
         console.book.audit(now, user.name, f"{kind}_refused", site=sid, detail=str(exc))
         typed = {

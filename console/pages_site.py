@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, Response
 from console import views
 from console.auth import Permission
 from console.web import Console, Refused, console_of, page_user, render, site_for
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import local_time
 
@@ -58,7 +58,7 @@ def _local_day(ms: int, site: SiteConfig) -> date:
     return datetime.fromtimestamp(ms / 1000, site.site.zone).date()
 
 
-def chosen_window(request: Request, site: SiteConfig, store: SqliteStore, now_ms: int) -> Window:
+def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: int) -> Window:
     params = request.query_params
     if params.get("from") or params.get("to"):
         end_ms = views.newest_reading_ms(site, store) or now_ms
@@ -120,7 +120,7 @@ async def overview(request: Request) -> Response:
     return render(request, "overview.html", {"summaries": summaries}, user=user)
 
 
-def _charts(site: SiteConfig, store: SqliteStore, window: Window) -> list[Markup]:
+def _charts(site: SiteConfig, store: SqlStore, window: Window) -> list[Markup]:
     from console.plots import site_charts  # drawn on demand: the overview needs no plots
 
     return [

@@ -34,7 +34,7 @@ from html import escape
 from typing import Literal
 
 from analytics.quality import usable, usable_in_median
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch import rulemath
 from siltwatch.config import (
     InfiltrationPractice,
@@ -545,7 +545,7 @@ MAX_BARS = 400  # rain bars: hourly, or longer when a window would have more tha
 _BAR_HOURS = (1, 2, 3, 6, 12, 24)
 
 
-def site_charts(site: SiteConfig, store: SqliteStore, start_ms: int, end_ms: int) -> list[Chart]:
+def site_charts(site: SiteConfig, store: SqlStore, start_ms: int, end_ms: int) -> list[Chart]:
     """The site's charts over ``start_ms``..``end_ms``, in the dashboard's row order.
 
     One per turbidity pair (``turbidity-<pair>``), rain gauge (``rain-<gauge>``),
@@ -565,7 +565,7 @@ def site_charts(site: SiteConfig, store: SqliteStore, start_ms: int, end_ms: int
 
 
 def stored_points(
-    store: SqliteStore,
+    store: SqlStore,
     site_id: str,
     sensor: str,
     start_ms: int,
@@ -575,14 +575,9 @@ def stored_points(
     """A sensor's stored readings in ``start_ms``..``end_ms`` whose flags pass ``keep``.
 
     A range query on the store's ``readings`` table (its (site, sensor, t) key
-    is the index): the store's own :meth:`~ingest.store.SqliteStore.readings`
-    returns a sensor's whole history, too much for a window of a long-running site.
+    is the index, :meth:`~ingest.store_sql.SqlStore.sensor_points`).
     """
-    rows = store.db.execute(
-        "SELECT t, value, flags FROM readings WHERE site = ? AND sensor = ? AND t >= ? AND t <= ? "
-        "ORDER BY t",
-        (site_id, sensor, start_ms, end_ms),
-    )
+    rows = store.sensor_points(site_id, sensor, start_ms, end_ms)
     out: list[Point] = []
     for t, value, flags in rows:
         marks = frozenset(str(flags).split(",")) if flags else frozenset()
@@ -638,7 +633,7 @@ def _dur(ms: int) -> str:
 
 
 def turbidity_chart(
-    site: SiteConfig, store: SqliteStore, pair: TurbidityPair, start_ms: int, end_ms: int
+    site: SiteConfig, store: SqlStore, pair: TurbidityPair, start_ms: int, end_ms: int
 ) -> Chart:
     """Upstream and downstream medians with the limit the detector applies to them.
 
@@ -709,7 +704,7 @@ def turbidity_chart(
 
 
 def rain_chart(
-    site: SiteConfig, store: SqliteStore, gauge: RainGauge, start_ms: int, end_ms: int
+    site: SiteConfig, store: SqlStore, gauge: RainGauge, start_ms: int, end_ms: int
 ) -> Chart:
     """Rain per interval (bars) and the rain of the 24 h up to each hour's end (line).
 
@@ -795,7 +790,7 @@ def _iso_ms(value: object) -> int | None:
 
 def level_chart(
     site: SiteConfig,
-    store: SqliteStore,
+    store: SqlStore,
     practice: InfiltrationPractice,
     start_ms: int,
     end_ms: int,
@@ -837,7 +832,7 @@ def level_chart(
 
 
 def trap_chart(
-    site: SiteConfig, store: SqliteStore, trap: SedimentTrap, start_ms: int, end_ms: int
+    site: SiteConfig, store: SqlStore, trap: SedimentTrap, start_ms: int, end_ms: int
 ) -> Chart:
     """The share of the trap's design storage volume filled with sediment, with the warning
     and cleanout levels (Lake George §148-10 A: clean out at 50 % loss of capacity).

@@ -45,7 +45,7 @@ from analytics.rain import RainDetector, StormRecord
 from console.notes import Note, NoteKind, NotesSource
 from console.plots import site_charts
 from ingest.replay import replay_site
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.rulepacks import load_pack
@@ -177,7 +177,7 @@ class Figure:
 
 def build_report(
     site: SiteConfig,
-    store: SqliteStore,
+    store: SqlStore,
     notes: NotesSource | None,
     start: date,
     end: date,
@@ -272,7 +272,7 @@ def _packs(site: SiteConfig) -> list[tuple[str, str]]:
 # --- rain ---------------------------------------------------------------------------------
 
 
-def rain_record(site: SiteConfig, store: SqliteStore) -> tuple[list[RainDay], list[StormRecord]]:
+def rain_record(site: SiteConfig, store: SqlStore) -> tuple[list[RainDay], list[StormRecord]]:
     """The daily rain log and the storms of every gauge, by the engine's rain detector.
 
     The stored gauge readings replayed (ingest/replay.py), as ``siltwatch
@@ -441,7 +441,7 @@ def duty_outcome(due: int, done: int | None, as_of: int, zone: tzinfo) -> tuple[
 
 
 def alert_block(
-    site: SiteConfig, alert: Alert, notes: NotesSource | None, store: SqliteStore
+    site: SiteConfig, alert: Alert, notes: NotesSource | None, store: SqlStore
 ) -> AlertBlock:
     """An alert episode with its citation, escalations and what people recorded about it."""
     zone = site.site.zone
@@ -463,7 +463,7 @@ def alert_block(
 
 
 def alert_notes(
-    site: SiteConfig, alert: Alert, notes: NotesSource | None, store: SqliteStore
+    site: SiteConfig, alert: Alert, notes: NotesSource | None, store: SqlStore
 ) -> list[NoteRow]:
     """The console's notes on the episode and the site log's corrective actions naming it
     (a ``corrective_action`` entry's detail starts with the alert id), oldest first."""
@@ -507,7 +507,7 @@ _HEALTH = (
 )
 
 
-def station_rows(site: SiteConfig, store: SqliteStore, period: Period) -> list[StationRow]:
+def station_rows(site: SiteConfig, store: SqlStore, period: Period) -> list[StationRow]:
     """Each station's last status report up to the period's end (its state and health)."""
     zone = site.site.zone
     last: dict[str, StationReport] = {}

@@ -1,8 +1,8 @@
 """``siltwatch report``: the inspector's report of a site for a range of its local days.
 
 ``siltwatch report --site SITE.toml --db STORE --from DATE --to DATE --out FILE.html|FILE.pdf``
-reads the store ``siltwatch serve`` writes (and the console's notes in the
-same file, when the console has been used), builds the report
+reads the store ``siltwatch serve`` writes, a SQLite file or a PostgreSQL URL (and
+the console's notes in the same database, when the console has been used), builds the report
 (console/report.py) and writes it as one self-contained HTML page, or prints
 it to PDF with headless Chromium. It only reads the store: a running
 ``serve`` is not disturbed.
@@ -23,7 +23,9 @@ from pathlib import Path
 from console.book import BookError, ConsoleBook
 from console.notes import NotesSource
 from console.report import ReportError, build_report, render_pdf
-from ingest.store import SqliteStore, StoreError
+from ingest.store import SqliteStore
+from ingest.store_open import is_postgres_url, open_store_read_only
+from ingest.store_sql import SqlStore, StoreError
 from siltwatch.config import load_site
 from siltwatch.configerrors import ConfigError
 
@@ -52,13 +54,27 @@ def output_format(out: Path) -> str:
     return fmt
 
 
-def notes_in(store: SqliteStore) -> NotesSource | None:
-    """The console's notes in the store's file, or None when the console never wrote there
-    (the report then opens nothing that writes)."""
-    found = store.db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'console_notes'"
-    ).fetchone()
-    return ConsoleBook(store.path) if found else None
+def notes_in(store: SqlStore) -> NotesSource | None:
+    """The console's notes in the store's database (its SQLite file or its PostgreSQL
+    database), or None when the console never wrote there (the report then opens nothing
+    that writes). A BookError when the database cannot say."""
+    if isinstance(store, SqliteStore):
+        found = store.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'console_notes'"
+        ).fetchone()
+        return ConsoleBook(store.path) if found else None
+    # Only a PostgreSQL store gets here, so its driver is installed.
+    import psycopg
+
+    from ingest.store_pg import PostgresStore
+
+    if not isinstance(store, PostgresStore):
+        raise TypeError(f"notes_in: no console book for a {type(store).__name__}")
+    try:
+        (table,) = store.db.execute("SELECT to_regclass('console_notes')").fetchone() or (None,)
+    except psycopg.Error as exc:
+        raise BookError(f"{store.where}: cannot look for the console's notes ({exc})") from None
+    return ConsoleBook(store.url) if table is not None else None
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -72,16 +88,15 @@ def run_report(args: argparse.Namespace) -> int:
             )
         out = Path(args.out)
         fmt = output_format(out)
-        db = Path(args.db)
-        if not db.is_file():
-            raise UsageError(f"--db: {db}: no such store (the --db of siltwatch serve)")
+        if not is_postgres_url(args.db) and not Path(args.db).is_file():
+            raise UsageError(f"--db: {args.db}: no such store (the --db of siltwatch serve)")
         site = load_site(Path(args.site))
     except UsageError as exc:
         return _fail([str(exc)])
     except ConfigError as exc:
         return _fail(exc.lines)
     try:
-        store = SqliteStore(db)
+        store = open_store_read_only(args.db)
     except StoreError as exc:
         return _fail([f"--db: {exc}"])
     try:

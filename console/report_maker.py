@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from console.notes import NotesSource
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 
 
 class ReportRenderer(Protocol):
     def html(
-        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
     ) -> str:
         """The report of the local days ``start`` .. ``end`` (inclusive) as one HTML page."""
         ...
@@ -33,7 +33,7 @@ class InspectorReport:
     """The real report (console/report.py ``build_report`` and ``render_pdf``)."""
 
     def html(
-        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
     ) -> str:
         from console.report import build_report
 

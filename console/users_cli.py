@@ -9,6 +9,7 @@
     siltwatch users remove NAME --db STORE
     siltwatch users list --db STORE
 
+``STORE`` is the store's ``--db``: its SQLite file or a ``postgresql://`` URL.
 Roles are per site: operator, qualified_inspector, officer, viewer (one per
 person per site; granting another replaces it). Without ``--password-file`` the
 password is asked for twice on the terminal; a password file holds it on its
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from console.book import CONSOLE_ROLES, BookError, ConsoleBook
+from ingest.store_open import is_postgres_url
 
 EXIT_OK, EXIT_FAIL = 0, 1
 _SITE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -81,6 +83,10 @@ def _now_ms() -> int:
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> ConsoleBook:
+    """The book in ``--db``: a SQLite file (which must exist, except to add someone) or a
+    ``postgresql://`` URL (whose database must exist; its console tables are made)."""
+    if is_postgres_url(args.db):
+        return ConsoleBook(str(args.db))
     db = Path(args.db)
     if not create and not db.exists():
         raise UsageError(f"{db}: no such store (the --db of 'siltwatch serve')")
@@ -163,7 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(action, help=helptext)
         if action != "list":
             p.add_argument("name", metavar="NAME", help="the person's user name, e.g. 'Dana Ruiz'")
-        p.add_argument("--db", required=True, metavar="STORE", help="the store (as for serve)")
+        p.add_argument(
+            "--db",
+            required=True,
+            metavar="STORE",
+            help="the store, as for serve: a SQLite file or a postgresql:// URL",
+        )
         if action in ("add", "passwd"):
             p.add_argument("--password-file", metavar="FILE", help="read the password from FILE")
         if action in ("add", "grant"):

@@ -17,7 +17,7 @@ from typing import Any
 from alerts.acks import Acknowledgement
 from console.book import ConsoleBook
 from console.notes import NoteKind
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
@@ -79,14 +79,14 @@ def alert_row(alert: Alert, site: SiteConfig, book: ConsoleBook) -> AlertRow:
     )
 
 
-def open_alerts(site: SiteConfig, store: SqliteStore, book: ConsoleBook) -> list[AlertRow]:
+def open_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
     """The site's unresolved episodes, most severe first, then oldest first."""
     alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
     alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
     return [alert_row(a, site, book) for a in alerts]
 
 
-def all_alerts(site: SiteConfig, store: SqliteStore, book: ConsoleBook) -> list[AlertRow]:
+def all_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
     """Every episode, newest first (resolved ones included: they may need an action)."""
     alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
     return [alert_row(a, site, book) for a in alerts]
@@ -140,7 +140,7 @@ def duty_row(duty: Duty, site: SiteConfig, now_ms: int) -> DutyRow:
     )
 
 
-def duty_rows(site: SiteConfig, store: SqliteStore, now_ms: int) -> list[DutyRow]:
+def duty_rows(site: SiteConfig, store: SqlStore, now_ms: int) -> list[DutyRow]:
     """Every duty: overdue first, then by due time; done ones last, newest first."""
     rows = [(d, duty_row(d, site, now_ms)) for d in store.duties(site.site.id)]
     pending = sorted((r for r in rows if r[1].state != "done"), key=lambda r: r[0].due_at)
@@ -155,7 +155,7 @@ def pressing(rows: list[DutyRow]) -> list[DutyRow]:
     return [r for r in rows if r.state in ("overdue", "due_soon")]
 
 
-def open_inspection_duties(site: SiteConfig, store: SqliteStore) -> list[Duty]:
+def open_inspection_duties(site: SiteConfig, store: SqlStore) -> list[Duty]:
     """What an inspection record may name as its duty (others are closed by the site log)."""
     return [
         d
@@ -185,7 +185,7 @@ def _number(value: float | int | None, unit: str, digits: int = 2) -> str:
     return "—" if text is None else f"{text} {unit}".strip()
 
 
-def station_rows(site: SiteConfig, store: SqliteStore) -> list[StationRow]:
+def station_rows(site: SiteConfig, store: SqlStore) -> list[StationRow]:
     """Each station's last status (battery, disk, backlog, clock) and its newest reading."""
     sid, zone = site.site.id, site.site.zone
     newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
@@ -223,21 +223,11 @@ class SensorRow:
     at: str
 
 
-def latest_reading(store: SqliteStore, site: str, sensor: str) -> tuple[int, float] | None:
-    """(time, value) of the sensor's newest reading. A read the store has no method for yet
-    (``SqliteStore.readings`` loads the whole history); one indexed query on its table."""
-    row = store.db.execute(
-        "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
-        (site, sensor),
-    ).fetchone()
-    return None if row is None else (int(row[0]), float(row[1]))
-
-
-def sensor_rows(site: SiteConfig, store: SqliteStore) -> list[SensorRow]:
+def sensor_rows(site: SiteConfig, store: SqlStore) -> list[SensorRow]:
     rows = []
     for station in site.stations:
         for sensor in station.sensors:
-            last = latest_reading(store, site.site.id, sensor.id)
+            last = store.latest_reading(site.site.id, sensor.id)
             rows.append(
                 SensorRow(
                     id=sensor.id,
@@ -250,7 +240,7 @@ def sensor_rows(site: SiteConfig, store: SqliteStore) -> list[SensorRow]:
     return rows
 
 
-def newest_reading_ms(site: SiteConfig, store: SqliteStore) -> int | None:
+def newest_reading_ms(site: SiteConfig, store: SqlStore) -> int | None:
     clocks = store.station_clocks(site.site.id)
     return max((t for _s, t, _a in clocks), default=None)
 

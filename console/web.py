@@ -28,7 +28,7 @@ from console.auth import SESSION_COOKIE, Permission, Sessions, SessionUser, same
 from console.book import ConsoleBook
 from console.desk import FieldDesk
 from console.report_maker import ReportRenderer
-from ingest.store import SqliteStore
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import local_time
 
@@ -59,7 +59,7 @@ class Console:
     """Everything a page needs, built once by console/app.py ``make_app``."""
 
     sites: Mapping[str, SiteConfig]
-    store: SqliteStore
+    store: SqlStore
     book: ConsoleBook
     desk: FieldDesk | None
     reports: ReportRenderer

@@ -25,7 +25,7 @@ from ingest.influx import MirrorStats
 from ingest.mqtt_ingest import MqttStats
 
 if TYPE_CHECKING:
-    from ingest.service import IngestService
+    from ingest.service import IngestService, IngestStats
 
 
 class MqttLink(Protocol):
@@ -38,7 +38,13 @@ class MqttLink(Protocol):
 
 
 class SiteSet(Protocol):
-    """Many sites' services in one process (ingest/sites.py ``SiteRouter``)."""
+    """Many sites' services in one process (ingest/sites.py ``SiteRouter``).
+
+    ``own`` counts what was refused before it reached any site (a topic of a site
+    this process does not serve): /metrics exports it without a site label.
+    """
+
+    own: IngestStats
 
     def services(self) -> dict[str, IngestService]: ...
 
@@ -63,6 +69,15 @@ class DeliveryLink(Protocol):
 
     def failures_by_channel(self) -> dict[str, int]: ...
 
+    @property
+    def alive(self) -> bool: ...
+
+
+class DeliverySet(Protocol):
+    """A fleet's deliveries, one per site (siltwatch/fleet_notify.py ``FleetDeliveries``)."""
+
+    def deliveries(self) -> Mapping[str, DeliveryLink]: ...
+
 
 @dataclass
 class ServiceParts:
@@ -72,7 +87,8 @@ class ServiceParts:
     part's name to a function saying whether its thread still runs; ``stopping`` is
     set when SIGTERM/Ctrl-C (or a fatal error) begins the orderly stop. A process
     serving many sites sets ``sites`` instead of ``service`` (and ``site_id`` to ""),
-    and ``site_mirrors`` instead of ``mirror`` when it mirrors to InfluxDB.
+    ``site_mirrors`` instead of ``mirror`` when it mirrors to InfluxDB, and
+    ``site_deliveries`` instead of ``delivery`` with ``--notify``.
     """
 
     site_id: str
@@ -83,6 +99,7 @@ class ServiceParts:
     mirror: MirrorLink | None = None
     site_mirrors: MirrorSet | None = None
     delivery: DeliveryLink | None = None
+    site_deliveries: DeliverySet | None = None
     threads: dict[str, Callable[[], bool]] = field(default_factory=dict)
     stopping: bool = False
 
@@ -96,6 +113,7 @@ class ServiceParts:
         if self.sites is None:
             return [self]
         mirrors = {} if self.site_mirrors is None else self.site_mirrors.mirrors()
+        deliveries = {} if self.site_deliveries is None else self.site_deliveries.deliveries()
         return [
             replace(
                 self,
@@ -104,6 +122,8 @@ class ServiceParts:
                 sites=None,
                 mirror=mirrors.get(sid, self.mirror),
                 site_mirrors=None,
+                delivery=deliveries.get(sid, self.delivery),
+                site_deliveries=None,
             )
             for sid, service in sorted(self.sites.services().items())
         ]
@@ -118,8 +138,14 @@ class Probe:
 
 
 def liveness(parts: ServiceParts) -> Probe:
-    """Alive while every started worker thread runs; names the ones that stopped."""
+    """Alive while every started worker thread runs; names the ones that stopped.
+
+    A fleet's delivery threads, one per site, are named ``delivery-<site id>``.
+    """
     threads = {name: alive() for name, alive in parts.threads.items()}
+    if parts.site_deliveries is not None:
+        for sid, delivery in sorted(parts.site_deliveries.deliveries().items()):
+            threads[f"delivery-{sid}"] = delivery.alive
     down = sorted(name for name, alive in threads.items() if not alive)
     body: dict[str, object] = {
         "status": "down" if down else "ok",

@@ -34,7 +34,7 @@ from siltwatch import service_metrics as sm
 from siltwatch.service_metrics import MetricKind, MetricSpec
 
 if TYPE_CHECKING:
-    from ingest.service import IngestService
+    from ingest.service import IngestService, IngestStats
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,13 @@ def _mirror_recopied(parts: ServiceParts, now_ms: int) -> list[Sample]:
     return [] if parts.mirror is None else _one(parts.mirror.stats.recopied)
 
 
+# What a fleet refused before it reached any site (ingest/sites.py ``SiteRouter.own``:
+# a topic of a site this worker does not serve), exported with an empty site label.
+_UNROUTED: dict[MetricSpec, Callable[[IngestStats], list[Sample]]] = {
+    sm.MESSAGES: lambda stats: _one(stats.messages),
+    sm.REJECTED: lambda stats: _by_label(dict(stats.rejected_by_reason)),
+}
+
 _READERS: dict[MetricSpec, Reader] = {
     sm.MESSAGES: _ingest(lambda s: s.stats.messages),
     sm.READINGS_STORED: _ingest(lambda s: s.stats.readings_stored),
@@ -174,6 +181,10 @@ class ServiceCollector:
                 for labels, value in samples:
                     if math.isfinite(value):
                         family.add_metric([view.site_id, *labels], value)
+            unrouted = _UNROUTED.get(spec)
+            if unrouted is not None and self.parts.sites is not None:
+                for labels, value in unrouted(self.parts.sites.own):
+                    family.add_metric(["", *labels], value)
             families.append(family)
         return families
 

@@ -349,31 +349,54 @@ class IngestService:
             return self._judge(committed)
 
     def _commit(self, messages: Sequence[Incoming]) -> list[_Fresh]:
-        """Store every message's answer in one transaction; return what is new, per arrival."""
+        """Store every message's answer in one transaction; return what is new, per arrival.
+
+        Every accepted message's readings go to the store together
+        (``insert_reading_groups``: a few multi-row statements for a group commit of
+        one-reading messages, not one statement each), then each message's records.
+        """
         fresh: list[_Fresh] = []
-        site = self.site
         # Decode first: the write transaction is held only for the inserts.
-        decoded = [(msg, decode_message(msg.topic, msg.payload, site)) for msg in messages]
+        decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
         stats = self.stats
         with self.store.transaction():
+            accepted: list[tuple[Incoming, Decoded, list[tuple[str, SensorReading]]]] = []
+            inspections: list[list[Inspection]] = []
             for msg, result in decoded:
                 stats.messages += 1
                 if isinstance(result, Rejected):
                     self._reject(msg, result.reason)
                     continue
-                item = self._store_decoded(msg, result)
+                rows, dated = self._judge_clocks(msg, result)
+                if dated is not None:
+                    accepted.append((msg, result, rows))
+                    inspections.append(dated)
+            groups = [(rows, msg.received_at) for msg, _result, rows in accepted]
+            new_readings = (
+                self.store.insert_reading_groups(self.site_id, groups)
+                if any(rows for rows, _ in groups)
+                else [[] for _ in groups]
+            )
+            for (msg, result, rows), new, dated in zip(
+                accepted, new_readings, inspections, strict=True
+            ):
+                item = self._store_records(msg, result, rows, new, dated)
                 if item is not None:
                     fresh.append(item)
         stats.commits += 1
         return fresh
 
-    def _store_decoded(self, msg: Incoming, result: Decoded) -> _Fresh | None:
-        """Insert one accepted message's content (inside the commit); what is new, or None."""
+    def _store_records(
+        self,
+        msg: Incoming,
+        result: Decoded,
+        rows: list[tuple[str, SensorReading]],
+        new: list[SensorReading],
+        inspections: list[Inspection],
+    ) -> _Fresh | None:
+        """Count one accepted message's readings (``new`` of ``rows`` were stored) and insert
+        its records (inside the commit); what is new, or None."""
         site, store, stats, received_at = self.site_id, self.store, self.stats, msg.received_at
-        rows, inspections = self._judge_clocks(msg, result)
-        if inspections is None:
-            return None
-        new = store.insert_readings(site, rows, received_at) if rows else []
         stats.readings_stored += len(new)
         stats.duplicates += len(rows) - len(new)
         new_ins = [ins for ins in inspections if store.insert_inspection(site, ins, received_at)]

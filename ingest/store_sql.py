@@ -186,31 +186,91 @@ class SqlStore(ABC):
 
     # --- writes -----------------------------------------------------------------
 
+    # Readings per multi-row INSERT: 8 host parameters each, 4,000 a statement, under
+    # SQLite's limit (32,766 since 3.32; 999 before, where 124 rows would fit) and
+    # PostgreSQL's 65,535. An outbox flush of a few thousand readings is then a handful
+    # of statements, not one per reading (one network round trip each on PostgreSQL).
+    READINGS_PER_INSERT = 500
+
     def insert_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
     ) -> list[SensorReading]:
-        """Store (station, reading) pairs inside the caller's transaction; return the new ones."""
-        new: list[SensorReading] = []
-        execute = self._execute
-        for station, r in rows:
-            cur = execute(
+        """Store (station, reading) pairs inside the caller's transaction; return the new ones.
+
+        New means not yet stored under (site, sensor, t), in the order given; a reading
+        twice in ``rows`` is stored and returned once, as it first came.
+        """
+        pending = rows if isinstance(rows, list) else list(rows)
+        return self.insert_reading_groups(site, [(pending, received_at)])[0]
+
+    def insert_reading_groups(
+        self, site: str, groups: Sequence[tuple[Sequence[tuple[str, SensorReading]], int]]
+    ) -> list[list[SensorReading]]:
+        """Several messages' (station, reading) pairs, each group with its arrival time, in
+        one go inside the caller's transaction; the new readings of each group, in order.
+
+        The same answer as one :meth:`insert_readings` per group in turn (a reading in
+        two groups is new in the first), but a group commit of many one-reading
+        messages is a few multi-row statements instead of a statement (on PostgreSQL
+        a network round trip) per reading. One reading in all is one ``INSERT OR
+        IGNORE``, the cheapest statement for it; more go in multi-row inserts of
+        :attr:`READINGS_PER_INSERT`.
+        """
+        total = sum(len(rows) for rows, _ in groups)
+        if total == 1:
+            ((only, received_at),) = [(rows, at) for rows, at in groups if rows]
+            station, r = only[0]
+            cur = self._execute(
                 "INSERT OR IGNORE INTO readings "
                 "(site, station, sensor, t, seq, value, flags, received_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    site,
-                    station,
-                    r.sensor,
-                    r.t,
-                    r.seq,
-                    r.value,
-                    ",".join(sorted(r.flags)),
-                    received_at,
-                ),
+                (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at),
             )
-            if cur.rowcount:
-                new.append(r)
-        return new
+            return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
+        # The first of each key only: a statement then never meets its own row twice, and
+        # each (sensor, t) it returns names exactly one reading of ``groups``.
+        first: dict[tuple[str, int], tuple[str, SensorReading, int]] = {}
+        for rows, received_at in groups:
+            for station, r in rows:
+                first.setdefault((r.sensor, r.t), (station, r, received_at))
+        unique = list(first.values())
+        stored: set[tuple[str, int]] = set()
+        step = self.READINGS_PER_INSERT
+        for start in range(0, len(unique), step):
+            stored.update(self._insert_reading_rows(site, unique[start : start + step]))
+        # RETURNING's row order is not promised (SQLite says so): the input sets the order,
+        # and a key is new once, in the group that brought it first.
+        out: list[list[SensorReading]] = []
+        for rows, _ in groups:
+            new: list[SensorReading] = []
+            for _station, r in rows:
+                key = (r.sensor, r.t)
+                if key in stored and first[key][1] is r:
+                    stored.discard(key)
+                    new.append(r)
+            out.append(new)
+        return out
+
+    def _insert_reading_rows(
+        self, site: str, rows: Sequence[tuple[str, SensorReading, int]]
+    ) -> list[tuple[str, int]]:
+        """One multi-row insert of (station, reading, arrival) of distinct (sensor, t); the
+        keys it stored.
+
+        ``ON CONFLICT DO NOTHING`` (no target: the readings' one unique key) and
+        ``RETURNING`` are spelled alike in SQLite (3.35 and later) and PostgreSQL, so
+        ingest/store_pg.py ``postgres_sql`` only changes the placeholders.
+        """
+        args: list[object] = []
+        for station, r, received_at in rows:
+            args += (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        cur = self._execute(
+            "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+            f"VALUES {values} ON CONFLICT DO NOTHING RETURNING sensor, t",
+            args,
+        )
+        return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
 
     def add_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
@@ -468,6 +528,30 @@ class SqlStore(ABC):
         )
         return [_reading(row) for row in rows]
 
+    def sensor_points(
+        self, site: str, sensor: str, start: int, end: int
+    ) -> list[tuple[int, float, str]]:
+        """(t, value, flags) of a sensor's readings with ``start <= t <= end``, in time order.
+
+        What a plot of a window needs, one range query on the (site, sensor, t)
+        key: :meth:`readings` returns the whole history, too much for a window
+        of a long-running site.
+        """
+        rows = self._execute(
+            "SELECT t, value, flags FROM readings WHERE site = ? AND sensor = ? "
+            "AND t >= ? AND t <= ? ORDER BY t",
+            (site, sensor, start, end),
+        )
+        return [(int(t), float(value), str(flags)) for t, value, flags in rows]
+
+    def latest_reading(self, site: str, sensor: str) -> tuple[int, float] | None:
+        """(t, value) of the sensor's newest reading (None: none yet); one index seek."""
+        row = self._execute(
+            "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
+            (site, sensor),
+        ).fetchone()
+        return None if row is None else (int(row[0]), float(row[1]))
+
     def readings_after(
         self, site: str, after: int | None, chunk: int = 20_000
     ) -> Iterator[list[SensorReading]]:
@@ -718,6 +802,11 @@ def _reading(row: Sequence[object]) -> SensorReading:
         None if q is None else int(q),  # type: ignore[call-overload]
         frozenset(str(f).split(",")) if f else frozenset(),
     )
+
+
+def _flags_text(r: SensorReading) -> str:
+    """A reading's quality flags as stored: sorted, comma-separated ('' for none)."""
+    return ",".join(sorted(r.flags))
 
 
 def _health_text(report: StationReport) -> str:

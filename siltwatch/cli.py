@@ -16,6 +16,7 @@ from typing import Any
 
 from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.configerrors import ConfigError
+from siltwatch.console_cmd import add_console_options
 from siltwatch.serve import add_broker_options, add_serve_options, read_secret
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -475,6 +476,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args, _influx_writer)
 
 
+def cmd_console(args: argparse.Namespace) -> int:
+    """The web console alone, over every site of a fleet (siltwatch/console_cmd.py)."""
+    from siltwatch.console_cmd import run_console
+
+    return run_console(args)
+
+
 def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
     """The InfluxDB mirror of one site the options ask for, or None; ValueError for bad options."""
     from ingest.influx import InfluxMirror
@@ -772,6 +780,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_broker_acl_parser(sub)
     _influx_options(p)
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser(
+        "console",
+        help="serve the web console alone, over every site of a fleet (all partitions)",
+        description="One web console over every site given, reading the workers' store (it "
+        "writes only its own accounts and notes) and sending what people record over MQTT, "
+        "QoS 1, to the site's worker (docs/fleet.md, 'One console for every partition').",
+    )
+    add_console_options(p)
+    p.set_defaults(func=cmd_console)
 
     p = sub.add_parser(
         "dashboards",

@@ -103,8 +103,9 @@ class _People:
     """What ``serve`` needs for people in the loop: the console's book (who acknowledged),
     the delivery (``--notify``) and the console's web server (``--http``).
 
-    The book lives in the store's file, so an acknowledgement in the console, by link or
-    by SMS stops the escalations and repeats the delivery worker schedules.
+    The book lives in the store's database (the SQLite file, or the PostgreSQL
+    database), so an acknowledgement in the console, by link or by SMS stops the
+    escalations and repeats the delivery worker schedules.
     """
 
     def __init__(self, args: argparse.Namespace, site: Any) -> None:
@@ -132,34 +133,45 @@ class _People:
             return f"http://{shown}:{port}"
         return None
 
-    def open(self, db: Path) -> None:
+    def open(self, db: Path | str) -> None:
         """The book and the delivery, before the service starts announcing."""
         if self.notify is None and self.listen is None:
             return
         from console.book import ConsoleBook
 
         self.book = ConsoleBook(db)
-        if self.notify is None:
+        if self.notify is None or self.site is None:  # a fleet: siltwatch/fleet_notify.py
             return
+        from ingest.store_open import open_store
+
+        self.reader = open_store(db)  # the digest's own connection (the worker's thread)
+        self.delivery = self.delivery_for(self.site, self.notify, self.reader, db)
+
+    def delivery_for(self, site: Any, notify: Any, digests: Any, db: Path | str) -> Any:
+        """A (not yet started) Delivery for ``site`` through ``notify``'s channels and
+        outbox, over the book (who acknowledged), with the console's links under --http,
+        the alert's chart from the store ``db`` and the daily digest read from ``digests``.
+
+        One site's ``serve`` has one; a fleet one per site (siltwatch/fleet_notify.py).
+        """
         from alerts.acklinks import Links
         from alerts.notify_config import Delivery
         from console.email_charts import AlertCharts
-        from ingest.store import SqliteStore
 
-        sid = self.site.site.id
+        sid = site.site.id
         links = None
-        if self.listen is not None:  # answers need the console: its links and SMS webhook
-            names = tuple(c.name for c in self.site.contacts)
-            links = Links(self.public_url(), self.book.link_secret(), sid, names)
-        self.reader = SqliteStore(db)  # the digest's own connection (the worker's thread)
-        self.delivery = Delivery(
-            self.notify,
-            self.site,
+        public = self.public_url()  # this serve's --http, or a console elsewhere (--public-url)
+        if public is not None:  # answers need a console: its links and SMS webhook
+            names = tuple(c.name for c in site.contacts)
+            links = Links(public, self.book.link_secret(), sid, names)
+        return Delivery(
+            notify,
+            site,
             time.time,
             acks=self.book,
-            digests=self.reader,
+            digests=digests,
             links=links,
-            chart_for=AlertCharts({sid: self.site}, db),
+            chart_for=AlertCharts({sid: site}, db),
         )
 
     def http_server(self, front: OpsFront) -> Any:
@@ -173,7 +185,7 @@ class _People:
         self.server = ConsoleServer(front, *self.listen)
         return self.server
 
-    def serve_console(self, service: Any, db: Path) -> str | None:
+    def serve_console(self, service: Any, db: Path | str) -> str | None:
         """Attach the web console over the running service; its URL, or None without --http."""
         if self.front is None:
             return None
@@ -183,7 +195,7 @@ class _People:
             {self.site.site.id: self.site}, db, ServiceDesk(service, _now_ms)
         )
 
-    def serve_console_of(self, sites: dict[str, Any], db: Path, desk: Any) -> str | None:
+    def serve_console_of(self, sites: dict[str, Any], db: Path | str, desk: Any) -> str | None:
         """Attach the web console over ``sites`` with ``desk`` taking what people record."""
         if self.front is None:
             return None
@@ -285,9 +297,6 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
         from siltwatch.serve_fleet import serve_fleet
 
         return serve_fleet(args, voice, influx_writer)
-    if problems := sqlite_only_options(args):
-        voice.err(problems)
-        return EXIT_FAIL
     try:
         site = load_site(Path(sites[0]))
         people = _People(args, site)
@@ -414,25 +423,11 @@ def store_and_people(
         voice.err([str(exc)])
         return None
     try:
-        people.open(Path(args.db))
+        people.open(args.db)
     except Exception:
         store.close()
         raise
     return store
-
-
-def sqlite_only_options(args: argparse.Namespace) -> list[str]:
-    """Options that still need the SQLite store: the console's book lives in its file."""
-    from ingest.store_open import is_postgres_url
-
-    if not is_postgres_url(args.db):
-        return []
-    return [
-        f"{option} needs a SQLite --db for now (the console's book and the delivery's "
-        "acknowledgements live in its file); run it with a SQLite store or leave it out"
-        for option, value in (("--http", args.http), ("--notify", args.notify))
-        if value
-    ]
 
 
 def _protocol(version: str) -> Any:
@@ -515,9 +510,9 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         if not connect(ingest, start_error, parts, voice):
             ingest = None
             return EXIT_FAIL
-        console_url = people.serve_console(service, Path(args.db))
+        console_url = people.serve_console(service, args.db)
         voice.say(
-            f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {args.db}; "
+            f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {store.where}; "
             f"alert log {args.alert_log}"
             + (f"; alerts by {delivery.describe()}" if delivery else "")
             + (f"; web console {console_url}" if console_url else "")
@@ -640,7 +635,9 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--notify",
         metavar="NOTIFY.toml",
-        help="also deliver alerts by email/SMS/webhook through a persistent outbox",
+        help="also deliver alerts by email/SMS/webhook through a persistent outbox "
+        "(with several sites: each site to its own contacts, through its own outbox "
+        "file next to the configured one)",
     )
     p.add_argument(
         "--http",
@@ -664,7 +661,8 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         "--public-url",
         metavar="URL",
         help="where people and the SMS gateway reach the console (https://...), for the "
-        "links in messages and Twilio's signature check (default: http://HOST:PORT of --http)",
+        "links in messages and Twilio's signature check (default: http://HOST:PORT of --http); "
+        "without --http, the console of 'siltwatch console' on the same --db",
     )
     p.add_argument(
         "--tick-s",

@@ -11,8 +11,9 @@ gets a new engine (rebuilt from the store when a rule changed), the others are
 not touched, and a file that no longer loads is reported while its site keeps
 the configuration it had.
 
-What serves one site only: ``--notify`` (its notify file names one site's
-people); a fleet refuses it with a line saying so. The InfluxDB mirror
+``--notify`` delivers every site's alerts to that site's own people, one
+delivery per site with its own outbox file and worker thread, following the
+sites through SIGHUP (siltwatch/fleet_notify.py). The InfluxDB mirror
 (``--influx-url``/``--influx-v2-url``) mirrors every site it serves, one mirror
 per site behind one writer and one flusher thread (ingest/influx_fleet.py). The web console (``--http``) shows the sites served at
 the start; /metrics gives one sample per site of every metric.
@@ -40,12 +41,9 @@ from siltwatch.serve import (
     connect,
     ended,
     site_service,
-    sqlite_only_options,
     store_and_people,
 )
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
-
-ONE_SITE_ONLY = ("--notify",)
 
 
 def fleet_client_id(partition: Any) -> str:
@@ -54,16 +52,6 @@ def fleet_client_id(partition: Any) -> str:
     if partition is None:
         return "siltwatch-ingest-fleet"
     return f"siltwatch-ingest-part-{partition.index}-of-{partition.count}"
-
-
-def _one_site_options(args: argparse.Namespace) -> list[str]:
-    given = {"--notify": args.notify}
-    return [
-        f"{option} serves one site; with several sites (--sites, more than one --site, "
-        f"--partition) run a serve with {option} per site, or leave it out"
-        for option in ONE_SITE_ONLY
-        if given[option]
-    ]
 
 
 def _shown(ids: list[str]) -> str:
@@ -82,6 +70,7 @@ class _Fleet:
         self.configs: dict[str, Any] = {}  # site id -> the SiteConfig it runs
         self.paths: dict[str, Path] = {}  # site id -> its file
         self.mirrors: Any = None  # ingest/influx_fleet.py FleetMirrors, with --influx-…
+        self.deliveries: Any = None  # siltwatch/fleet_notify.py FleetDeliveries, with --notify
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -120,7 +109,7 @@ class _Fleet:
         for sid in removed:
             self.ingest.remove_site(sid)
             self.router.remove(sid, now)
-            self._remove_mirror(sid)
+            self._drop_site_parts(sid)
             self.configs.pop(sid)
             self.paths.pop(sid, None)
         for sid in changed:
@@ -134,7 +123,7 @@ class _Fleet:
             except MqttStartError as exc:
                 voice.err([str(exc)])
                 self.router.remove(sid, now)
-                self._remove_mirror(sid)
+                self._drop_site_parts(sid)
                 self.configs.pop(sid)
                 self.paths.pop(sid)
                 added.remove(sid)
@@ -145,10 +134,13 @@ class _Fleet:
             f"{unchanged} unchanged"
         )
 
-    def _remove_mirror(self, site_id: str) -> None:
-        """After the site's service has stopped (its last events are queued)."""
+    def _drop_site_parts(self, site_id: str) -> None:
+        """The site's mirror and delivery, after its service has stopped (its last events
+        are queued, its last alerts in its outbox)."""
         if self.mirrors is not None:
             self.mirrors.remove(site_id)
+        if self.deliveries is not None:
+            self.deliveries.remove(site_id)
 
 
 class _FleetDesk:
@@ -181,17 +173,17 @@ def serve_fleet(
     """
     from ingest.sites import parse_partition
 
-    problems = _one_site_options(args) + sqlite_only_options(args)
     if not args.site and not args.sites:
-        problems.append("give --site SITE.toml (once or more) or --sites DIR")
-    if problems:
-        voice.err(problems)
+        voice.err(["give --site SITE.toml (once or more) or --sites DIR"])
         return EXIT_FAIL
     try:
         partition = None if args.partition is None else parse_partition(args.partition)
         broker = broker_settings(args)
-        people = _People(args, None)
+        people = _People(args, None)  # --notify's file is read here: ConfigError
         endpoints = _Endpoints(args)
+    except ConfigError as exc:
+        voice.err(exc.lines)
+        return EXIT_FAIL
     except ValueError as exc:
         voice.err([str(exc)])
         return EXIT_FAIL
@@ -233,6 +225,23 @@ def _fleet_mirrors(
     return FleetMirrors(writer, args.db)
 
 
+def _fleet_deliveries(args: argparse.Namespace, people: _People) -> Any:
+    """With --notify, every site's delivery (siltwatch/fleet_notify.py), over the book
+    ``people`` opened and one shared reader of the store for the digests; else None."""
+    if people.notify is None:
+        return None
+    from alerts.digest import DigestSource
+    from alerts.notify_config import Delivery, Notify
+    from ingest.store_open import open_store
+    from siltwatch.fleet_notify import FleetDeliveries, LockedDigests
+
+    def make(site: Any, notify: Notify, digests: DigestSource) -> Delivery:
+        delivery: Delivery = people.delivery_for(site, notify, digests, args.db)
+        return delivery
+
+    return FleetDeliveries(people.notify, make, LockedDigests(open_store(args.db)))
+
+
 def _run_fleet(
     fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: _People, endpoints: Any
 ) -> int:
@@ -248,16 +257,21 @@ def _run_fleet(
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
 
     mirrors = fleet.mirrors
+    fleet.deliveries = deliveries = _fleet_deliveries(args, people)
 
     def build(site: Any, lock: Any) -> IngestService:
-        handler: EventHandler = Dispatcher(site, sinks)
+        # A changed site's delivery is replaced here, after its old service has closed.
+        own = [] if deliveries is None else [deliveries.for_site(site).sink]
+        handler: EventHandler = Dispatcher(site, [*sinks, *own])
         mirror = None if mirrors is None else mirrors.for_site(site)
         if mirror is not None:
             handler = EventFanOut([handler, mirror])
         service: IngestService = site_service(args, site, store, handler, mirror, voice, lock)
         return service
 
-    parts = ServiceParts("", broker_url=broker.url, site_mirrors=mirrors)
+    parts = ServiceParts(
+        "", broker_url=broker.url, site_mirrors=mirrors, site_deliveries=deliveries
+    )
     if mirrors is not None:
         mirrors.start()
         parts.threads["influx-mirror"] = lambda: bool(mirrors.alive)
@@ -300,9 +314,7 @@ def _run_fleet(
             return EXIT_FAIL
         fleet.ingest = ingest
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
-        console_url = people.serve_console_of(
-            dict(fleet.configs), Path(args.db), _FleetDesk(router)
-        )
+        console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
         _loop(fleet, stop, reload)
     finally:
@@ -312,6 +324,8 @@ def _run_fleet(
         if ingest is not None:
             ingest.stop()
         router.close(_now_ms())
+        if deliveries is not None:
+            deliveries.close()  # undelivered messages stay in each site's outbox
         store.close()
         if mirrors is not None:
             mirrors.close()
@@ -345,8 +359,9 @@ def _banner(
             f"{len(found.sites)} sites; it waits for SIGHUP or more site files"
         )
     return (
-        f"{what} from {broker.url} as {fleet.ingest.client_id}; store {args.db}; "
+        f"{what} from {broker.url} as {fleet.ingest.client_id}; store {fleet.router.store.where}; "
         f"alert log {args.alert_log}"
+        + (f"; alerts by {fleet.deliveries.describe()}" if fleet.deliveries else "")
         + (f"; web console {console_url}" if console_url else "")
         + (f"; metrics {metrics}/metrics" if metrics else "")
         + "; Ctrl-C or SIGTERM to stop, SIGHUP to re-read the site files"

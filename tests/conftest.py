@@ -140,3 +140,18 @@ def postgres_url(postgres: PostgresServer) -> Iterator[str]:
 def sqlite_path(tmp_path: Path) -> Path:
     """Where a test's SQLite database goes (the file is not created)."""
     return tmp_path / "siltwatch.sqlite3"
+
+
+# The store's backends. A test runs on each with
+# ``@pytest.mark.parametrize("store_db", BACKENDS, indirect=True)``: same answers on both.
+BACKENDS = ("sqlite", "postgres")
+
+
+@pytest.fixture
+def store_db(request: pytest.FixtureRequest, sqlite_path: Path) -> str:
+    """The test's ``--db``: its SQLite file, or (parameter ``postgres``) a fresh database's URL."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    assert backend == "sqlite", f"unknown store backend {backend!r}"
+    return str(sqlite_path)

@@ -654,10 +654,13 @@ class PostgresServer(_LoopbackProcess):
         if result.returncode != 0:
             raise RuntimeError(f"{tool} {' '.join(args)} failed: {result.stderr.strip()}")
 
-    def create_database(self, name: str, *, icu_locale: str | None = None) -> str:
-        """A new, empty database; its URL. ``icu_locale`` (e.g. ``en-US``) gives it a
-        linguistic default collation, under which ``B`` sorts after ``a``."""
-        args = ["-E", "UTF8", "-T", "template0"]
+    def create_database(
+        self, name: str, *, icu_locale: str | None = None, template: str = "template0"
+    ) -> str:
+        """A new database; its URL. ``icu_locale`` (e.g. ``en-US``) gives it a
+        linguistic default collation, under which ``B`` sorts after ``a``; ``template``
+        another database to copy (no session may be connected to it meanwhile)."""
+        args = ["-E", "UTF8", "-T", template]
         if icu_locale is not None:
             args += ["--locale-provider=icu", f"--icu-locale={icu_locale}"]
         self._client("createdb", *args, name)

@@ -38,9 +38,11 @@ from console.notes import NotesSource
 from console.web import Console
 from ingest.recording import read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store_open import open_store
+from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig, load_site
 from tests.alerts.helpers import FakeClock as BaseClock
+from tests.servers import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -59,10 +61,11 @@ ROLES = {
 HEALTH_MS = 1778472000000  # 2026-05-11T04:00:00Z, the week's last reading
 
 
-def fill_week(db: Path, site: SiteConfig = SITE, name: str = "lake-george") -> None:
-    """The site's example week in ``db``, judged by the engine as the service would."""
+def fill_week(db: Path | str, site: SiteConfig = SITE, name: str = "lake-george") -> None:
+    """The site's example week in ``db`` (a SQLite file or a PostgreSQL URL), judged by
+    the engine as the service would."""
     sid = site.site.id
-    store = SqliteStore(db)
+    store = open_store(db)
     try:
         readings = read_csv_readings(EXAMPLES / f"{name}-storm.csv", site.sensors())
         station = site.station_of()
@@ -88,6 +91,12 @@ def fill_week(db: Path, site: SiteConfig = SITE, name: str = "lake-george") -> N
         store.close()
 
 
+def _add_accounts(book: ConsoleBook) -> None:
+    for person, role in ROLES.items():
+        book.accounts.add(person, PASSWORD, 0)
+        book.accounts.grant(person, SID, role)
+
+
 @cache
 def _base_store() -> Path:
     """The week's store with the four accounts, built once per test process."""
@@ -97,13 +106,30 @@ def _base_store() -> Path:
     fill_week(db)
     book = ConsoleBook(db)
     try:
-        for person, role in ROLES.items():
-            book.accounts.add(person, PASSWORD, 0)
-            book.accounts.grant(person, SID, role)
+        _add_accounts(book)
         book.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         book.close()
     return db
+
+
+_BASE_DATABASES: dict[int, str] = {}
+
+
+def week_database(server: PostgresServer, name: str) -> str:
+    """A fresh PostgreSQL database ``name`` holding the week and the four accounts: a copy
+    (CREATE DATABASE … TEMPLATE) of one built once per server; its URL."""
+    base = _BASE_DATABASES.get(id(server))
+    if base is None:
+        base = f"siltwatch_week_{id(server):x}"
+        fill_week(server.create_database(base, icu_locale="en-US"))
+        book = ConsoleBook(server.url(base))
+        try:
+            _add_accounts(book)
+        finally:
+            book.close()
+        _BASE_DATABASES[id(server)] = base
+    return server.create_database(name, template=base)
 
 
 def week_store(folder: Path) -> Path:
@@ -140,7 +166,7 @@ class FakeReports:
     asked: list[tuple[str, date, date]] = field(default_factory=list)
 
     def html(
-        self, site: SiteConfig, store: SqliteStore, notes: NotesSource, start: date, end: date
+        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
     ) -> str:
         self.asked.append((site.site.id, start, end))
         return f"<html><body>report of {site.site.id} {start} .. {end}</body></html>"
@@ -151,7 +177,7 @@ class FakeReports:
 
 @dataclass
 class World:
-    db: Path
+    db: Path | str
     app: Starlette
     clock: FakeClock
     desk: RecordingDesk
@@ -220,21 +246,23 @@ def make_world(
     public_url: str | None = "https://console.test",
     twilio_token: str | None = None,
     real_reports: bool = False,
+    db: str | None = None,
 ) -> World:
-    """The app over a fresh copy of the week; ``real_reports`` serves console/report.py's
-    report instead of the fake."""
-    db = week_store(folder)
+    """The app over a fresh copy of the week (in ``folder``, or the PostgreSQL database
+    ``db`` already holding it: :func:`week_database`); ``real_reports`` serves
+    console/report.py's report instead of the fake."""
+    where: Path | str = week_store(folder) if db is None else db
     clock, desk, reports = FakeClock(), RecordingDesk(), FakeReports()
     app = make_app(
         sites or {SID: SITE},
-        db,
+        where,
         desk=desk,
         clock=clock,
         public_url=public_url,
         twilio_token=twilio_token,
         report_renderer=None if real_reports else reports,
     )
-    return World(db, app, clock, desk, reports)
+    return World(where, app, clock, desk, reports)
 
 
 _CSRF = re.compile(r'name="csrf" value="([^"]*)"')

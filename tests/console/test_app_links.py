@@ -8,9 +8,13 @@ contact the link was sent to.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from alerts.acklinks import ALPHABET, link_token
 from alerts.acks import Acknowledgement
-from tests.console.app_world import OFFICER, SID, SITE, World
+from siltwatch.cli import build_parser
+from siltwatch.serve import _People
+from tests.console.app_world import OFFICER, SID, SITE, SITE_FILE, World
 
 DAY_S = 86_400
 
@@ -87,3 +91,33 @@ def test_a_link_works_once(world: World) -> None:
 def test_garbage_is_not_a_link(world: World) -> None:
     response = world.client().get("/a/hello")
     assert response.status_code == 403 and "not valid" in response.text
+
+
+def test_a_worker_without_a_console_links_its_messages_to_the_fleet_console(
+    world: World, tmp_path: Path
+) -> None:
+    """``serve --notify --public-url URL`` without ``--http`` (a fleet worker; the console is
+    ``siltwatch console`` on the same store): its messages carry links to URL, signed with
+    the book's secret, and the console there acknowledges with them."""
+    (tmp_path / "notify.toml").write_text(
+        'outbox = "outbox.sqlite3"\n\n[smtp]\nhost = "127.0.0.1"\nport = 25\n'
+        'security = "none"\nfrom = "siltwatch@town.example"\n',
+        encoding="utf-8",
+    )
+    args = build_parser().parse_args(
+        ["serve", "--site", str(SITE_FILE), "--db", str(world.db),
+         "--notify", str(tmp_path / "notify.toml"), "--public-url", "https://console.test"]
+    )  # fmt: skip
+    people = _People(args, SITE)
+    people.open(args.db)
+    try:
+        (email,) = people.delivery.channels
+        plume = world.plume_id()
+        url = email.links.ack_url(plume, OFFICER, world.clock())
+        assert url is not None and url.startswith("https://console.test/a/")
+        response = world.client().post(url.removeprefix("https://console.test"))
+        assert response.status_code == 200, response.text[-300:]
+        ack = world.book.acknowledged(SID, plume)
+        assert ack is not None and (ack.by, ack.via) == (OFFICER, "link")
+    finally:
+        people.close()

@@ -151,7 +151,8 @@ def test_every_manifest_parses_and_kustomization_lists_exactly_the_files_present
     assert set(resources) == present
     for generator in kustomization()["configMapGenerator"]:
         for file in generator["files"]:
-            assert (K8S / file).is_file(), f"configMapGenerator {generator['name']}: {file}"
+            path = file.split("=", 1)[-1]  # "key=path" names the ConfigMap's key
+            assert (K8S / path).is_file(), f"configMapGenerator {generator['name']}: {file}"
 
 
 def defined_names() -> dict[str, set[str]]:
@@ -278,3 +279,56 @@ def test_prometheus_scrapes_the_port_the_workers_serve_metrics_on() -> None:
         (metrics,) = [a.split("=", 1)[1] for a in spec["args"] if a.startswith("--metrics=")]
         ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
         assert ports[port_name] == int(metrics.rsplit(":", 1)[1]), path.name
+
+
+def test_every_worker_delivers_alerts_with_links_to_the_console_and_mirrors_to_influxdb(
+    tmp_path: Path,
+) -> None:
+    """Both worker sets run --notify with notify.toml (a ConfigMap of kustomization.yaml),
+    whose secrets are files of the mounted Secret and whose outboxes are on the worker's
+    volume, and --public-url (the console's links). The file loads as serve loads it
+    once those secret files exist."""
+    from alerts.notify_config import load_notify
+
+    mounts: dict[str, str] = {}
+    for path in WORKER_SETS:
+        sts = statefulset(path)
+        spec = serve_container(sts)
+        argv = run_entrypoint(tmp_path, spec, f"{sts['metadata']['name']}-0")
+        args = build_parser().parse_args(argv)
+        assert args.notify == "/etc/siltwatch/notify/notify.toml", path.name
+        assert args.public_url == "<CONSOLE_URL>", path.name
+        assert args.influx_v2_url == "http://influxdb:8086", "every site mirrored for Grafana"
+        assert {e["name"] for e in spec["env"]} >= {"CONSOLE_URL"}
+        volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in spec["volumeMounts"]}
+        assert volumes[mounts["/etc/siltwatch/notify"]]["configMap"]["name"] == "siltwatch-notify"
+        secret = volumes[mounts["/run/secrets/notify"]]["secret"]["secretName"]
+        assert secret == "siltwatch-notify"
+        token = volumes[mounts[str(Path(args.influx_token_file).parent)]]["secret"]
+        assert token["secretName"] == "influxdb-auth"
+        assert token["items"] == [{"key": "siltwatch-write-token", "path": "token"}]
+        assert mounts["/data"] in {
+            c["metadata"]["name"] for c in sts["spec"]["volumeClaimTemplates"]
+        }
+    (generator,) = [
+        g for g in kustomization()["configMapGenerator"] if g["name"] == "siltwatch-notify"
+    ]
+    assert generator["files"] == ["notify.toml"]
+    text = (K8S / "notify.toml").read_text(encoding="utf-8")
+    (secrets,) = [
+        d
+        for d in manifest_docs(K8S / "secrets.yaml")
+        if d["metadata"]["name"] == "siltwatch-notify"
+    ]
+    here = tmp_path / "notify"
+    for key in secrets["stringData"]:
+        (here / "secrets").mkdir(parents=True, exist_ok=True)
+        (here / "secrets" / key).write_text("x\n", encoding="utf-8")
+        (here / "secrets" / key).chmod(0o600)
+    local = text.replace("/run/secrets/notify", str(here / "secrets")).replace("/data", str(here))
+    assert local != text
+    (here / "notify.toml").write_text(local, encoding="utf-8")
+    notify = load_notify(here / "notify.toml")
+    assert notify.outbox_path.parent == here, "the outboxes live on the worker's volume"
+    assert notify.smtp is not None and notify.sms is not None

@@ -25,6 +25,8 @@ WIRING = {
     ROOT / "siltwatch" / "demo.py",
     ROOT / "siltwatch" / "serve.py",
     ROOT / "siltwatch" / "serve_fleet.py",
+    ROOT / "siltwatch" / "fleet_notify.py",
+    ROOT / "siltwatch" / "console_cmd.py",
 }
 # The analytics are pure: no I/O, no clock, no network, no database.
 FORBIDDEN_IN_ANALYTICS = {

@@ -3,29 +3,19 @@
 ``store`` is a SQLite file unless a test asks for the backends by name:
 ``@pytest.mark.parametrize("store_db", BACKENDS, indirect=True)`` runs it on
 SQLite and on a fresh PostgreSQL database (the store contract: same answers).
+``store_db`` and ``BACKENDS`` live in tests/conftest.py (the console's tests use
+them too); ``BACKENDS`` is re-exported here for the ingest tests that import it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from ingest.store_open import open_store
 from ingest.store_sql import SqlStore
-
-BACKENDS = ("sqlite", "postgres")
-
-
-@pytest.fixture
-def store_db(request: pytest.FixtureRequest, sqlite_path: Path) -> str:
-    """The test's ``--db``: its SQLite file, or (parameter ``postgres``) a fresh database's URL."""
-    backend = getattr(request, "param", "sqlite")
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    assert backend == "sqlite", f"unknown store backend {backend!r}"
-    return str(sqlite_path)
+from tests.conftest import BACKENDS as BACKENDS
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ from tests.ingest.live import SERVICE_USERS, Publisher, ServeProcess
 from tests.ingest.test_fleet import (
     MINUTE_MS,
     _broker,
-    _serve,
     fleet_args,
     now_minute,
     run_workers,
@@ -156,15 +155,3 @@ def test_a_standby_takes_a_killed_workers_partition_over_from_postgresql(
     told = Counter(opened_ids(work / "a-alerts.jsonl") + opened_ids(work / "b-alerts.jsonl"))
     assert told and max(told.values()) == 1, told
     print(f"killed at {at_kill} of {len(messages)} readings stored; B told {sum(told.values())}")
-
-
-def test_options_that_need_the_sqlite_file_are_refused_with_postgresql(tmp_path: Path) -> None:
-    """The console's book lives in the SQLite file: with PostgreSQL, say so before starting."""
-    write_sites(tmp_path / "sites", 1)
-    site = next((tmp_path / "sites").glob("*.toml"))
-    url = "postgresql://127.0.0.1:1/nowhere"  # never reached: the options are checked first
-    for extra in (["--http", "127.0.0.1:0"], ["--notify", str(tmp_path / "n.toml")]):
-        done = _serve(["--site", str(site), "--db", url, "--broker", "mqtt://127.0.0.1:1", *extra])
-        assert done.returncode == 1, done
-        assert f"{extra[0]} needs a SQLite --db for now" in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr

@@ -25,7 +25,10 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from ingest.health import ServiceParts
+from ingest.metrics import exposition, service_registry
 from ingest.service import Incoming, IngestService
 from ingest.sites import NOT_OWNED, SiteRouter, parse_partition, partition_of, site_hash
 from ingest.store import SqliteStore
@@ -281,7 +284,11 @@ def test_fleet_options_are_refused_in_one_line_before_anything_starts(tmp_path: 
     base = ["--db", str(tmp_path / "x.sqlite3"), "--broker", "mqtt://127.0.0.1:1"]
     cases = {
         ("--sites", str(sites_dir), "--partition", "3/3"): "--partition '3/3'",
-        ("--sites", str(sites_dir), "--notify", "n.toml"): "--notify serves one site",
+        # A fleet delivers with --notify (tests/ingest/test_fleet_notify.py); a notify file
+        # that cannot be read is refused as for one site.
+        ("--sites", str(sites_dir), "--notify", str(tmp_path / "n.toml")): (
+            f"{tmp_path / 'n.toml'}: file not found"
+        ),
         # A fleet mirrors to InfluxDB (tests/ingest/test_influx_fleet.py); a half setting
         # is refused as for one site.
         ("--sites", str(sites_dir), "--influx-url", "http://127.0.0.1:9"): (
@@ -342,5 +349,22 @@ def test_a_stray_message_and_a_broken_site_are_rejected_and_the_rest_flows(
     stats = router.stats
     assert stats.rejected == per_site[site_id(1)] + per_site[site_id(2)]
     assert stats.readings_stored == per_site[site_id(0)]
+    # /metrics: each site's rejections under its label, the strays under no site.
+    scraped = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(
+            exposition(service_registry(ServiceParts("", sites=router), lambda: now)).decode()
+        )
+        for sample in family.samples
+    }
+
+    def rejected(site: str, reason: str) -> float:
+        key = (("reason", reason), ("site", site))
+        return scraped.get(("siltwatch_rejected_messages_total", key), 0.0)
+
+    assert rejected("", NOT_OWNED) == per_site[site_id(2)]
+    assert rejected(site_id(1), "internal error") == per_site[site_id(1)]
+    assert rejected(site_id(0), NOT_OWNED) == 0
+    assert scraped[("siltwatch_messages_received_total", (("site", ""),))] == per_site[site_id(2)]
     router.close(now)
     store.close()

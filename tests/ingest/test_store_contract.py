@@ -98,6 +98,101 @@ def test_a_reading_is_stored_once_per_site_sensor_and_time(store: SqlStore) -> N
 
 
 @both
+def test_a_batch_stores_a_reading_given_twice_once_as_it_first_came(store: SqlStore) -> None:
+    batch = [
+        ("up-1", r("turb-up", 2000, 8.0, 1)),
+        ("down-1", r("turb-down", 2000, 3.0, 1)),
+        ("up-1", r("turb-up", 2000, 9.5, 2, "sensor_fault")),  # the same key: not new
+        ("up-1", r("turb-up", 1000, 7.0, 0)),
+        ("down-1", r("turb-down", 2000, 3.0, 1)),  # the same reading again
+    ]
+    assert store.add_readings(A, batch, 5) == [batch[0][1], batch[1][1], batch[3][1]]
+    assert store.readings(A, "turb-up") == [r("turb-up", 1000, 7.0, 0), r("turb-up", 2000, 8.0, 1)]
+    assert store.reading_count(A) == 3
+
+
+@both
+def test_a_batch_overlapping_stored_readings_returns_the_new_ones_in_its_order(
+    store: SqlStore,
+) -> None:
+    store.add_readings(A, [("up-1", r("turb-up", t)) for t in (1000, 3000)], 5)
+    store.add_readings(B, [("up-1", r("turb-up", 2000))], 5)  # another site's: no conflict
+    # Neither time nor sensor order, stored ones in between: the answer keeps this order.
+    batch = [
+        ("up-1", r("turb-up", 4000, 4.0)),
+        ("up-1", r("turb-up", 3000, 99.0)),  # stored: the stored value stays
+        ("down-1", r("turb-down", 3000)),
+        ("up-1", r("turb-up", 2000, 2.0)),
+        ("up-1", r("turb-up", 1000, 99.0)),  # stored
+        ("down-1", r("turb-down", 500)),
+    ]
+    assert store.add_readings(A, iter(batch), 6) == [batch[i][1] for i in (0, 2, 3, 5)]
+    assert [x.value for x in store.readings(A, "turb-up")] == [1.0, 2.0, 1.0, 4.0]
+    assert store.add_readings(A, batch, 7) == [], "all stored now"
+    assert store.reading_count(A) == 6 and store.reading_count(B) == 1
+
+
+@both
+def test_a_batch_larger_than_one_statement_is_stored_whole_in_its_order(
+    store: SqlStore,
+) -> None:
+    per = store.READINGS_PER_INSERT
+    stored = [("up-1", r("turb-up", t)) for t in range(per - 5, per + 5)]
+    store.add_readings(A, stored, 1)
+    # 2.5 statements' worth, newest first, two sensors interleaved, every 7th given twice.
+    times = range(5 * per // 2, 0, -1)
+    batch = [
+        ("up-1" if t % 2 else "down-1", r("turb-up" if t % 2 else "turb-down", t)) for t in times
+    ]
+    batch += [batch[k] for k in range(0, len(batch), 7)]
+    got = store.add_readings(A, batch, 2)
+    seen = {(x.sensor, x.t) for _, x in stored}
+    want = []
+    for _, x in batch:
+        if (x.sensor, x.t) not in seen:
+            seen.add((x.sensor, x.t))
+            want.append(x)
+    assert got == want and len(want) > per, "new ones, each once, in the batch's order"
+    assert store.reading_count(A) == len(want) + len(stored)
+    with store.transaction():  # inside the caller's transaction, nothing new is new twice
+        assert store.insert_readings(A, batch, 3) == []
+
+
+@both
+def test_a_group_commit_stores_each_messages_readings_as_one_insert_each_in_turn_would(
+    store: SqlStore,
+) -> None:
+    """``insert_reading_groups`` (the service's group commit of many messages): a reading
+    is new in the first message that brings it, each message's answer keeps its order,
+    and every reading is stored with its own message's arrival time."""
+    store.add_readings(A, [("up-1", r("turb-up", 1))], 5)
+    groups: list[tuple[list[tuple[str, SensorReading]], int]] = [
+        ([("up-1", r("turb-up", 1)), ("up-1", r("turb-up", 3)), ("up-1", r("turb-up", 2))], 10),
+        ([("down-1", r("turb-down", 2)), ("up-1", r("turb-up", 3, 9.0))], 20),
+        ([], 30),
+        ([("down-1", r("turb-down", 2))], 40),
+        ([("down-1", r("turb-down", 7))], 50),
+    ]
+    with store.transaction():
+        got = store.insert_reading_groups(A, groups)
+    assert got == [
+        [r("turb-up", 3), r("turb-up", 2)],
+        [r("turb-down", 2)],
+        [],
+        [],
+        [r("turb-down", 7)],
+    ]
+    assert [x.value for x in store.readings(A, "turb-up")] == [1.0, 1.0, 1.0], "first one kept"
+    assert sorted(store.station_clocks(A)) == [("down-1", 7, 50), ("up-1", 3, 10)]
+    with store.transaction():  # one reading in all: the one-row statement, same answers
+        assert store.insert_reading_groups(A, [([], 1), ([("up-1", r("turb-up", 4))], 60)]) == [
+            [],
+            [r("turb-up", 4)],
+        ]
+        assert store.insert_reading_groups(A, [([("up-1", r("turb-up", 4))], 61)]) == [[]]
+
+
+@both
 def test_readings_come_in_time_then_sensor_code_point_order_in_chunks(store: SqlStore) -> None:
     # "B" sorts before "a" by code point (SQLite's order); a linguistic collation disagrees.
     sensors = ["a-up", "B-down", "ä-mid", "b-rain"]
