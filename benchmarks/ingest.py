@@ -95,6 +95,17 @@ logging would cost the broker more than some consumers do).
    N workers on N machines reach. Late readings and rebuilds, when any occur, are
    printed: the 150 lanes race one another in event time.
 
+   The same stream again on PostgreSQL (in ``--quick`` too; ``--no-postgres``
+   leaves it out, as does a machine without Debian's ``postgresql``): one server
+   started as tests/servers.py ``PostgresServer`` does, but durable (fsync and
+   full-page writes on, as in production; the tests turn them off), and 1 and 3
+   workers ``serve --sites DIR --partition k/N --db postgresql://...`` sharing one
+   fresh database per run. Readings/s until ``SELECT count(*) FROM readings`` on
+   that database reaches the total, in a table of its own after the SQLite one,
+   with each rate over SQLite's for the same count of workers and the server's CPU
+   seconds (postmaster and backends). The server shares the two cores as well, so
+   this too is a floor.
+
 Benchmarks may read the clock; the analytics never do.
 """
 
@@ -115,13 +126,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import paho.mqtt.client as mqtt
+import psycopg
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from analytics.episodes import stable_id
@@ -135,7 +147,7 @@ from siltwatch.schema import reading_topic, readings_subscription
 from tests.ingest.fleet_world import MINUTE_MS, write_sites
 from tests.ingest.fleet_world import stream as fleet_stream
 from tests.ingest.live import Outgoing
-from tests.servers import LOOPBACK, MosquittoServer
+from tests.servers import LOOPBACK, MosquittoServer, PostgresServer
 
 REPO = Path(__file__).resolve().parents[1]
 SITE_TOML = REPO / "examples" / "lake-george-site.toml"
@@ -154,6 +166,7 @@ FLEET_EPISODE_EVERY_S = 0.1  # the fleet's sensors are many: bad runs may come c
 RSS_MINUTES = 30  # of every site's readings fed before serve's memory is read
 WORKER_SITES = 30  # sites of the partitioned-workers run
 WORKER_COUNTS = (1, 2, 3)
+PG_WORKER_COUNTS = (1, 3)  # workers sharing one PostgreSQL database
 QUIET_LOG = ("error", "warning", "notice", "information", "subscribe")
 
 
@@ -192,9 +205,56 @@ class BenchBroker(MosquittoServer):
             time.sleep(0.01)
 
 
+class BenchPostgres(PostgresServer):
+    """The tests' PostgreSQL server, but durable: ``fsync`` and full-page writes on.
+
+    The tests turn both off (they never test the disk); a benchmark beside serve's
+    SQLite file (synchronous=FULL: every commit flushed) must flush its commits too,
+    as a production server does (synchronous_commit on, the default)."""
+
+    UNDURABLE = ("fsync=off", "full_page_writes=off")  # each after a "-c"
+
+    def _spawn(
+        self, argv: list[str], output: Path, ready: Callable[[], bool], awaited: str
+    ) -> None:
+        kept = list(argv)
+        for setting in self.UNDURABLE:
+            at = kept.index(setting) if setting in kept else -1
+            if at < 1 or kept[at - 1] != "-c":
+                raise RuntimeError(f"PostgresServer no longer passes -c {setting}: {argv}")
+            del kept[at - 1 : at + 1]
+        super()._spawn(kept, output, ready, awaited)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+
 def proc_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds of a process and every live descendant (a PostgreSQL server: its
+    postmaster and one backend per connection, under ``runuser`` when run as root)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it exited meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            total += proc_cpu_s(pid)
+        except OSError:
+            continue
+    return total
 
 
 def wait_cpu(proc: subprocess.Popen[bytes], timeout_s: float) -> float | None:
@@ -428,7 +488,9 @@ class Serve:
 
     ``where`` are the site options (``--site FILE`` or ``--sites DIR``, with
     ``--partition``); ``site_ids`` the sites it must have subscribed to before it
-    counts as started (a partition's own sites only)."""
+    counts as started (a partition's own sites only). ``pg_url``: its ``--db`` is that
+    PostgreSQL database (shared with other workers, so its count is the caller's to
+    take) instead of a SQLite file of its own."""
 
     def __init__(
         self,
@@ -437,14 +499,16 @@ class Serve:
         where: Sequence[str],
         site_ids: Sequence[str],
         *extra: str,
+        pg_url: str | None = None,
     ) -> None:
         self.broker = broker
         self.client_id = f"{tag}-serve"
         self.db = broker.workdir / f"{tag}.sqlite3"
+        self.pg_url = pg_url
         self.alert_log = broker.workdir / f"{tag}-alerts.jsonl"
         self.log_path = broker.workdir / f"{tag}-serve.log"
         cmd = [sys.executable, "-m", "siltwatch.cli", "serve", *where]
-        cmd += ["--broker", f"mqtt://{LOOPBACK}:{broker.port}", "--db", str(self.db)]
+        cmd += ["--broker", f"mqtt://{LOOPBACK}:{broker.port}", "--db", pg_url or str(self.db)]
         cmd += ["--alert-log", str(self.alert_log), "--tick-s", "0"]
         cmd += ["--client-id", self.client_id, "--take-over", *extra]
         with self.log_path.open("wb") as log:
@@ -465,7 +529,9 @@ class Serve:
             time.sleep(0.05)
         for site_id in site_ids:
             broker.wait_for_log(f"{self.client_id} 1 {readings_subscription(site_id)}")
-        self.ro = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
+        self.ro = (
+            None if pg_url else sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -478,11 +544,15 @@ class Serve:
         raise RuntimeError(f"no VmRSS in /proc/{self.proc.pid}/status")
 
     def stored(self) -> int:
+        """Readings in its own SQLite file (a shared PostgreSQL database: ``pg_count``)."""
+        if self.ro is None:
+            raise RuntimeError(f"{self.client_id} shares {self.pg_url}: count it there")
         return int(self.ro.execute("SELECT count(*) FROM readings").fetchone()[0])
 
     def stop(self) -> dict[str, int]:
         """SIGTERM (serve drains and leaves a snapshot); its final IngestStats as numbers."""
-        self.ro.close()
+        if self.ro is not None:
+            self.ro.close()
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=120)
@@ -492,11 +562,14 @@ class Serve:
         end_session(self.broker, self.client_id)
         stopped = [line for line in self.log().splitlines() if line.startswith("stopped: ")]
         stats = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", stopped[-1])} if stopped else {}
-        with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as db:
-            (largest,) = db.execute(
-                "SELECT coalesce(max(length(blob)), 0) FROM snapshots"
-            ).fetchone()
-        stats["largest_snapshot_bytes"] = int(largest)
+        largest = "SELECT coalesce(max(length(blob)), 0) FROM snapshots"
+        if self.pg_url:
+            with psycopg.connect(self.pg_url) as pg:  # every worker's: the largest of all
+                row = pg.execute(largest).fetchone()
+        else:
+            with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as db:
+                row = db.execute(largest).fetchone()
+        stats["largest_snapshot_bytes"] = int(row[0]) if row else 0
         return stats
 
 
@@ -844,8 +917,13 @@ def fleet_outgoing(sites: Sequence[SiteConfig], minutes: int) -> list[Outgoing]:
 
 def wait_stored(serves: Sequence[Serve], count: int, timeout_s: float) -> int:
     """Until the stores together hold ``count`` readings (or the timeout); how many they hold."""
+    return wait_count(lambda: sum(s.stored() for s in serves), count, timeout_s)
+
+
+def wait_count(stored: Callable[[], int], count: int, timeout_s: float) -> int:
+    """Until ``stored()`` reaches ``count`` (polled every POLL_S) or the timeout; its last value."""
     deadline = time.monotonic() + timeout_s
-    while (done := sum(s.stored() for s in serves)) < count and time.monotonic() < deadline:
+    while (done := stored()) < count and time.monotonic() < deadline:
         time.sleep(POLL_S)
     return done
 
@@ -903,6 +981,7 @@ class WorkersRun:
     workers_cpu_s: float
     broker_cpu_s: float
     stats: list[dict[str, int]]
+    database_cpu_s: float | None = None  # the PostgreSQL server's (None: SQLite files)
 
     @property
     def rate(self) -> float:
@@ -916,36 +995,57 @@ def run_workers(
     stream: Stream,
     workers: int,
     tag: str,
+    pg: BenchPostgres | None = None,
 ) -> WorkersRun:
-    """``workers`` processes ``serve --sites DIR --partition k/N``, each with its own store
-    and client id (the default ids, siltwatch-ingest-part-k-of-N, would differ as well;
-    the benchmark's own keep runs apart on the shared broker)."""
+    """``workers`` processes ``serve --sites DIR --partition k/N``, each with its own client
+    id (the default ids, siltwatch-ingest-part-k-of-N, would differ as well; the
+    benchmark's own keep runs apart on the shared broker) and its own SQLite file, or
+    (``pg``) all on one fresh database of that server, counted there
+    (``SELECT count(*) FROM readings``) and dropped after the run."""
     owned = [
         [s.site.id for s in sites if partition_of(s.site.id, workers) == k] for k in range(workers)
     ]
     serves: list[Serve] = []
     stats: list[dict[str, int]] = []
+    database = f"bench_{tag}".lower()
+    pg_url = None if pg is None else pg.create_database(database)
+    counter: psycopg.Connection[tuple[Any, ...]] | None = None
     try:
         for k in range(workers):
             where = ["--sites", str(folder), "--partition", f"{k}/{workers}"]
-            serves.append(Serve(broker, f"{tag}w{k}", where, owned[k]))
+            serves.append(Serve(broker, f"{tag}w{k}", where, owned[k], pg_url=pg_url))
+        if pg_url is not None:
+            counter = psycopg.connect(pg_url, autocommit=True)
+
+        def stored() -> int:
+            if counter is None:
+                return sum(s.stored() for s in serves)
+            row = counter.execute("SELECT count(*) FROM readings").fetchone()
+            return 0 if row is None else int(row[0])
+
         publish_all(broker, stream.priming, f"bench-{tag}-prime")
         primed = len(stream.priming)
-        if wait_stored(serves, primed, 30) < primed:
+        if wait_count(stored, primed, 30) < primed:
             raise RuntimeError(f"{workers} worker(s) did not store the {primed} priming readings")
         cpu0 = [proc_cpu_s(s.proc.pid) for s in serves]
         bcpu0 = proc_cpu_s(broker.pid)
+        dbcpu0 = 0.0 if pg is None else tree_cpu_s(pg.pid)
         published: list[Published] = []
         pub = threading.Thread(target=lambda: published.append(publish(broker, stream, tag)))
         pub.start()
-        done = wait_stored(serves, primed + stream.readings, max(120.0, stream.readings / 100))
+        done = wait_count(stored, primed + stream.readings, max(120.0, stream.readings / 100))
         end = time.time()
         cpu = sum(proc_cpu_s(s.proc.pid) for s in serves) - sum(cpu0)
         bcpu = proc_cpu_s(broker.pid) - bcpu0
+        dbcpu = None if pg is None else tree_cpu_s(pg.pid) - dbcpu0
         pub.join()
     finally:
         for serve in serves:
             stats.append(serve.stop())
+        if counter is not None:
+            counter.close()
+        if pg is not None:
+            pg.drop_database(database)
     if done - primed < stream.readings:
         print(f"warning: {workers} worker(s) stored {done - primed:,} of {stream.readings:,}")
     return WorkersRun(
@@ -957,6 +1057,7 @@ def run_workers(
         cpu,
         bcpu,
         stats,
+        dbcpu,
     )
 
 
@@ -1168,15 +1269,58 @@ def print_workers(stream: Stream, runs: dict[int, list[WorkersRun]]) -> dict[int
         f"With {cores} cores, N workers compete with the broker and the {len(stream.lanes)} "
         "publishers, so the speed-up here is a floor of what N workers on N machines get"
     )
+    print_worker_notes(runs, "")
+    return rates
+
+
+def print_worker_notes(runs: dict[int, list[WorkersRun]], store: str) -> None:
+    """Late readings, rebuilds and rejections, where a run had any (the lanes race)."""
     for workers, each in runs.items():
         late = sum(s.get("late_readings", 0) for r in each for s in r.stats)
         rebuilds = sum(s.get("rebuilds", 0) for r in each for s in r.stats)
         rejected = sum(s.get("rejected", 0) for r in each for s in r.stats)
         if late or rebuilds or rejected:
             print(
-                f"note: {workers} worker(s): late readings {late}, rebuilds {rebuilds}, "
+                f"note: {workers} worker(s){store}: late readings {late}, rebuilds {rebuilds}, "
                 f"rejected {rejected}"
             )
+
+
+def print_pg_workers(
+    stream: Stream, runs: dict[int, list[WorkersRun]], sqlite_rates: dict[int, float]
+) -> dict[int, float]:
+    """The PostgreSQL workers' table, beside the SQLite one; the median rate per count."""
+    print(
+        f"\nthe same with one shared PostgreSQL database: the same {stream.readings:,} messages, "
+        f"{' and '.join(map(str, runs))} worker(s) serve --sites DIR --partition k/N "
+        "--db postgresql://... on one fresh database (a PostgreSQL server from Debian's "
+        "packages on loopback, on the same cores; fsync on, synchronous_commit on, as "
+        "in production); readings/s from the first publish until SELECT count(*) FROM "
+        "readings on that database reaches the total\n"
+    )
+    table_head(
+        ("workers", 7), ("sites per worker", -16), ("seconds", 7), ("readings/s", 10),
+        ("speed-up", 8), ("vs SQLite", 9), ("workers CPU s", 13), ("broker CPU s", 12),
+        ("PostgreSQL CPU s", 16),
+    )  # fmt: skip
+    rates: dict[int, float] = {}
+    for workers, each in runs.items():
+        run = median_run(each)
+        rates[workers] = run.rate
+        base = rates[min(rates)]
+        versus = f"{run.rate / sqlite_rates[workers]:.2f}" if workers in sqlite_rates else "-"
+        print(
+            f"| {workers:>7} | {'/'.join(map(str, run.sites_per_worker)):<16} | "
+            f"{run.seconds:>7.2f} | {run.rate:>10,.0f} | {run.rate / base:>8.2f} | "
+            f"{versus:>9} | {run.workers_cpu_s:>13.2f} | {run.broker_cpu_s:>12.2f} | "
+            f"{run.database_cpu_s or 0.0:>16.2f} |"
+        )
+    print(
+        "\nspeed-up is vs 1 PostgreSQL worker; 'vs SQLite' is the rate over the SQLite "
+        "table's (the same count of workers, each with its own file). PostgreSQL CPU s is "
+        "the server's: its postmaster and every backend (one per worker, one for the count)"
+    )
+    print_worker_notes(runs, " on PostgreSQL")
     return rates
 
 
@@ -1186,7 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick",
         action="store_true",
         help="one run each, 8 s of one-site and 12 s of fleet latency, memory with 10/100 sites, "
-        "6 h of the workers' stream (under 2 minutes on 2 cores)",
+        "6 h of the workers' stream, on SQLite and on PostgreSQL (under 2 minutes on 2 cores)",
     )
     parser.add_argument(
         "--repeats", type=int, help="throughput runs per consumer (default 3; quick 1)"
@@ -1205,6 +1349,11 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="mosquitto max_inflight_messages (default 0: no limit, as deploy/)",
     )
+    parser.add_argument(
+        "--no-postgres",
+        action="store_true",
+        help="leave out the PostgreSQL workers (5; left out anyway when it is not installed)",
+    )
     args = parser.parse_args(argv)
     repeats = args.repeats or (1 if args.quick else 3)
     latency_s = args.latency_s or (8.0 if args.quick else 20.0)
@@ -1213,12 +1362,16 @@ def main(argv: list[str] | None = None) -> int:
     worker_minutes = 360 if args.quick else 480
     if not MosquittoServer.available():
         sys.exit("mosquitto is not installed (apt-get install mosquitto mosquitto-clients)")
+    with_pg = not args.no_postgres and BenchPostgres.available()
+    if not with_pg and not args.no_postgres:
+        print("PostgreSQL is not installed (apt-get install postgresql): its workers are left out")
     site = load_site(SITE_TOML)
     readings = storm_readings(site)
     streams = storm_streams(site, readings)
     began = time.monotonic()
     results: dict[str, dict[str, list[Run]]] = {s.name: {"sub": [], "serve": []} for s in streams}
     workers: dict[int, list[WorkersRun]] = {n: [] for n in WORKER_COUNTS}
+    pg_workers: dict[int, list[WorkersRun]] = {n: [] for n in PG_WORKER_COUNTS}
     with tempfile.TemporaryDirectory(prefix="siltwatch-bench-") as tmp:
         work = Path(tmp)
         os.chmod(work, 0o755)
@@ -1247,6 +1400,13 @@ def main(argv: list[str] | None = None) -> int:
                 for n in WORKER_COUNTS:
                     run = run_workers(broker, folder, fleet, worker_stream, n, f"r{r}n{n}")
                     workers[n].append(run)
+            if with_pg:
+                with BenchPostgres() as pg:
+                    for r in range(repeats):
+                        for n in PG_WORKER_COUNTS:
+                            tag = f"pg{r}n{n}"
+                            run = run_workers(broker, folder, fleet, worker_stream, n, tag, pg)
+                            pg_workers[n].append(run)
         finally:
             broker.stop()
     print(
@@ -1259,6 +1419,7 @@ def main(argv: list[str] | None = None) -> int:
     print_latency(fleet_latency)
     print_memory(*memory)
     rates = print_workers(worker_stream, workers)
+    pg_rates = print_pg_workers(worker_stream, pg_workers, rates) if with_pg else {}
     total_s = time.monotonic() - began
     names = [s.name for s in streams]
     print(f"\nsummary ({total_s:.0f} s)")
@@ -1280,6 +1441,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"workers {n}: {rate:,.0f} readings/s, speed-up {rate / rates[WORKER_COUNTS[0]]:.2f} "
             f"({os.cpu_count()} cores shared with the broker and the publishers)"
+        )
+    for n, rate in pg_rates.items():
+        print(
+            f"workers {n} on one PostgreSQL: {rate:,.0f} readings/s, speed-up "
+            f"{rate / pg_rates[PG_WORKER_COUNTS[0]]:.2f}, {rate / rates[n]:.2f} x SQLite's "
+            f"({os.cpu_count()} cores shared with the broker, the publishers and PostgreSQL)"
         )
     return 0
 
