@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 import paho.mqtt.client as mqtt
@@ -114,6 +114,24 @@ class BrokerSettings:
     @property
     def url(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+    def client(self, client_id: str, **options: Any) -> mqtt.Client:
+        """A paho client for this broker: its protocol, login and TLS (the CA, and the
+        client certificate when given); ``options`` go to ``mqtt.Client`` as they are."""
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=client_id, protocol=self.protocol, **options
+        )
+        if self.username is not None:
+            client.username_pw_set(self.username, self.password)
+        if self.tls:
+            client.tls_set(
+                ca_certs=self.ca_file,
+                certfile=self.cert_file,
+                keyfile=self.key_file,
+                cert_reqs=ssl.CERT_REQUIRED,
+                tls_version=ssl.PROTOCOL_TLS_CLIENT,
+            )
+        return client
 
 
 class MqttStats(Counters):
@@ -189,23 +207,9 @@ class MqttIngest:
     def _make_client(self, client_id: str, *, persistent: bool) -> mqtt.Client:
         """The session client (persistent, manual acks) or a throw-away probe."""
         v5 = self.broker.protocol == MQTTProtocolVersion.MQTTv5
-        client = mqtt.Client(
-            CallbackAPIVersion.VERSION2,
-            client_id=client_id,
-            protocol=self.broker.protocol,
-            clean_session=None if v5 else not persistent,
-            manual_ack=persistent,
+        client = self.broker.client(
+            client_id, clean_session=None if v5 else not persistent, manual_ack=persistent
         )
-        if self.broker.username is not None:
-            client.username_pw_set(self.broker.username, self.broker.password)
-        if self.broker.tls:
-            client.tls_set(
-                ca_certs=self.broker.ca_file,
-                certfile=self.broker.cert_file,
-                keyfile=self.broker.key_file,
-                cert_reqs=ssl.CERT_REQUIRED,
-                tls_version=ssl.PROTOCOL_TLS_CLIENT,
-            )
         client.reconnect_delay_set(min_delay=1, max_delay=30)
         return client
 

@@ -277,10 +277,22 @@ def cmd_log(args: argparse.Namespace) -> int:
         _err([str(exc)])
         return EXIT_FAIL
     topic = site_log_topic(site.site.id)
+    import os
+
+    from ingest.mqtt_publish import NotAcknowledged, publish_acknowledged
+
     try:
-        _publish_acknowledged(broker, topic, record.model_dump_json().encode())
-    except ConnectionError as exc:
-        _err([str(exc)])
+        publish_acknowledged(
+            broker,
+            topic,
+            record.model_dump_json().encode(),
+            client_id=f"siltwatch-log-{os.getpid()}",
+            timeout_s=PUBACK_WAIT_S,
+            refused_hint="may this user write the site's log?",
+        )
+    except NotAcknowledged as exc:
+        maybe = "; it may not have been logged" if exc.maybe_sent else ""
+        _err([f"{exc}{maybe}"])
         return EXIT_FAIL
     where = f" in {record.area}" if record.area else ""
     detail = f" ({record.detail})" if record.detail else ""
@@ -343,79 +355,6 @@ def _login_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         raise ValueError("--by: say who did it (your login name is not known here)") from None
-
-
-def _publish_acknowledged(broker: Any, topic: str, payload: bytes) -> None:
-    """Publish with QoS 1 and return once the broker acknowledged it (PUBACK).
-
-    ConnectionError says, for a person, why not: an unreachable broker, a refused
-    login, a refused publish (MQTT v5 reason code), no answer in time.
-    """
-    import os
-    import ssl
-    import threading
-
-    import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
-    from paho.mqtt.reasoncodes import ReasonCode
-
-    client = mqtt.Client(
-        CallbackAPIVersion.VERSION2,
-        client_id=f"siltwatch-log-{os.getpid()}",
-        protocol=broker.protocol,
-    )
-    if broker.username is not None:
-        client.username_pw_set(broker.username, broker.password)
-    if broker.tls:
-        client.tls_set(
-            ca_certs=broker.ca_file,
-            certfile=broker.cert_file,
-            keyfile=broker.key_file,
-            cert_reqs=ssl.CERT_REQUIRED,
-            tls_version=ssl.PROTOCOL_TLS_CLIENT,
-        )
-    connected, acked = threading.Event(), threading.Event()
-    answers: dict[str, ReasonCode] = {}
-
-    def on_connect(c: mqtt.Client, u: object, f: object, rc: ReasonCode, p: object) -> None:
-        answers["connect"] = rc
-        connected.set()
-
-    def on_publish(c: mqtt.Client, u: object, mid: int, rc: ReasonCode, p: object) -> None:
-        answers["publish"] = rc
-        acked.set()
-
-    client.on_connect = on_connect
-    client.on_publish = on_publish
-    url = broker.url
-    try:
-        client.connect(broker.host, broker.port, keepalive=30)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConnectionError(f"cannot reach the MQTT broker at {url}: {exc}") from None
-    client.loop_start()
-    try:
-        if not connected.wait(PUBACK_WAIT_S):
-            raise ConnectionError(
-                f"the MQTT broker at {url} did not answer within {PUBACK_WAIT_S:.0f} s"
-            )
-        if answers["connect"].is_failure:
-            raise ConnectionError(
-                f"the MQTT broker at {url} refused the login: {answers['connect']}"
-            )
-        client.publish(topic, payload, qos=1)
-        if not acked.wait(PUBACK_WAIT_S):
-            raise ConnectionError(
-                f"the MQTT broker at {url} did not acknowledge the entry within "
-                f"{PUBACK_WAIT_S:.0f} s; it may not have been logged"
-            )
-        if answers["publish"].is_failure:
-            raise ConnectionError(
-                f"the MQTT broker at {url} refused the entry on {topic}: {answers['publish']} "
-                "(may this user write the site's log?)"
-            )
-    finally:
-        client.disconnect()
-        client.loop_stop()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -77,13 +77,8 @@ def run_console(args: argparse.Namespace) -> int:
 
     configure_logging(json_lines=args.log_json)
     voice = _Voice(args.log_json)
-    try:
-        parts = _checked(args)
-    except ConfigError as exc:
-        voice.err(exc.lines)
-        return EXIT_FAIL
-    except ValueError as exc:
-        voice.err([str(exc)])
+    parts = voice.checked(lambda: _checked(args))
+    if parts is None:
         return EXIT_FAIL
     sites, broker, listen, token = parts
     try:

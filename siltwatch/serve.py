@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from siltwatch.configerrors import ConfigError
 
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from ingest.ops_http import OpsFront
 
 EXIT_OK, EXIT_FAIL = 0, 1
+
+
+T = TypeVar("T")
 
 
 class _Voice:
@@ -63,6 +66,17 @@ class _Voice:
                 self.log.error("%s", line)
             else:
                 print(f"error: {line}", file=sys.stderr)
+
+    def checked(self, make: Callable[[], T]) -> T | None:
+        """``make()``, or None once its ConfigError or ValueError is said as errors: what
+        a command reads and checks (options, site and notify files) before it starts."""
+        try:
+            return make()
+        except ConfigError as exc:
+            self.err(exc.lines)
+        except ValueError as exc:
+            self.err([str(exc)])
+        return None
 
 
 def _now_ms() -> int:
@@ -297,16 +311,15 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
         from siltwatch.serve_fleet import serve_fleet
 
         return serve_fleet(args, voice, influx_writer)
-    try:
+
+    def read() -> tuple[Any, _People, _Endpoints]:
         site = load_site(Path(sites[0]))
-        people = _People(args, site)
-        endpoints = _Endpoints(args)
-    except ConfigError as exc:
-        voice.err(exc.lines)
+        return site, _People(args, site), _Endpoints(args)
+
+    started = voice.checked(read)
+    if started is None:
         return EXIT_FAIL
-    except ValueError as exc:
-        voice.err([str(exc)])
-        return EXIT_FAIL
+    site, people, endpoints = started
     try:
         writer = influx_writer(args)  # ValueError for incomplete options
         mirror = None

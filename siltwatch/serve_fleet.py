@@ -176,17 +176,16 @@ def serve_fleet(
     if not args.site and not args.sites:
         voice.err(["give --site SITE.toml (once or more) or --sites DIR"])
         return EXIT_FAIL
-    try:
+
+    def read() -> tuple[Any, Any, _People, _Endpoints]:
         partition = None if args.partition is None else parse_partition(args.partition)
-        broker = broker_settings(args)
-        people = _People(args, None)  # --notify's file is read here: ConfigError
-        endpoints = _Endpoints(args)
-    except ConfigError as exc:
-        voice.err(exc.lines)
+        # --notify's file is read by _People: a ConfigError
+        return partition, broker_settings(args), _People(args, None), _Endpoints(args)
+
+    started = voice.checked(read)
+    if started is None:
         return EXIT_FAIL
-    except ValueError as exc:
-        voice.err([str(exc)])
-        return EXIT_FAIL
+    partition, broker, people, endpoints = started
     fleet = _Fleet(args, voice, partition)
     try:
         found = fleet.read()

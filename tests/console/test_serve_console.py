@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from ingest.store import SqliteStore
 from tests.console.app_world import SID, SITE, SITE_FILE, csrf_of
-from tests.ingest.live import SERVICE_USERS, ServeProcess, loopback_broker
+from tests.ingest.live import SERVICE_USERS, ServeProcess, loopback_broker, run_cli
 from tests.servers import MosquittoServer, free_port
 
 pytestmark = pytest.mark.integration
@@ -35,13 +34,7 @@ def broker() -> Iterator[MosquittoServer]:
 
 
 def users(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "users", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli("users", *args)
 
 
 def test_serve_http_takes_an_inspection_from_the_console_into_the_live_store(

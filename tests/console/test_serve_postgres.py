@@ -11,8 +11,6 @@ reads it (console/book.py ``ConsoleBook.acknowledged``).
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -32,6 +30,7 @@ from tests.ingest.live import (
     ServeProcess,
     batch_messages,
     loopback_broker,
+    run_cli,
 )
 from tests.servers import MosquittoServer, free_port
 
@@ -45,16 +44,6 @@ LINK = re.compile(r"(http://127\.0\.0\.1:\d+/a/[A-Z0-9]+)")
 @pytest.fixture
 def broker() -> Iterator[MosquittoServer]:
     yield from loopback_broker("siltwatch-console-pg-")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def plain_text(msg: EmailMessage) -> str:
@@ -79,7 +68,7 @@ def test_serve_on_postgresql_emails_a_link_that_acknowledges_in_the_database(
     broker: MosquittoServer, postgres_url: str, tmp_path: Path
 ) -> None:
     (tmp_path / "user.pw").write_text(PASSWORD + "\n", encoding="utf-8")
-    made = cli("users", "add", "Sam Okafor", "--db", postgres_url,
+    made = run_cli("users", "add", "Sam Okafor", "--db", postgres_url,
                "--password-file", str(tmp_path / "user.pw"), "--role", f"{SID}:officer")  # fmt: skip
     assert made.returncode == 0, made.stderr
     smtp = SmtpServer(free_port())

@@ -204,6 +204,18 @@ def serve_lake_george(
     )  # fmt: skip
 
 
+def run_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """``siltwatch ARGS…`` to its end, its output captured (a one-shot command)."""
+    return subprocess.run(
+        [sys.executable, "-m", "siltwatch.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+    )
+
+
 def interrupt(proc: subprocess.Popen[str]) -> str:
     """Ctrl-C (SIGINT), as an operator stops it; the rest of its output."""
     proc.send_signal(signal.SIGINT)

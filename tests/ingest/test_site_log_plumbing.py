@@ -17,7 +17,6 @@ import json
 import re
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +38,7 @@ from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_or
 from tests.analytics.test_rain import gauge_site
 from tests.ingest import probes
 from tests.ingest.conftest import BACKENDS
-from tests.ingest.live import ROOT, ServeProcess, loopback_broker, password_file
+from tests.ingest.live import ROOT, ServeProcess, loopback_broker, password_file, run_cli
 from tests.ingest.probes import SITE, SITE_ID, TEN_YEARS_MS, at, minutes, new_service
 from tests.ingest.probes import LogSeen as Seen
 from tests.servers import MosquittoServer
@@ -586,17 +585,6 @@ def test_a_capture_replays_the_site_log_and_checks_its_areas(tmp_path: Path) -> 
     assert info.value.lines == [
         f"{bad}:1: 'south-cut' is not an area of site 'lg-route9n' (its areas: {AREAS})"
     ]
-
-
-def run_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-    )
 
 
 def test_replay_with_a_bad_site_log_exits_1_naming_each_row(tmp_path: Path) -> None:
