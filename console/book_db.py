@@ -159,11 +159,11 @@ class PostgresBookDb(BookDb):
             import psycopg
 
             from ingest.store_pg import (
-                _text_safe,
                 claim_key,
                 postgres_schema,
                 postgres_sql,
                 redacted,
+                text_safe,
             )
         except ImportError as exc:
             raise BookDbError(
@@ -171,7 +171,7 @@ class PostgresBookDb(BookDb):
                 "install it with: pip install 'siltwatch[postgres]'"
             ) from None
         self._translate = postgres_sql
-        self._text_safe = _text_safe  # U+0000 stored as U+FFFD, as the store does
+        self.text_safe = text_safe  # U+0000 stored as U+FFFD, as the store does
         self.path = None
         self.where = redacted(url)
         self.integrity_errors = (psycopg.errors.IntegrityError,)
@@ -196,7 +196,7 @@ class PostgresBookDb(BookDb):
             ) from None
 
     def execute(self, sql: str, args: Sequence[object] = ()) -> Rows:
-        params = tuple(self._text_safe(a) for a in args)
+        params = tuple(self.text_safe(a) for a in args)
         with self.lock:
             cur = self.conn.execute(self._translate(sql), params)
             rows = [_plain(r) for r in cur.fetchall()] if cur.description is not None else []

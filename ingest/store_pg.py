@@ -119,7 +119,8 @@ def redacted(url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _text_safe(value: object) -> object:
+def text_safe(value: object) -> object:
+    """A text value PostgreSQL can store: U+0000 (which it refuses in text) becomes U+FFFD."""
     if isinstance(value, str) and "\x00" in value:
         return value.replace("\x00", "\ufffd")
     return value
@@ -263,7 +264,7 @@ class PostgresStore(SqlStore):
         return None if row is None else row[0]
 
     def _execute(self, sql: str, args: Sequence[object] = ()) -> Cursor:
-        return self.db.execute(postgres_sql(sql), tuple(_text_safe(a) for a in args))
+        return self.db.execute(postgres_sql(sql), tuple(text_safe(a) for a in args))
 
     def marks(self) -> Marks:
         """The newest ids, once the writes in flight (other workers') have committed.
