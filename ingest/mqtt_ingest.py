@@ -50,6 +50,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ingest.service import Incoming
+from ingest.store_sql import StoreUnreachable
 from siltwatch.counters import Counters
 from siltwatch.schema import (
     ingest_owner_topic,
@@ -437,6 +438,13 @@ class MqttIngest:
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
         try:
             self.service.handle_batch([m for m, _mid, _qos in batch], on_committed=ack)
+        except StoreUnreachable as exc:  # an outage, not a bug: one line, no traceback
+            log.error("%s", exc)
+            self.stats.errors.append(repr(exc))
+            if self.on_fatal is not None:
+                self.on_fatal(f"{exc}; {exc.STOPPING}")
+            self._fatal.set()
+            self._stop.set()
         except Exception as exc:  # a bug must be loud, and must not ack what was not stored
             log.exception("ingest failed on a batch of %d messages", len(batch))
             self.stats.errors.append(repr(exc))

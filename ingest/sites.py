@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from analytics.events import EngineEvent
 from ingest.service import Committed, Incoming, IngestService, IngestStats
 from ingest.store import SqliteStore
+from ingest.store_sql import StoreUnreachable
 from siltwatch.config import SiteConfig
 
 log = logging.getLogger(__name__)
@@ -166,10 +167,7 @@ class SiteRouter:
         with self.lock:
             old = self._services.get(site.site.id)
             if old is not None:
-                try:
-                    old.close(now_ms)
-                except Exception:
-                    log.exception("site %s: could not leave a snapshot", site.site.id)
+                _close_quietly(site.site.id, old, now_ms)
             return self.add(site)
 
     def remove(self, site_id: str, now_ms: int) -> None:
@@ -210,6 +208,8 @@ class SiteRouter:
         service = self._services[site_id]
         try:
             return service.commit_batch(part)
+        except StoreUnreachable:
+            raise  # not this site's data: nothing can be stored, nothing is acknowledged
         except Exception as exc:  # a bug on this site's data: the others go on
             log.exception("site %s: a batch of %d messages failed; one by one", site_id, len(part))
             self.errors.append(f"{site_id}: {exc!r}")
@@ -217,6 +217,8 @@ class SiteRouter:
         for msg in part:
             try:
                 fresh += service.commit_batch([msg])
+            except StoreUnreachable:
+                raise
             except Exception as exc:
                 log.exception("site %s: message on %r failed", site_id, msg.topic[:200])
                 self._reject(msg, f"{INTERNAL}: {exc!r}"[:500], site_id, service.stats)
@@ -226,6 +228,8 @@ class SiteRouter:
         service = self._services[site_id]
         try:
             return service.judge_committed(fresh)
+        except StoreUnreachable:
+            raise  # the engine is not suspect: the next start rebuilds it from the store
         except Exception as exc:  # stored and acknowledged; the engine is what is suspect
             log.exception("site %s: judging failed; rebuilding its engine from the store", site_id)
             self.errors.append(f"{site_id}: {exc!r}")
@@ -257,6 +261,8 @@ class SiteRouter:
             for sid, service in sorted(self._services.items()):
                 try:
                     events += service.tick(now_ms)
+                except StoreUnreachable:
+                    raise
                 except Exception as exc:
                     log.exception("site %s: tick failed", sid)
                     self.errors.append(f"{sid}: {exc!r}")
@@ -266,10 +272,7 @@ class SiteRouter:
         """Every site: pending late data applied, a snapshot left (SIGTERM, Ctrl-C)."""
         with self.lock:
             for sid, service in sorted(self._services.items()):
-                try:
-                    service.close(now_ms)
-                except Exception:
-                    log.exception("site %s: could not leave a snapshot", sid)
+                _close_quietly(sid, service, now_ms)
 
     @property
     def stats(self) -> IngestStats:
@@ -279,6 +282,17 @@ class SiteRouter:
             for stats in (self._retired, self.own, *(s.stats for s in self._services.values())):
                 total.add(stats)
             return total
+
+
+def _close_quietly(site_id: str, service: IngestService, now_ms: int) -> None:
+    """Close a site's service, leaving a snapshot if the store takes one: a failure is
+    logged (a snapshot is a cache; the next start rebuilds from the store)."""
+    try:
+        service.close(now_ms)
+    except StoreUnreachable as exc:
+        log.warning("site %s: no snapshot left: %s", site_id, exc)
+    except Exception:
+        log.exception("site %s: could not leave a snapshot", site_id)
 
 
 def changed_sites(

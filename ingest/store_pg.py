@@ -44,7 +44,7 @@ import re
 import socket
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -58,6 +58,7 @@ from ingest.store_sql import (
     Marks,
     SqlStore,
     StoreError,
+    StoreUnreachable,
 )
 
 _PG_TYPES = {
@@ -126,12 +127,18 @@ def text_safe(value: object) -> object:
     return value
 
 
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _connect(url: str) -> psycopg.Connection[tuple[Any, ...]]:
     try:
         return psycopg.connect(url, autocommit=True)
     except psycopg.Error as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"{redacted(url)}: cannot open the PostgreSQL store ({detail})") from None
+        raise StoreError(
+            f"{redacted(url)}: cannot open the PostgreSQL store ({_first_line(exc)})"
+        ) from None
 
 
 class PostgresStore(SqlStore):
@@ -250,13 +257,28 @@ class PostgresStore(SqlStore):
 
     # --- transactions and queries ----------------------------------------------------
 
-    def transaction(self) -> AbstractContextManager[psycopg.Transaction]:
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """A lost session (the server restarted or went away) becomes StoreUnreachable,
+        naming the store; any other database error stays what it is."""
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            if not (self.db.broken or self.db.closed):
+                raise
+            raise StoreUnreachable(
+                f"the store {self.where} is unreachable ({_first_line(exc)})"
+            ) from None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Transaction]:
         """``with store.transaction():`` groups writes into one commit (the group commit)."""
-        return self.db.transaction()
+        with self._reachable(), self.db.transaction() as tx:
+            yield tx
 
     def _own_commit(self) -> AbstractContextManager[psycopg.Transaction]:
         """A transaction of its own, or a savepoint inside the caller's :meth:`transaction`."""
-        return self.db.transaction()
+        return self.transaction()
 
     def _value(self, sql: str, args: Sequence[object] = ()) -> Any:
         """The first column of the first row of a query in PostgreSQL's spelling (or None)."""
@@ -264,7 +286,8 @@ class PostgresStore(SqlStore):
         return None if row is None else row[0]
 
     def _execute(self, sql: str, args: Sequence[object] = ()) -> Cursor:
-        return self.db.execute(postgres_sql(sql), tuple(text_safe(a) for a in args))
+        with self._reachable():
+            return self.db.execute(postgres_sql(sql), tuple(text_safe(a) for a in args))
 
     def marks(self) -> Marks:
         """The newest ids, once the writes in flight (other workers') have committed.
@@ -276,6 +299,6 @@ class PostgresStore(SqlStore):
         """
         if self.read_only:
             return super().marks()
-        with self.db.transaction():
+        with self.transaction():
             self.db.execute("LOCK TABLE readings, inspections, statuses, site_log IN SHARE MODE")
             return super().marks()

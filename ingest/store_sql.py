@@ -114,6 +114,18 @@ class StoreError(Exception):
     """The store cannot be used; the message names the file (or database) and says why."""
 
 
+class StoreUnreachable(StoreError):
+    """The store's connection is gone (the database restarted, the network cut): nothing
+    more can be committed. The service stops without acknowledging what it holds (the
+    broker keeps it for the next start) and leaves no snapshot; it does not mistake
+    the outage for bad data (a rejection) or a bad engine (a rebuild)."""
+
+    STOPPING = (
+        "stopping without acknowledging what is in hand: the broker keeps it for the next "
+        "start, which rebuilds from the store"
+    )
+
+
 @dataclass(frozen=True)
 class SnapshotRow:
     """One stored engine snapshot and how far it had read the store (the ids of its marks)."""

@@ -536,7 +536,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         while not stop.wait(0.2):
             if next_tick is not None and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + args.tick_s
-                service.tick(_now_ms())
+                ticked(lambda: service.tick(_now_ms()), on_fatal)
     finally:
         parts.stopping = True  # /readyz: not ready from the first moment of the stop
         for s, handler in previous.items():
@@ -544,7 +544,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         if ingest is not None:
             ingest.stop()
         if service is not None:
-            service.close(_now_ms())
+            close_service(service, _now_ms(), voice)
         store.close()
         if flusher is not None:
             flusher.stop()
@@ -552,6 +552,28 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         w.endpoints.stop()
         people.close()
     return ended(voice, fatal, service.stats if service else "")
+
+
+def ticked(tick: Callable[[], object], on_fatal: Callable[[str], None]) -> None:
+    """The service's clock; a store that became unreachable stops the service (the
+    commit thread says the same when it meets it first)."""
+    from ingest.store_sql import StoreUnreachable
+
+    try:
+        tick()
+    except StoreUnreachable as exc:
+        on_fatal(f"{exc}; {exc.STOPPING}")
+
+
+def close_service(service: Any, now_ms: int, voice: _Voice) -> None:
+    """Leave a snapshot on the way out; an unreachable store leaves none (a snapshot is a
+    cache: the next start rebuilds from the store), said in one line."""
+    from ingest.store_sql import StoreUnreachable
+
+    try:
+        service.close(now_ms)
+    except StoreUnreachable as exc:
+        voice.note(f"no snapshot left: {exc}")
 
 
 def ended(voice: _Voice, fatal: list[str], stats: object) -> int:

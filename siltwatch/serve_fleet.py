@@ -42,6 +42,7 @@ from siltwatch.serve import (
     ended,
     site_service,
     store_and_people,
+    ticked,
 )
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
 
@@ -315,7 +316,7 @@ def _run_fleet(
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
         console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
-        _loop(fleet, stop, reload)
+        _loop(fleet, stop, reload, on_fatal)
     finally:
         parts.stopping = True
         for s, handler in previous.items():
@@ -333,7 +334,12 @@ def _run_fleet(
     return ended(voice, fatal, router.stats)
 
 
-def _loop(fleet: _Fleet, stop: threading.Event, reload: threading.Event) -> None:
+def _loop(
+    fleet: _Fleet,
+    stop: threading.Event,
+    reload: threading.Event,
+    on_fatal: Callable[[str], None],
+) -> None:
     tick_s = fleet.args.tick_s
     next_tick = time.monotonic() + tick_s if tick_s > 0 else None
     while not stop.wait(0.2):
@@ -342,7 +348,7 @@ def _loop(fleet: _Fleet, stop: threading.Event, reload: threading.Event) -> None
             fleet.reload()
         if next_tick is not None and time.monotonic() >= next_tick:
             next_tick = time.monotonic() + tick_s
-            fleet.router.tick(_now_ms())
+            ticked(lambda: fleet.router.tick(_now_ms()), on_fatal)
 
 
 def _banner(

@@ -23,7 +23,7 @@ from ingest.recording import read_csv_readings
 from ingest.service import IngestService
 from ingest.store_open import is_postgres_url, open_store, open_store_read_only
 from ingest.store_pg import PostgresStore
-from ingest.store_sql import SNAPSHOT_SPACING_MS, SqlStore, StoreError
+from ingest.store_sql import SNAPSHOT_SPACING_MS, SqlStore, StoreError, StoreUnreachable
 from siltwatch.config import load_site
 from siltwatch.schema import Alert, Duty
 from tests.ingest.conftest import BACKENDS
@@ -416,7 +416,7 @@ def test_a_postgres_claim_ends_with_its_session(
         ).fetchone()
         assert ended == (True,)
     taker.claim_writer("worker on host-2", claim=claim)
-    with pytest.raises(psycopg.OperationalError):
+    with pytest.raises(StoreUnreachable, match=r"^the store postgresql://.* is unreachable \("):
         store.add_readings(A, [("up-1", r("turb-up", 1))], 1)
 
 
