@@ -99,6 +99,10 @@ class Digests:
     source: DigestSource
     clock: Callable[[], float]
     channel: str = "email"
+    # True the first time any worker asks for a digest's key (the console's book, shared
+    # by the workers of a fleet): after a takeover the new holder's outbox has no record
+    # of the digest its predecessor already sent that day. None: this outbox decides.
+    once: Callable[[str], bool] | None = None
 
     def _readers(self) -> list[Contact]:
         return [c for c in self.site.contacts if c.email and c.digest]
@@ -123,6 +127,8 @@ class Digests:
         day = datetime.fromtimestamp(due, zone).date().isoformat()
         todo = [(c, self._ident(c, day)) for c in readers]
         todo = [(c, ident) for c, ident in todo if self.outbox.get(ident) is None]
+        if self.once is not None:
+            todo = [(c, ident) for c, ident in todo if self.once(ident)]
         if not todo:
             return 0
         when = datetime.fromtimestamp(now, zone)

@@ -311,7 +311,9 @@ class Delivery:
     repeats of critical alerts) in front of the outbox. ``acks`` says who
     answered (the console's book); ``digests`` reads the store for the daily
     digest email (None: no digest); ``links`` puts the ACK code and the
-    console's links in SMS and email; ``chart_for`` draws the email's plot.
+    console's links in SMS and email; ``chart_for`` draws the email's plot;
+    ``once`` keeps a daily digest to one sending between workers (the book's
+    ``first_time``; alerts/digest.py).
     """
 
     def __init__(
@@ -324,6 +326,7 @@ class Delivery:
         digests: DigestSource | None = None,
         links: Links | None = None,
         chart_for: ChartFor | None = None,
+        once: Callable[[str], bool] | None = None,
     ) -> None:
         label = SiteLabel(site.site.id, site.site.name, site.site.zone)
         channels: list[Channel] = []
@@ -343,7 +346,7 @@ class Delivery:
         self.followups = FollowUps(self.outbox, site, outbox_sink, acks or NoAcks(), clock)
         scheduled: list[Scheduled] = [self.followups]
         if digests is not None and notify.smtp is not None:
-            scheduled.append(Digests(self.outbox, site, digests, clock))
+            scheduled.append(Digests(self.outbox, site, digests, clock, once=once))
         self.worker = DeliveryWorker(
             self.outbox,
             channels,

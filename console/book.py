@@ -25,6 +25,8 @@ What lives here:
   a unique index so two people pressing the button at once cannot both win;
 - ``console_used_links``: single-use acknowledgement links already spent (the
   sha256 of the token, not the token);
+- ``console_once``: what the workers of a fleet do once between them (a site's
+  daily digest: :meth:`ConsoleBook.first_time`);
 - ``console_settings``: the ``link_secret`` that signs acknowledgement links
   (alerts/acklinks.py), made once per store so the delivery worker and the
   console agree on it.
@@ -88,6 +90,7 @@ CREATE TABLE IF NOT EXISTS console_used_links (
     token TEXT PRIMARY KEY, used_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS console_settings (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS console_once (key TEXT PRIMARY KEY, at_ms INTEGER NOT NULL);
 """
 
 NAME_MAX = 100
@@ -377,6 +380,15 @@ class ConsoleBook:
                 "INSERT INTO console_used_links (token, used_at) VALUES (?, ?)",
                 (token_digest(token), now_ms),
             )
+        except self.db.integrity_errors:
+            return False
+        return True
+
+    def first_time(self, key: str, now_ms: int) -> bool:
+        """True for the first caller of ``key`` in this database, False ever after: what
+        several workers must do once between them (a site's daily digest)."""
+        try:
+            self.db.execute("INSERT INTO console_once (key, at_ms) VALUES (?, ?)", (key, now_ms))
         except self.db.integrity_errors:
             return False
         return True

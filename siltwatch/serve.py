@@ -148,8 +148,9 @@ class _People:
         return None
 
     def open(self, db: Path | str) -> None:
-        """The book and the delivery, before the service starts announcing."""
-        if self.notify is None and self.listen is None:
+        """The book and the delivery, before the service starts announcing (once: a
+        standby opens them while it waits)."""
+        if (self.notify is None and self.listen is None) or self.book is not None:
             return
         from console.book import ConsoleBook
 
@@ -186,6 +187,7 @@ class _People:
             digests=digests,
             links=links,
             chart_for=AlertCharts({sid: site}, db),
+            once=lambda key: bool(self.book.first_time(key, _now_ms())),
         )
 
     def http_server(self, front: OpsFront) -> Any:
@@ -388,7 +390,11 @@ def connect(ingest: Any, start_error: type[Exception], parts: ServiceParts, voic
 
 
 def open_service_store(
-    args: argparse.Namespace, who: str, claim: str, say: Callable[[str], None] = print
+    args: argparse.Namespace,
+    who: str,
+    claim: str,
+    say: Callable[[str], None] = print,
+    standing_by: Callable[[], None] | None = None,
 ) -> Any:
     """The store ``--db`` names, claimed for this service (StoreError says why not).
 
@@ -399,7 +405,8 @@ def open_service_store(
     standby takes over as soon as the holder's session ends (a kill -9 ends it),
     and since the holder's snapshots and readings are in the database it goes on
     from there. It claims before it connects to MQTT, so it never disturbs the
-    holder's session.
+    holder's session. ``standing_by`` is called once, when the first claim is refused
+    (the delivery drains what this worker's outboxes still hold meanwhile).
     """
     from ingest.store import StoreError
     from ingest.store_open import open_store
@@ -417,6 +424,8 @@ def open_service_store(
             if not said:
                 say(f"standing by: {exc}")
                 said = True
+                if standing_by is not None:
+                    standing_by()
         except Exception:
             store.close()
             raise
@@ -424,14 +433,34 @@ def open_service_store(
 
 
 def store_and_people(
-    args: argparse.Namespace, who: str, claim: str, people: _People, voice: _Voice
+    args: argparse.Namespace,
+    who: str,
+    claim: str,
+    people: _People,
+    voice: _Voice,
+    drain: Callable[[], None] | None = None,
 ) -> Any:
     """The claimed store, then the book and delivery over it; None (said) when the
-    store cannot be had."""
+    store cannot be had.
+
+    A standby (``--standby``) with ``--notify`` opens the book and calls ``drain``
+    (a fleet's: siltwatch/serve_fleet.py) while it waits: what this worker's outboxes
+    still hold from the last time it served (a kill -9 leaves it there) is sent and
+    its escalations go on, instead of waiting for the next takeover. The worker that
+    holds the partition does not send them again: its engines find those alerts
+    already told in the store.
+    """
     from ingest.store import StoreError
 
+    def standing_by() -> None:
+        if people.notify is None or drain is None:
+            return
+        people.open(args.db)
+        drain()
+        voice.say("standing by: what this worker's outboxes hold is sent meanwhile")
+
     try:
-        store = open_service_store(args, who, claim, voice.say)
+        store = open_service_store(args, who, claim, voice.say, standing_by)
     except StoreError as exc:
         voice.err([str(exc)])
         return None

@@ -72,6 +72,7 @@ class _Fleet:
         self.paths: dict[str, Path] = {}  # site id -> its file
         self.mirrors: Any = None  # ingest/influx_fleet.py FleetMirrors, with --influx-…
         self.deliveries: Any = None  # siltwatch/fleet_notify.py FleetDeliveries, with --notify
+        self.draining: Any = None  # the same, while a standby waits (siltwatch/serve.py)
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -206,7 +207,15 @@ def serve_fleet(
         return EXIT_FAIL
     claim = "fleet" if partition is None else f"partition {partition}"
     who = f"siltwatch serve for {len(found.sites)} sites"
-    store = store_and_people(args, who, claim, people, voice)
+
+    def drain() -> None:
+        """A standby: its sites' outboxes are sent while it waits (no daily digests: the
+        worker that holds the partition sends those)."""
+        fleet.draining = _fleet_deliveries(args, people, digests=False)
+        for site in fleet.mine(found).values():
+            fleet.draining.for_site(site)
+
+    store = store_and_people(args, who, claim, people, voice, drain)
     if store is None:
         return EXIT_FAIL
     return _run_fleet(fleet, found, store, broker, people, endpoints)
@@ -225,9 +234,10 @@ def _fleet_mirrors(
     return FleetMirrors(writer, args.db)
 
 
-def _fleet_deliveries(args: argparse.Namespace, people: _People) -> Any:
+def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: bool = True) -> Any:
     """With --notify, every site's delivery (siltwatch/fleet_notify.py), over the book
-    ``people`` opened and one shared reader of the store for the digests; else None."""
+    ``people`` opened and one shared reader of the store for the digests (none with
+    ``digests`` False); else None."""
     if people.notify is None:
         return None
     from alerts.digest import DigestSource
@@ -235,8 +245,8 @@ def _fleet_deliveries(args: argparse.Namespace, people: _People) -> Any:
     from ingest.store_open import open_store
     from siltwatch.fleet_notify import FleetDeliveries, LockedDigests
 
-    def make(site: Any, notify: Notify, digests: DigestSource) -> Delivery:
-        delivery: Delivery = people.delivery_for(site, notify, digests, args.db)
+    def make(site: Any, notify: Notify, reader: DigestSource) -> Delivery:
+        delivery: Delivery = people.delivery_for(site, notify, reader if digests else None, args.db)
         return delivery
 
     return FleetDeliveries(people.notify, make, LockedDigests(open_store(args.db)))
@@ -257,6 +267,9 @@ def _run_fleet(
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
 
     mirrors = fleet.mirrors
+    if fleet.draining is not None:  # it stood by: its outboxes go on from here
+        fleet.draining.close()
+        fleet.draining = None
     fleet.deliveries = deliveries = _fleet_deliveries(args, people)
 
     def build(site: Any, lock: Any) -> IngestService:

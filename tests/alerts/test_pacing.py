@@ -103,3 +103,27 @@ def test_a_digest_missed_by_hours_waits_for_the_next_morning(tmp_path: Path) -> 
     digests = Digests(Outbox(tmp_path / "o.sqlite3"), site, store, clock)
     assert digests.run_due() == 0
     assert digests.next_due() == local("2026-05-07T07:00")
+
+
+def test_two_workers_outboxes_send_a_days_digest_once_between_them(tmp_path: Path) -> None:
+    """After a takeover the new holder's outbox has no record of the digest its predecessor
+    sent: the shared ``once`` (the console's book in the workers' database) decides."""
+    from console.book import ConsoleBook
+
+    site, store = digest_site(tmp_path)
+    book = ConsoleBook(tmp_path / "store.sqlite3")
+    clock = FakeClock(local("2026-05-06T07:01"))
+
+    def once(key: str) -> bool:
+        return book.first_time(key, int(clock() * 1000))
+
+    first = Digests(Outbox(tmp_path / "a.sqlite3"), site, store, clock, once=once)
+    second = Digests(Outbox(tmp_path / "b.sqlite3"), site, store, clock, once=once)
+    assert first.run_due() == 1
+    assert second.run_due() == 0, "the other worker's outbox: already sent today"
+    assert Digests(Outbox(tmp_path / "c.sqlite3"), site, store, clock).run_due() == 1, (
+        "without the shared decision each outbox sends its own"
+    )
+    clock.t = local("2026-05-07T07:01")
+    assert second.run_due() == 1, "the next day is a new key: whichever worker comes first"
+    book.close()

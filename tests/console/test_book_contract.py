@@ -343,6 +343,21 @@ def test_a_link_is_spent_once_whichever_process_sees_it(
 
 
 @both
+def test_what_workers_do_once_between_them_is_decided_once(
+    book: ConsoleBook, other: ConsoleBook
+) -> None:
+    """``first_time``: a site's daily digest, sent by one worker of a fleet only."""
+    key = "digest-lg-route9n-2026-05-06-email-dana"
+    assert book.first_time(key, 1000)
+    assert not other.first_time(key, 2000) and not book.first_time(key, 3000)
+    for n in range(10):
+        raced = together(
+            partial(book.first_time, f"{key}-{n}", 1), partial(other.first_time, f"{key}-{n}", 2)
+        )
+        assert sorted(raced) == [False, True]
+
+
+@both
 def test_the_link_secret_is_made_once_and_shared_by_every_book(
     book: ConsoleBook, other: ConsoleBook, store_db: str
 ) -> None:
