@@ -21,7 +21,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -273,6 +273,22 @@ def csrf_of(html: str) -> str:
     match = _CSRF.search(html)
     assert match is not None, "the page has no form with a CSRF token"
     return match.group(1)
+
+
+def inspection_form(inspector: str, csrf: str, when: datetime) -> dict[str, str]:
+    """The duties page's inspection form, filled in and signed by ``inspector`` at ``when``
+    (the site's local time), as a browser would post it."""
+    return {
+        "csrf": csrf,
+        "time": when.strftime("%Y-%m-%dT%H:%M"),
+        "inspector": inspector,
+        "affiliation": "Whitaker Erosion Control",
+        "address": "12 Canada St, Lake George NY",
+        "phone": "+15185550102",
+        "deviations": "none",
+        "corrective_actions": "none needed",
+        "signed": "yes",
+    }
 
 
 def log_in(client: TestClient, name: str, password: str) -> httpx.Response:

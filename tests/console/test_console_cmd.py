@@ -38,7 +38,7 @@ from ingest.store_open import open_store_read_only
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.vocabulary import SiteEvent
-from tests.console.app_world import csrf_of
+from tests.console.app_world import csrf_of, inspection_form
 from tests.ingest.fleet_world import write_sites
 from tests.ingest.live import SERVICE_ACL, SERVICE_USERS, ServeProcess, loopback_broker, run_cli
 from tests.servers import MosquittoServer, free_port
@@ -141,20 +141,6 @@ def worker(broker: MosquittoServer, work: Path, db: str, partition: str) -> Serv
     )  # fmt: skip
 
 
-def inspection_form(csrf: str, when: datetime) -> dict[str, str]:
-    return {
-        "csrf": csrf,
-        "time": when.strftime("%Y-%m-%dT%H:%M"),
-        "inspector": INSPECTOR,
-        "affiliation": "Whitaker Erosion Control",
-        "address": "12 Canada St, Lake George NY",
-        "phone": "+15185550102",
-        "deviations": "none",
-        "corrective_actions": "none needed",
-        "signed": "yes",
-    }
-
-
 def wait_inspections(db: str, sid: str, timeout_s: float) -> list[Inspection]:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -222,7 +208,7 @@ def test_one_console_over_two_partitions_sends_an_inspection_to_its_sites_worker
             page = client.get(f"/sites/{sid}/duties")
             when = datetime.now(zone) - timedelta(minutes=20)
             posted = client.post(f"/sites/{sid}/inspections",
-                                 data=inspection_form(csrf_of(page.text), when))  # fmt: skip
+                                 data=inspection_form(INSPECTOR, csrf_of(page.text), when))  # fmt: skip
             assert posted.status_code == 303, posted.text[-800:]
             assert posted.headers["location"] == f"/sites/{sid}/duties?done=inspection"
             done = client.get(posted.headers["location"])
@@ -237,7 +223,9 @@ def test_one_console_over_two_partitions_sends_an_inspection_to_its_sites_worker
             page = client.get(f"/sites/{sid}/duties")
             ahead = client.post(
                 f"/sites/{sid}/inspections",
-                data=inspection_form(csrf_of(page.text), datetime.now(zone) + timedelta(days=1)),
+                data=inspection_form(
+                    INSPECTOR, csrf_of(page.text), datetime.now(zone) + timedelta(days=1)
+                ),
             )
             assert ahead.status_code == 400
             assert "Not recorded: the time is in the future" in ahead.text
@@ -269,7 +257,7 @@ def test_one_console_over_two_partitions_sends_an_inspection_to_its_sites_worker
             started = time.monotonic()
             refused = client.post(
                 f"/sites/{sid}/inspections",
-                data=inspection_form(csrf_of(page.text), datetime.now(zone)),
+                data=inspection_form(INSPECTOR, csrf_of(page.text), datetime.now(zone)),
             )
             assert time.monotonic() - started < 12.0
             assert refused.status_code == 400

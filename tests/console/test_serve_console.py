@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from ingest.store import SqliteStore
-from tests.console.app_world import SID, SITE, SITE_FILE, csrf_of
+from tests.console.app_world import SID, SITE, SITE_FILE, csrf_of, inspection_form
 from tests.ingest.live import SERVICE_USERS, ServeProcess, loopback_broker, run_cli
 from tests.servers import MosquittoServer, free_port
 
@@ -73,17 +73,7 @@ def test_serve_http_takes_an_inspection_from_the_console_into_the_live_store(
             when = datetime.now(SITE.site.zone) - timedelta(minutes=20)
             posted = client.post(
                 f"/sites/{SID}/inspections",
-                data={
-                    "csrf": csrf_of(page.text),
-                    "time": when.strftime("%Y-%m-%dT%H:%M"),
-                    "inspector": "Jo Whitaker",
-                    "affiliation": "Whitaker Erosion Control",
-                    "address": "12 Canada St, Lake George NY",
-                    "phone": "+15185550102",
-                    "deviations": "none",
-                    "corrective_actions": "none needed",
-                    "signed": "yes",
-                },
+                data=inspection_form("Jo Whitaker", csrf_of(page.text), when),
             )
             assert posted.status_code == 303, posted.text[-500:]
             assert "done=inspection" in posted.headers["location"]

@@ -18,13 +18,14 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from ingest.store_open import open_store_read_only
 from tests.ingest.fleet_world import stream, write_sites
-from tests.ingest.live import SERVICE_USERS, Publisher, ServeProcess
+from tests.ingest.live import SERVICE_USERS, Outgoing, Publisher, ServeProcess
 from tests.ingest.test_fleet import (
     MINUTE_MS,
     _broker,
@@ -74,6 +75,21 @@ def stored(url: str) -> int:
     return 0 if row is None else int(row[0])
 
 
+def paced_sender(pub: Publisher, messages: Sequence[Outgoing]) -> threading.Thread:
+    """Publish ``messages`` in a thread, 20 at a time with 20 ms between (about 2 s for a
+    few thousand): slow enough that a fault can be made while the stream flows."""
+
+    def send() -> None:
+        for i, message in enumerate(messages):
+            pub.publish(message)
+            if i % 20 == 19:
+                time.sleep(0.02)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    return sender
+
+
 def opened_ids(log: Path) -> list[str]:
     if not log.exists():
         return []
@@ -119,14 +135,7 @@ def test_a_standby_takes_a_killed_workers_partition_over_from_postgresql(
             # The stream is paced (about 2 s) so that A is killed while it flows.
             pub = Publisher(broker.host, broker.port, "station", SERVICE_USERS["station"], "fo")
 
-            def send() -> None:
-                for i, message in enumerate(messages):
-                    pub.publish(message)
-                    if i % 20 == 19:
-                        time.sleep(0.02)
-
-            sender = threading.Thread(target=send)
-            sender.start()
+            sender = paced_sender(pub, messages)
             deadline = time.monotonic() + 20
             while stored(postgres_url) < len(messages) // 4 and time.monotonic() < deadline:
                 time.sleep(0.005)

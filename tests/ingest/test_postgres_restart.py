@@ -12,7 +12,6 @@ saw the fault.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 from tests.conftest import require_server
 from tests.ingest.fleet_world import stream, write_sites
 from tests.ingest.live import SERVICE_USERS, Publisher, ServeProcess
-from tests.ingest.test_failover import findings, stored
+from tests.ingest.test_failover import findings, paced_sender, stored
 from tests.ingest.test_fleet import MINUTE_MS, _broker, fleet_args, now_minute, run_workers
 from tests.servers import PostgresServer
 
@@ -50,14 +49,7 @@ def test_a_database_restart_mid_stream_loses_and_repeats_nothing(tmp_path: Path)
         try:
             worker.start(wait_s=30.0)
 
-            def send() -> None:
-                for i, message in enumerate(messages):
-                    pub.publish(message)
-                    if i % 20 == 19:
-                        time.sleep(0.02)
-
-            sender = threading.Thread(target=send)
-            sender.start()
+            sender = paced_sender(pub, messages)
             deadline = time.monotonic() + 20
             while stored(url) < len(messages) // 4 and time.monotonic() < deadline:
                 time.sleep(0.005)
