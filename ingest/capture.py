@@ -15,24 +15,25 @@ from pathlib import Path
 from typing import IO, Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
+from ingest.mqtt_ingest import BrokerSettings
 from siltwatch.schema import site_subscription
 from siltwatch.timefmt import utc_iso
 
 
 class Recorder:
-    """Subscribes to ``siltwatch/v1/{site}/#`` and appends each message to ``out``."""
+    """Subscribes to ``siltwatch/v1/{site}/#`` and appends each message to ``out``.
+
+    The client comes from :meth:`BrokerSettings.client`, as ``serve``'s and ``log``'s do,
+    so a capture reaches every broker they reach (``mqtts://`` with a CA and a client
+    certificate, MQTT v5 or 3.1.1) without a second URL parser."""
 
     def __init__(
         self,
         site: str,
         out: Path,
-        host: str,
-        port: int,
+        broker: BrokerSettings,
         *,
-        username: str | None = None,
-        password: str | None = None,
         clock_ms: Callable[[], float] | None = None,
     ) -> None:
         self.site = site
@@ -42,13 +43,11 @@ class Recorder:
         self._lock = threading.Lock()
         self._clock_ms = clock_ms
         self.subscribed = threading.Event()
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"siltwatch-record-{site}")
-        if username is not None:
-            self.client.username_pw_set(username, password)
+        self.broker = broker
+        self.client = broker.client(f"siltwatch-record-{site}")
         self.client.on_connect = lambda c, *a: c.subscribe(site_subscription(site), qos=1)
         self.client.on_subscribe = lambda *a: self.subscribed.set()
         self.client.on_message = self._on_message
-        self.host, self.port = host, port
 
     def _on_message(self, client: mqtt.Client, userdata: object, msg: mqtt.MQTTMessage) -> None:
         try:
@@ -67,7 +66,7 @@ class Recorder:
     def start(self) -> None:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.out.open("a", encoding="utf-8")
-        self.client.connect(self.host, self.port, keepalive=30)
+        self.client.connect(self.broker.host, self.broker.port, keepalive=30)
         self.client.loop_start()
 
     def stop(self) -> None:

@@ -40,7 +40,6 @@ SERVER_MODULES = frozenset(
         "multipart",
         "python_multipart",
         "argon2",
-        "itsdangerous",
         "twilio",
         "pyarrow",  # siltwatch export --format parquet
     }
@@ -363,38 +362,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.out), examples=Path(args.examples), web=args.web)
 
 
-def _broker(url: str) -> tuple[str, int]:
-    """``mqtt://host:port`` or ``host:port`` -> (host, port)."""
-    rest = url.removeprefix("mqtt://")
-    host, _, port = rest.partition(":")
-    return host or "127.0.0.1", int(port or 1883)
-
-
-def _password(args: argparse.Namespace) -> str | None:
-    if args.password_file is None:
-        return None
-    return Path(args.password_file).read_text(encoding="utf-8").strip()
-
-
 def cmd_record(args: argparse.Namespace) -> int:
     import time
 
     from ingest.capture import Recorder
     from siltwatch.schema import site_subscription
+    from siltwatch.serve import broker_settings
 
-    host, port = _broker(args.broker)
-    rec = Recorder(
-        args.site_id,
-        Path(args.out),
-        host,
-        port,
-        username=args.username,
-        password=_password(args),
-        clock_ms=lambda: int(time.time() * 1000),
-    )
-    rec.start()
+    try:
+        broker = broker_settings(args)
+    except ValueError as exc:
+        _err([str(exc)])
+        return EXIT_FAIL
+    rec = Recorder(args.site_id, Path(args.out), broker, clock_ms=lambda: int(time.time() * 1000))
+    try:
+        rec.start()
+    except OSError as exc:  # refused, unreachable, or a TLS handshake that failed
+        _err([f"cannot reach the broker at {broker.url}: {exc}"])
+        return EXIT_FAIL
     print(
-        f"recording {site_subscription(args.site_id)} from mqtt://{host}:{port} to {args.out}; "
+        f"recording {site_subscription(args.site_id)} from {broker.url} to {args.out}; "
         "Ctrl-C to stop"
     )
     try:
@@ -771,11 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", required=True, metavar="CAPTURE.jsonl", help="the capture file (appended)"
     )
-    p.add_argument(
-        "--broker", default="mqtt://127.0.0.1:1883", metavar="URL", help="mqtt://host:port"
-    )
-    p.add_argument("--username", help="MQTT user name")
-    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
+    add_broker_options(p)
     p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
     p.set_defaults(func=cmd_record)
 

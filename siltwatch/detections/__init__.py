@@ -50,13 +50,24 @@ def descriptions() -> tuple[Description, ...]:
 
 
 def _check_unique(found: list[Description]) -> None:
+    """Keys, alert kinds, rule keys and ``order`` are each one description's own.
+
+    ``order`` decides the order of alerts raised at the same instant, and so the bytes
+    of a replay's output: two descriptions sharing one would be ordered by their keys
+    by accident, and a rename would silently reorder the output."""
     keys: dict[str, str] = {}
+    orders: dict[int, str] = {}
     kinds: dict[str, AlertSpec[Any]] = {}
     rule_keys: dict[str, str] = {}
     for d in found:
         if d.key in keys:
             raise ValueError(f"two detections are called {d.key!r}")
         keys[d.key] = d.key
+        if orders.setdefault(d.order, d.key) != d.key:
+            raise ValueError(
+                f"detections {orders[d.order]!r} and {d.key!r} share order {d.order}: "
+                "give each its own (it orders alerts raised at the same instant)"
+            )
         for spec in d.alerts:
             if kinds.setdefault(spec.kind, spec) is not spec:
                 raise ValueError(f"alert kind {spec.kind!r} is described twice ({d.key})")

@@ -10,6 +10,7 @@ description dropped into the package is picked up by everything.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import textwrap
@@ -55,10 +56,19 @@ def test_every_kind_is_described_once() -> None:
 def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
     found = registry.descriptions()
     assert [d.order for d in found] == sorted(d.order for d in found)
+    assert len({d.order for d in found}) == len(found), "two descriptions share an order"
     assert found[0].key == "sensor_health"  # the quality screen comes before every detector
     for d in found:
         assert d.engine_module.startswith("analytics.")
         assert (d.summary and "§" in d.summary) or "siltwatch" in d.summary
+
+
+def test_two_descriptions_sharing_an_order_are_refused() -> None:
+    """``order`` decides the byte order of a replay's output, so it may not be shared."""
+    found = list(registry.descriptions())
+    twin = dataclasses.replace(found[1], key="twin", alerts=(), duties=(), rule_keys=())
+    with pytest.raises(ValueError, match=f"share order {found[1].order}"):
+        registry._check_unique([*found, twin])
 
 
 def test_the_evidence_the_detectors_write_reads_as_its_model() -> None:
