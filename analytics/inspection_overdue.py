@@ -19,6 +19,7 @@ from analytics.calendar import SiteCalendar
 from analytics.detector import Context
 from analytics.episodes import DutyRecord
 from analytics.timeutil import MS_PER_H, iso
+from siltwatch.officials import officer_notified
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import AlertKind, Severity
 
@@ -146,7 +147,7 @@ class OverdueWatch:
         message = (
             f"{words.title} overdue at {self.site_name}: {note.label} (duty {rec.id}) was due "
             f"{self._local(rec.due_at)} under {note.cite}, and {words.missing}. "
-            f"{how} The erosion-control officer is notified. {words.todo}"
+            f"{how} {officer_notified(ctx.rules)} {words.todo}"
         )
         evidence = self._evidence(rec, now)
         if refresh:

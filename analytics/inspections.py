@@ -40,7 +40,7 @@ from analytics.inspection_desk import KIND as KIND
 from analytics.inspection_desk import DutyDesk, completed_by
 from analytics.inspection_overdue import ALERT_KIND as ALERT_KIND
 from analytics.inspection_overdue import OverdueWatch
-from analytics.inspection_phase import PhaseDuties, phase_rule
+from analytics.inspection_phase import PhaseDuties, area_phase_rules, phase_rule
 from analytics.inspection_quarterly import QuarterlyDuties, QuarterlyRule
 from analytics.inspection_record import RecordRule, check_record
 from analytics.inspection_routine import RoutineCadence, routine_rule
@@ -109,7 +109,7 @@ class InspectionDetector(Detector):
             det.quarterly = QuarterlyDuties(quarterly, site_id)
         phase = phase_rule(rules)
         if phase is not None:
-            det.phase = PhaseDuties(phase)
+            det.phase = PhaseDuties(phase, area_phase_rules(rules))
         det.record = RecordRule.from_rules(rules)
         det.areas = {a.id for a in site.areas}
         return det
@@ -150,6 +150,8 @@ class InspectionDetector(Detector):
         desk = self._desk(ctx)
         if self.started_at is None and entry.event not in PAPERWORK:
             self._start(entry.t, desk)  # work on site starts the clocks, as readings do
+        if entry.area in self.areas and self.phase is not None:  # 96.05(B)(17) per area
+            self.phase.on_area_row(entry.event, entry.area, entry.t, desk)
         if entry.event == SiteEvent.MILESTONE and self.phase is not None:
             self.phase.on_milestone(entry.detail, entry.t, desk)
         elif entry.area in self.areas and self.quarterly is not None:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
 from siltwatch.detections import rule_keys
 from siltwatch.detections.base import NON_NEGATIVE, RuleKey, flag, number
+from siltwatch.officials import OFFICER_TITLE
 from siltwatch.rulemath import LIMIT_KEYS
 
 Verified = Literal["seed", "primary", "secondary", "default"]
@@ -55,7 +56,7 @@ SCOPE_RULE_KEYS: tuple[RuleKey, ...] = (
 # Every key a pack may set, with the type of its value: what the detections read
 # (their descriptions, siltwatch/detections/) and the pending keys above. A key
 # outside this catalogue is a typo in a pack, and a pack with a typo must not load.
-_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS, *SCOPE_RULE_KEYS)
+_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS, *SCOPE_RULE_KEYS, OFFICER_TITLE)
 RULE_KEYS: dict[str, tuple[type, ...]] = {k.name: k.types for k in _CATALOGUE}
 # The range a numeric rule must lie in (see RuleKey): a pack or a site override
 # outside it is refused rather than left to switch a rule off quietly.

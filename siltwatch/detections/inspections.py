@@ -110,6 +110,8 @@ DESCRIPTION = Description(
         flag("inspection.quarterly"),
         flag("inspection.phase"),
         number("inspection.phase_due_days"),
+        flag("inspection.phase_area_grading"),
+        flag("inspection.phase_temporary_cover"),
         RuleKey("inspection.record_fields", (list,)),
         RuleKey("calendar.business_hours", (str,)),
         RuleKey("calendar.weekend", (list,)),

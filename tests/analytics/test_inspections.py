@@ -200,7 +200,7 @@ def test_nc_rain_ending_friday_evening_is_due_monday_opening() -> None:
     [alert] = [a for a in overdue_alerts(eng) if a.subject == duty.id]
     assert alert.opened_at == z(utc("2026-05-11T12:00"))
     assert alert.resolved_at is None  # still open at the end of the record
-    assert "officer" in alert.message and duty.id in alert.message
+    assert "The Erosion Control Officer is notified." in alert.message and duty.id in alert.message
     assert "NCG01 Part III §A" in alert.message
     assert alert.evidence["overdue_h"] == 10.0  # Mon 08:00 -> 18:00
 
@@ -329,7 +329,10 @@ def test_routine_7_day_duties_and_their_reset_by_an_inspection() -> None:
     assert alert.resolved_at is None
     assert alert.rule == "per NY GP-0-25-001 Part IV.C"
     assert alert.evidence["overdue_h"] == 32.0
-    assert "32.0 h overdue" in alert.message and "officer" in alert.message
+    assert (
+        "32.0 h overdue" in alert.message
+        and "The Stormwater Management Officer is notified." in alert.message
+    )
 
 
 def test_overdue_alert_opens_at_due_time_and_the_inspection_resolves_it() -> None:

@@ -8,11 +8,19 @@ from its rows, tells a town officer something untrue; these tests read the
 markdown (never the ordinances: a clone carries only the matrix) and check that
 every status is one of the five, ids are unique, the counts table adds up, every
 backticked reference exists, and only built rows cite code.
+
+A built row (enforced, reminded or recorded) must also name a test that shows it,
+as ``tests/...py::test_name``, and every test a row names must be one pytest
+really collects: a function that exists but is not a test (a helper, a test
+renamed with a leading underscore, a file outside the test paths) shows nothing.
+pytest's own collection of the named files, run once in a subprocess, decides.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +39,8 @@ MIN_ROWS = 100
 BACKTICKED = re.compile(r"`([^`]*)`")
 PACK_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
 RULE_HEADER = re.compile(r'^\[rules\."([^"]+)"\]', re.MULTILINE)
+TEST_REF = re.compile(r"tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*")
+COLLECT_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,56 @@ def reference_problem(ref: str) -> str | None:
     return f"`{ref}`: neither a pack key, a path ending in .py, nor path.py::name"
 
 
+def named_tests(row: Row) -> list[str]:
+    """The tests a row names: its backticked ``tests/...py::name`` references."""
+    return [ref for ref in row.refs() if TEST_REF.fullmatch(ref)]
+
+
+def collect(files: tuple[str, ...]) -> frozenset[str]:
+    """The node ids pytest collects from these files, parametrized ids folded to
+    their function (``tests/a.py::test_x[1]`` counts as ``tests/a.py::test_x``).
+
+    A file pytest cannot import fails the collection, and so this test: the
+    matrix cannot lean on a file that does not load."""
+    existing = tuple(f for f in files if (ROOT / f).is_file())
+    if not existing:
+        return frozenset()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *existing,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=COLLECT_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"pytest could not collect the tests the matrix names (exit {done.returncode}):\n"
+        + done.stdout[-3000:]
+        + done.stderr[-3000:]
+    )
+    return frozenset(
+        line.strip().split("[", 1)[0]
+        for line in done.stdout.splitlines()
+        if "::" in line and line.startswith("tests/")
+    )
+
+
+@cache
+def collected() -> frozenset[str]:
+    """Every test pytest collects from the files the matrix names, collected once."""
+    files = sorted({ref.partition("::")[0] for r in rows() for ref in named_tests(r)})
+    return collect(tuple(files))
+
+
 def test_the_matrix_has_at_least_100_rows() -> None:
     assert len(rows()) >= MIN_ROWS, f"{len(rows())} rows in {MATRIX.name}"
 
@@ -200,3 +260,30 @@ def test_the_reference_check_rejects_what_does_not_exist() -> None:
     ):
         problem = reference_problem(ref)
         assert problem is not None and fragment in problem, (ref, problem)
+
+
+def test_every_built_row_names_a_test() -> None:
+    untested = [f"{r.id} ({r.status})" for r in rows() if r.status in BUILT and not named_tests(r)]
+    assert not untested, (
+        "an enforced, reminded or recorded row must name the test that shows it, "
+        "as `tests/path/test_file.py::test_name`: " + ", ".join(untested)
+    )
+
+
+def test_every_named_test_is_collected_by_pytest() -> None:
+    found = collected()
+    missing = [
+        f"{r.id} (line {r.line}): `{ref}` is not a test pytest collects"
+        for r in rows()
+        for ref in named_tests(r)
+        if ref not in found
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_collection_check_rejects_helpers_and_missing_tests() -> None:
+    here = "tests/foundation/test_compliance_matrix.py"
+    found = collect((here,))
+    assert f"{here}::test_every_built_row_names_a_test" in found
+    assert f"{here}::reference_problem" not in found, "a helper is not a test"
+    assert f"{here}::test_no_such_test" not in found
