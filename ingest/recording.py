@@ -491,6 +491,11 @@ def read_capture(path: Path, sensors: Iterable[str], areas: Iterable[str] | None
                     line_no, f'not a capture line {{"topic": ..., "payload": ...}} ({exc})'
                 )
                 continue
+            except RecursionError:
+                # json (or pydantic) gives up on a line nested thousands deep: that line
+                # is refused like any other, not the whole replay with a traceback.
+                problems.add(line_no, "not a capture line: its JSON is nested too deeply to read")
+                continue
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])

@@ -35,7 +35,13 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
-from ingest.recording import columns_from_frame, read_inspections, read_recording, read_site_log
+from ingest.recording import (
+    RecordingError,
+    columns_from_frame,
+    read_inspections,
+    read_recording,
+    read_site_log,
+)
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import Alert, Duty
 
@@ -266,6 +272,15 @@ def replay_file(
     site_cfg = site if isinstance(site, SiteConfig) else load_site(Path(site))
     areas = [area.id for area in site_cfg.areas]
     capture = read_recording(Path(recording), site_cfg.sensors(), areas)
+    if not (capture.readings or capture.inspections or capture.statuses or capture.site_log):
+        # A header alone (or an empty capture) would replay to empty outputs and "0
+        # readings", which reads like a quiet site: say that the file held nothing.
+        raise RecordingError(
+            [
+                f"{recording}: holds no data (no readings, inspections, statuses or site-log "
+                "entries): nothing to replay"
+            ]
+        )
     ins = list(capture.inspections)
     if inspections is not None:
         ins += read_inspections(Path(inspections))

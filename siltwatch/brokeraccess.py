@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from siltwatch.schema import TOPIC_ROOT, Identifier
+from siltwatch.topic_words import filter_covers, reserved_reason
 
 INGEST_USER = "ingest"
 STATION_USER_SEPARATOR = "/"
@@ -155,6 +156,7 @@ def acl_text(
     for s in ordered:
         lines += ["", f"# site {s.site}: its stations"]
         for station in s.stations:
+            _refuse_parent_grant(s, station)
             lines += [
                 f"user {station_user(s.site, station)}",
                 f"topic write {_topic(s.site, station, '#')}",
@@ -167,6 +169,25 @@ def acl_text(
             lines += [f"topic write {_topic(site, record)}" for record in FIELD_RECORDS]
             lines.append(f"topic read {_topic(site, 'alerts')}")
     return "\n".join(lines) + "\n"
+
+
+def _refuse_parent_grant(site: SiteStations, station: str) -> None:
+    """ValueError when ``station``'s grant would cover a topic that is not its own.
+
+    The topics it must never write: the site's field records and alerts, the
+    services' lease, and every other station's topics (siltwatch/topic_words.py).
+    """
+    grant = _topic(site.site, station, "#")
+    others = [_topic(site.site, word) for word in (*FIELD_RECORDS, "alerts")]
+    others.append(_topic(site.site, "ingest", "owner"))
+    others += [_topic(site.site, o, "status") for o in site.stations if o != station]
+    covered = [topic for topic in others if filter_covers(grant, topic)]
+    if covered:
+        why = reserved_reason("station", station) or "it names another account's topic"
+        raise ValueError(
+            f"site {site.site!r} station {station!r}: the grant {grant} would cover "
+            f"{', '.join(covered)}: {why}"
+        )
 
 
 def account_names(

@@ -127,9 +127,13 @@ def cmd_broker_acl(args: argparse.Namespace) -> int:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
         return EXIT_FAIL
+    try:
+        acl = acl_text(sites, operators, command=_command(args), ingest_user=args.ingest_user)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    acl = acl_text(sites, operators, command=_command(args), ingest_user=args.ingest_user)
     (out / "acl").write_text(acl, encoding="utf-8")
     todo = passwd_todo_text(sites, operators, args.ingest_user)
     (out / "passwd.todo").write_text(todo, encoding="utf-8")

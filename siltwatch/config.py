@@ -41,6 +41,7 @@ from siltwatch.detections import descriptions
 from siltwatch.detections.base import ConfigView, repeated_names
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
+from siltwatch.topic_words import reserved_id_problems
 from siltwatch.units import UNITS_BY_KIND, to_metres, volume_to_m3
 
 SensorKind = Literal["turbidity", "rain", "water_level", "sediment_depth"]
@@ -589,6 +590,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
             if problem and NOT_FINITE not in problem:
                 out.append((f"rule_overrides.{key}", problem))
     out += _officer_problems(data, pack_ids, rules)
+    out += reserved_id_problems(data)
     return out
 
 
