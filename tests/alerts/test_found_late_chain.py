@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from alerts.acks import Acknowledgement
+from alerts.channel import Channel
 from alerts.dispatch import Dispatcher
 from alerts.followups import FollowUps
 from alerts.mail import EmailSink, SmtpSettings
@@ -62,6 +64,13 @@ def chained_site() -> SiteConfig:
     return SiteConfig.model_validate(data)
 
 
+class NoAcks:
+    """Nobody acknowledges: the plume was over before anyone could."""
+
+    def acknowledged(self, site: str, alert_id: str) -> Acknowledgement | None:
+        return None
+
+
 @pytest.fixture
 def gateway() -> Iterator[HttpServer]:
     with HttpServer(check=twilio_check(SID, TOKEN, FROM)) as server:
@@ -88,7 +97,7 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
     clock = FakeClock()
     label = SiteLabel.of(site)
     with SmtpServer(free_port()) as smtp:
-        channels = [
+        channels: list[Channel] = [
             EmailSink(SmtpSettings("127.0.0.1", smtp.port, "siltwatch@town.example", "none"),
                       label, clock),
             SmsSink(SmsSettings(gateway.url, SID, TOKEN, FROM, allow_insecure_http=True),
@@ -96,7 +105,7 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
         ]  # fmt: skip
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, channels, clock, site=site)
-        followups = FollowUps(outbox, site, sink, lambda _s, _a: None, clock)
+        followups = FollowUps(outbox, site, sink, NoAcks(), clock)
         worker = DeliveryWorker(outbox, channels, clock=clock, site=label, scheduled=[followups])
         store = SqliteStore(tmp_path / "s.sqlite3")
         service = IngestService(site, store, Dispatcher(site, [followups]))
