@@ -184,6 +184,12 @@ class Links:
         site, alert = (urllib.parse.quote(x, safe="") for x in (self.site, alert_id))
         return f"{self.base_url.rstrip('/')}/sites/{site}/alerts/{alert}"
 
+    def site_url(self) -> str | None:
+        """The site's page in the console (its alerts), or None without a base URL."""
+        if not self.base_url:
+            return None
+        return f"{self.base_url.rstrip('/')}/sites/{urllib.parse.quote(self.site, safe='')}"
+
     def contact_of(self, token: LinkToken) -> str | None:
         """The contact a (verified) token was sent to, by its index."""
         i = token.contact_index

@@ -20,6 +20,14 @@ Whatever happens to a follow-up is an audit row next to the deliveries'
 ask afterwards why the officer was, or was not, called.
 
 When an alert resolves, the people a follow-up reached hear that too.
+
+**Found late.** An episode raised from backfilled readings may be opened and
+already ended in one go (siltwatch/latemarks.py): nobody could acknowledge it
+in time, so waiting for an answer that cannot come would cancel the chain and
+the town would never hear of a critical plume. Its end instead goes once to
+every step of the chain still pending (the officer only when it is the town's
+business, as above), audited ``notified`` with "found late, already ended".
+A withdrawn episode is not: there was nothing to tell.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from alerts.routing import (
 )
 from alerts.sinks import Sink
 from siltwatch.config import Contact, SiteConfig
+from siltwatch.latemarks import found_late, withdrawn_reason
 from siltwatch.schema import Alert
 from siltwatch.timefmt import duration, local_time, utc_iso
 from siltwatch.vocabulary import Severity
@@ -178,18 +187,32 @@ class FollowUps:
             self._audit(db, ident, kind, role, alert, "scheduled", what, now)
 
     def _settle_resolved(self, note: Notification, now: float) -> None:
-        """Cancel what is pending; tell the people a follow-up reached that it is over."""
+        """Cancel what is pending; tell the people a follow-up reached that it is over
+        (and, for an episode found late, every pending step of the chain: see above)."""
         sid = self.site.site.id
         with self.outbox.transaction() as db:
             for f in self._rows(
                 db, "site = ? AND alert_id = ? AND state = 'pending'", (sid, note.alert.id)
             ):
-                self._settle(db, f, "cancelled", "not_sent", f"resolved at {note.at}", now)
+                if self._found_late_step(f, note.alert):
+                    why = f"found late, already ended at {note.at}: told once"
+                    self._settle(db, f, "sent", "notified", why, now)
+                else:
+                    self._settle(db, f, "cancelled", "not_sent", f"resolved at {note.at}", now)
             reached = self._reached(db, note.alert.id)
         told = {c.name for c in note.recipients}
         late = tuple(c for c in reached if c.name not in told)
         if late:
             self.sink.send(Notification(note.event, note.at, note.alert, late))
+
+    @staticmethod
+    def _found_late_step(f: FollowUp, alert: Alert) -> bool:
+        """A pending step of the chain that hears an episode found already ended."""
+        if f.kind != FollowUpKind.ESCALATION or not found_late(alert):
+            return False
+        if withdrawn_reason(alert) is not None:
+            return False
+        return f.role != "officer" or officer_cares(alert)
 
     # --- settling ------------------------------------------------------------------
 

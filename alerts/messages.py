@@ -34,19 +34,24 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alerts.gsm7 import EXTENSION, SEGMENT_SEPTETS, gsm7_septets, to_gsm7
 from alerts.pngchart import REF, SERIES_COLORS, ChartData, hex_color
 from alerts.routing import Notification
 from siltwatch.detections import alert_spec
 from siltwatch.detections.base import short_number
+from siltwatch.latemarks import found_late, withdrawn_reason
+from siltwatch.naming import alert_subject, day_time, duty_of, names_of, overdue_words, span
 from siltwatch.schema import Alert
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import Severity, severity_rank
+
+if TYPE_CHECKING:
+    from siltwatch.config import SiteConfig
 
 SMS_MAX_SEPTETS = SEGMENT_SEPTETS  # one segment, GSM-7
 GSM_ELLIPSIS = "..."  # "…" is not in the GSM alphabet: it would make the SMS UCS-2
@@ -59,6 +64,13 @@ class SiteLabel:
     id: str
     name: str = ""
     zone: tzinfo = field(default=UTC)
+    # identifier -> what people call it (siltwatch/naming.py ``names_of``)
+    names: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, site: SiteConfig) -> SiteLabel:
+        """The label of a loaded site file, with the names of its areas and stations."""
+        return cls(site.site.id, site.site.name, site.site.zone, names_of(site))
 
     def title(self) -> str:
         return f"{self.name} ({self.id})" if self.name and self.name != self.id else self.id
@@ -85,6 +97,38 @@ def how_much(alert: Alert, zone: tzinfo = UTC) -> str:
     siltwatch/detections/); '' for a kind or evidence this release does not know."""
     spec = alert_spec(alert.kind)
     return "" if spec is None else spec.how_much(alert.evidence, zone)
+
+
+def subject_words(alert: Alert, site: SiteLabel) -> str:
+    """What the alert is about, as people name it (siltwatch/naming.py): an area's name,
+    "stabilization of Topsoil stockpile by West Brook", never a duty id or a storm key."""
+    return alert_subject(alert, site.names, site.zone)
+
+
+def title(alert: Alert, site: SiteLabel) -> str:
+    """The alert in a few words: "turbidity contrast at outfall-a", "overdue:
+    stabilization of Topsoil stockpile by West Brook"."""
+    if duty_of(alert) is not None:
+        return f"overdue: {subject_words(alert, site)}"
+    return f"{kind_label(alert.kind)} at {subject_words(alert, site)}"
+
+
+def amount_at(note: Notification, site: SiteLabel) -> str:
+    """By how much, as it stands when this notification goes out: a duty's lateness is
+    counted to the notification's time (never the "0 h overdue" of its opening)."""
+    return overdue_words(note.alert, note.at, site.zone) or how_much(note.alert, site.zone)
+
+
+def headline(note: Notification) -> str:
+    """Severity and why now, for an email subject or banner: "WARNING", "NOW CRITICAL",
+    "CRITICAL, found late", "withdrawn: late readings show it did not happen"."""
+    a = note.alert
+    reason = withdrawn_reason(a)
+    if reason is not None:
+        return f"withdrawn: {reason}"
+    rose = len({e.severity for e in a.escalations}) > 1 or note.event == "escalated"
+    late = ", found late" if found_late(a) else ""
+    return f"{'NOW ' if rose else ''}{a.severity.upper()}{late}"
 
 
 def _when(value: datetime | str) -> datetime:
@@ -124,7 +168,7 @@ def event_phrase(note: Notification) -> str:
         case "escalated":
             return f"escalated to {sev}"
         case "resolved":
-            return "cleared"
+            return "withdrawn" if withdrawn_reason(note.alert) else "cleared"
         case "reminder":
             return f"STILL {sev}, not acknowledged"
         case "unacknowledged":
@@ -173,6 +217,28 @@ _UNIT_SUFFIXES = (
 )
 _ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d")
 _MEASURED = ("level", "limit", "excess")  # in the evidence's own ``unit``
+# How a detector works, not what happened: left to the alert log ("Spike flagged in
+# window: 0", a tolerance, a model's name mean nothing to the person who must act).
+_INTERNAL = re.compile(
+    r"flagged|ignored|(^|_)window|sustain|travel_time|tolerance|baseline|mode(l)?$|refills|"
+    r"rises|_fraction$|^limit_basis$|^type$|^sensor$|^upstream$|^downstream$"
+)
+_FT = 0.3048  # metres a foot (siltwatch/units.py)
+_IMPERIAL = ("ft", "in")  # an evidence ``unit`` that makes metres read as feet
+
+
+def _in_site_units(key: str, value: float, unit: str) -> tuple[str, str] | None:
+    """(label key, text) for a length or volume the analytics keep in metres, in the
+    site's own units when its sensor reads feet or inches (an imperial site reads ft
+    and ft³, never m beside ft³); None when ``key`` is neither."""
+    imperial = unit in _IMPERIAL
+    if key.endswith("_m3"):
+        shown = f"{_number(value / _FT**3)} ft³" if imperial else f"{_number(value)} m³"
+        return key[:-3], shown
+    if key.endswith("_m"):
+        shown = f"{_number(value / _FT)} ft" if imperial else f"{_number(value)} m"
+        return key[:-2], shown
+    return None
 
 
 def _number(value: float) -> str:
@@ -193,6 +259,9 @@ def _evidence_value(key: str, value: Any, unit: str, zone: tzinfo) -> tuple[str,
             return _label(key[:-2]), duration(float(value))
         if "fraction" in key:
             return _label(label), f"{value * 100:.0f} %"
+        metric = _in_site_units(key, float(value), unit)
+        if metric is not None:
+            return _label(metric[0]), metric[1]
         for suffix, suffix_unit in _UNIT_SUFFIXES:
             if key.endswith(suffix):
                 return _label(key[: -len(suffix)]), f"{_number(value)} {suffix_unit}"
@@ -233,7 +302,7 @@ def evidence_table(alert: Alert, zone: tzinfo, limit: int = 24) -> EvidenceTable
     left_out: list[str] = []
     for key in order:
         value = evidence[key]
-        if key == "unit" or value is None:
+        if key == "unit" or value is None or (key not in declared and _INTERNAL.search(key)):
             continue
         row = _evidence_value(key, value, unit, zone)
         if row is None:
@@ -249,11 +318,13 @@ def evidence_table(alert: Alert, zone: tzinfo, limit: int = 24) -> EvidenceTable
 
 
 def email_subject(note: Notification, site: SiteLabel) -> str:
-    """The same for every message of an episode ("Re: " after the opening): mail clients
-    thread by the headers, and some (Gmail) also want the subject unchanged."""
-    a = note.alert
-    base = one_line(f"[siltwatch] {kind_label(a.kind)} at {a.subject}, site {site.title()}")
-    return base if note.event == "opened" else f"Re: {base}"
+    """The severity first, then what and where: "[siltwatch] WARNING: sediment-trap
+    capacity at trap-1, Route 9N mixed-use (lg-route9n)". An escalation gets a new
+    subject ("NOW CRITICAL: ...") so it shows in an inbox; every other later message
+    answers the latest one ("Re: "). The thread itself is kept by the headers
+    (alerts/mail.py: the same References for the whole episode)."""
+    base = one_line(f"[siltwatch] {headline(note)}: {title(note.alert, site)}, {site.title()}")
+    return base if note.event in ("opened", "escalated") else f"Re: {base}"
 
 
 @dataclass(frozen=True)
@@ -269,19 +340,24 @@ def _facts(note: Notification, site: SiteLabel) -> list[tuple[str, str]]:
     a = note.alert
     z = site.zone
     since = local_time(a.opened_at, z, weekday=True)
-    if a.resolved_at is not None:
+    reason = withdrawn_reason(a)
+    if reason is not None:
+        since += f"; withdrawn: {reason}"
+    elif a.resolved_at is not None:
         since += f", cleared {local_time(a.resolved_at, z, weekday=True)}"
+    if found_late(a):
+        since += " (found late)"
     rows = [
         ("What", f"{kind_label(a.kind)} ({a.severity})"),
-        ("Where", f"{a.subject}, site {site.title()}"),
+        ("Where", f"{subject_words(a, site)}, site {site.title()}"),
         ("Since", since),
     ]
-    amount = how_much(a, z)
+    amount = amount_at(note, site)
     if amount:
         rows.append(("By how much", amount))
     rows.append(("Rule", one_line(a.rule)))
     todo = what_to_do(a.message)
-    if todo:
+    if todo and reason is None:
         rows.append(("What to do", todo))
     return rows
 
@@ -297,9 +373,10 @@ def email_body(note: Notification, site: SiteLabel, answer: Answer | None = None
     )
     resolved = local_time(a.resolved_at, z, weekday=True) if a.resolved_at else "— (still open)"
     facts = dict(_facts(note, site))
+    late = " (found late)" if found_late(a) else ""
     lines = [
-        f"{a.severity.upper()}: {kind_label(a.kind)} at {a.subject}, site {site.title()}",
-        f"Event: {event_phrase(note)} at {local_time(note.at, z, weekday=True)}",
+        f"{headline(note)}: {title(a, site)}, site {site.title()}",
+        f"Event: {event_phrase(note)}{late} at {local_time(note.at, z, weekday=True)}",
         "",
         a.message,
         "",
@@ -407,15 +484,14 @@ def email_html(
         _CLEARED_COLOUR if note.event == "resolved" else _SEVERITY_COLOURS.get(a.severity, "#444")
     )
     table = evidence_table(a, z)
-    banner = f"{a.severity.upper()} — {event_phrase(note)}"
+    banner = f"{headline(note)} — {event_phrase(note)}"
     parts = [
         '<!DOCTYPE html><html><head><meta charset="utf-8"></head>',
         '<body style="margin:0;padding:12px;font-family:Arial,Helvetica,sans-serif;'
         'color:#222;max-width:640px">',
         f'<div style="background:{colour};color:#ffffff;padding:8px 12px;font-weight:bold">'
         f"{_e(banner)} &middot; {_e(local_time(note.at, z, weekday=True))}</div>",
-        f'<h2 style="margin:14px 0 2px;font-size:20px">{_e(_label(kind_label(a.kind)))} at '
-        f"{_e(a.subject)}</h2>",
+        f'<h2 style="margin:14px 0 2px;font-size:20px">{_e(_label(title(a, site)))}</h2>',
         f'<p style="margin:0 0 10px;color:#555">site {_e(site.title())}</p>',
         _rows_html(_facts(note, site)),
         _buttons_html(answer),
@@ -499,12 +575,18 @@ class _Sms:
 def _sms_heads(note: Notification) -> tuple[str, ...]:
     """The event's words in an SMS, longest first."""
     sev = note.alert.severity.upper()
+    reason = withdrawn_reason(note.alert)
+    if reason is not None:
+        return (f"Withdrawn: {reason}. Was {sev}", f"Withdrawn: {reason}.")
+    late = found_late(note.alert)
     match note.event:
         case "opened":
-            return (sev,)
+            return (f"FOUND LATE: {sev}",) if late else (sev,)
         case "escalated":
-            return (f"NOW {sev}",)
+            return (f"NOW {sev}, found late:",) if late else (f"NOW {sev}",)
         case "resolved":
+            if late:
+                return (f"FOUND LATE, already ended: {sev}", f"FOUND LATE, ended: {sev}")
             return ("CLEARED",)
         case "reminder":
             return (f"STILL {sev}, not acknowledged:", f"STILL {sev}, no ACK:", f"STILL {sev}")
@@ -542,40 +624,65 @@ def sms_text(
     ``code``/``link`` from alerts/acklinks.py when the channel has them (see the module
     docstring for what is said and what is cut first)."""
     a = note.alert
-    amount = _gsm(how_much(a, site.zone))
-    if note.event == "resolved":
-        when = "cleared " + clock_time(a.resolved_at or note.at, site.zone, note.at)
+    duty = duty_of(a)
+    due = a.evidence.get("due_at") if duty is not None else None
+    amount = amount_at(note, site)
+    if isinstance(due, str):  # "missed" or "4.5 days overdue", then "due May 6 11:00"
+        amount = amount.split(" (")[0] if "overdue" in amount else "missed"
+        when = f"due {day_time(due, site.zone)}"
+    elif note.event == "resolved" and a.resolved_at is not None:
+        when = span(a.opened_at, a.resolved_at, site.zone)
     else:
-        when = "since " + clock_time(a.opened_at, site.zone, note.at)
+        when = "since " + day_time(a.opened_at, site.zone)
     sms = _Sms(
         heads=tuple(_gsm(h) for h in _sms_heads(note)),
-        what=_gsm(kind_label(a.kind)),
-        subject=_gsm(a.subject),
+        what="" if duty is not None else _gsm(kind_label(a.kind)),
+        subject=_gsm(subject_words(a, site)),
         site=_gsm(site.short_name),
-        amount=amount,
+        amount=_gsm(amount),
         when=_gsm(when),
-        rule=_gsm(a.rule),
+        rule=_gsm(sms_citation(a.rule)),
         code=_gsm(code or ""),
         link=_gsm(link or ""),
     )
-    # The amount (its parenthesis, then all of it), the site's name (to its id), the link
-    # (the code stays), the time, the event's words; then cut the subject, the label, the
-    # site id; the citation only when nothing else is left.
+    # The amount (its parenthesis, then all of it), the site's name (to its id), the
+    # event's words; then cut the subject, the label, the site id, the citation; the
+    # time (with its date), the code and the link are never cut.
     steps: tuple[Step, ...] = (
         lambda s, _o: replace(s, amount=s.amount.split(" (")[0]),
         lambda s, _o: replace(s, amount=""),
         lambda s, _o: replace(s, site=_gsm(site.id)),
-        lambda s, _o: replace(s, link=""),
-        lambda s, _o: replace(s, when=""),
         *([_step_down_head] * (len(sms.heads) - 1)),
+        lambda s, _o: replace(s, rule=section_only(s.rule)),
         lambda s, over: replace(s, subject=_shorter(s.subject, over)),
         lambda s, over: replace(s, what=_shorter(s.what, over)),
         lambda s, over: replace(s, site=_shorter(s.site, over)),
         # A citation this long is a misconfigured rule pack; the SMS still goes out.
         lambda s, over: replace(s, rule=_shorter(s.rule, over)),
+        lambda s, _o: replace(s, when=""),
     )
     text = _fit(sms, steps, limit).text()
     return text if gsm7_septets(text) <= limit else gsm_cut(text, limit)
+
+
+def sms_citation(rule: str) -> str:
+    """The rule's citation for an SMS: the law's section, without siltwatch's own words
+    about it ("due per siltwatch default (96.05(B)(17)(c) names no deadline)" is for the
+    email and the report; a text has no room for a disclaimer). '' when siltwatch's
+    default is all there is: no law to cite."""
+    clauses = [c.strip() for c in one_line(rule).split(";")]
+    kept = [re.sub(r"\s*\([^()]*siltwatch[^()]*\)", "", c) for c in clauses if c]
+    return "; ".join(c for c in kept if c and "siltwatch" not in c.lower())
+
+
+_JURISDICTION = re.compile(r"^[^§\d;]*?(?=§|\d)")
+
+
+def section_only(citation: str) -> str:
+    """A citation without the words before its section ("Lake George §148-10 A" ->
+    "§148-10 A", "site proxy for Lake George §148-9 B" -> "§148-9 B"): the SMS names
+    the site, whose town it is. Unchanged when it has no section to keep."""
+    return _JURISDICTION.sub("", citation, count=1) or citation
 
 
 def _fit(sms: _Sms, steps: Sequence[Step], limit: int) -> _Sms:
@@ -611,19 +718,25 @@ class Held:
 
 
 def sms_summary(
-    held: Sequence[Held], site: SiteLabel, since: str, limit: int = SMS_MAX_SEPTETS
+    held: Sequence[Held],
+    site: SiteLabel,
+    since: str,
+    limit: int = SMS_MAX_SEPTETS,
+    link: str | None = None,
 ) -> str:
     """One SMS for many, in one segment: counts, then the most severe items with their
-    citations first.
+    citations first, and the site's page in the console (``link``) last.
 
     Critical items are listed before the rest and each carries its citation; what
     does not fit is counted in ``+N more``. Details are in email and the alert log.
     """
+    tail = f" {_gsm(link)}" if link else ""
+    limit -= gsm7_septets(tail)
     # Most severe first (an unknown severity ranks below info), openings first within one.
     items = sorted(held, key=lambda h: (-severity_rank(h.severity), h.event != "opened"))
     crit = sum(1 for h in held if h.severity == Severity.CRITICAL)
     head = _gsm(
-        f"{site.id}: {len(held)} alert updates held since {clock_time(since, site.zone)}"
+        f"{site.short_name}: {len(held)} alert updates held since {day_time(since, site.zone)}"
         + (f" ({crit} critical)" if crit else "")
         + "."
     )
@@ -637,7 +750,7 @@ def sms_summary(
             entries.append(f"{h.severity.upper()} {h.event} {kind_label(h.kind)}")
         fitting = [
             e
-            for e in (" " + _gsm(f"{entry} ({h.rule});") for entry in entries)
+            for e in (" " + _gsm(f"{entry} ({sms_citation(h.rule)});") for entry in entries)
             if gsm7_septets(text + e + more) <= limit
         ]
         if not fitting:
@@ -649,7 +762,7 @@ def sms_summary(
         text += f" +{rest} more."
     if gsm7_septets(text + closing) <= limit:
         text += closing
-    return gsm_cut(text, limit)
+    return gsm_cut(text, limit) + tail
 
 
 # --- webhook ---------------------------------------------------------------------------

@@ -328,7 +328,7 @@ class Delivery:
         chart_for: ChartFor | None = None,
         once: Callable[[str], bool] | None = None,
     ) -> None:
-        label = SiteLabel(site.site.id, site.site.name, site.site.zone)
+        label = SiteLabel.of(site)
         channels: list[Channel] = []
         if notify.smtp is not None:
             channels.append(EmailSink(notify.smtp, label, clock, links=links, chart_for=chart_for))

@@ -61,7 +61,8 @@ class SmsSink(DirectSend[SmsSettings]):
     def render(self, note: Notification, address: str, delivery: str) -> Message:
         if self.links is None:
             return {"body": sms_text(note, self.site)}
-        link = self.answer(note, address).ack_url
+        answer = self.answer(note, address)
+        link = answer.ack_url or answer.alert_url  # every text has a link
         return {"body": sms_text(note, self.site, code=self.links.code(note.alert.id), link=link)}
 
     def transmit(self, address: str, message: Message, delivery: str) -> None:

@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from alerts.acklinks import Links
 from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
 from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
@@ -256,7 +257,9 @@ class DeliveryWorker:
         ]
         held = [Held(d.event, d.severity, d.kind, d.subject, d.rule) for d in items]
         since = min(d.created_at for d in items)
-        text = sms_summary(held, self.site, utc_text(since))
+        links = getattr(self.channels.get(self.sms_channel), "links", None)
+        link = links.site_url() if isinstance(links, Links) else None
+        text = sms_summary(held, self.site, utc_text(since), link=link)
         key = "\x1f".join(sorted(d.id for d in group))
         ident = "sum-" + hashlib.sha256(key.encode()).hexdigest()[:28]
         worst = max((d.severity for d in items), key=severity_rank)

@@ -60,13 +60,12 @@ from ingest.decode import (
 from ingest.store_sql import SnapshotRow, SqlStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
+from siltwatch.latemarks import LATE_PREFIX as LATE_PREFIX
+from siltwatch.latemarks import WITHDRAWN_PREFIX
 from siltwatch.schema import Alert, Duty, StationStatus
 from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
-
-LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
-WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
 
 
 class EventHandler(Protocol):

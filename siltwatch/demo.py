@@ -167,7 +167,7 @@ def run_demo(out: Path, *, examples: Path, web: str | None = None) -> int:
     try:
         for name, site in sites.items():
             preview = SmsPreview(
-                SiteLabel(site.site.id, site.site.name, site.site.zone),
+                SiteLabel.of(site),
                 _links(book.link_secret(), site, base_url),
             )
             previews.append(preview)

@@ -79,7 +79,7 @@ def test_each_recipient_gets_the_alert_with_subject_body_and_citation(tmp_path: 
     assert msg["To"] == OFFICER.email
     assert msg["From"] == "siltwatch@town.example"
     assert str(msg["Subject"]) == (
-        "[siltwatch] turbidity contrast at outfall-a, site Route 9N mixed-use (lg-route9n)"
+        "[siltwatch] CRITICAL: turbidity contrast at outfall-a, Route 9N mixed-use (lg-route9n)"
     )
     assert msg["Importance"] == "high" and msg["X-Siltwatch-Severity"] == "critical"
     plain = msg.get_body(("plain",))

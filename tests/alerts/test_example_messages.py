@@ -17,7 +17,7 @@ import pytest
 from alerts.acklinks import Links
 from alerts.channel import opened_event_time
 from alerts.gsm7 import gsm7_septets, is_gsm7, segments, to_gsm7
-from alerts.messages import SiteLabel, one_line
+from alerts.messages import SiteLabel, section_only, sms_citation
 from alerts.routing import Notification, announced, route
 from alerts.sms import SmsSettings, SmsSink
 from analytics.events import AlertEvent
@@ -59,7 +59,7 @@ def notifications(result: ReplayResult) -> list[Notification]:
 def test_every_example_sms_is_one_segment_with_citation_and_code(site_name: str) -> None:
     result = replay(site_name)
     site = result.site
-    label = SiteLabel(site.site.id, site.site.name, site.site.zone)
+    label = SiteLabel.of(site)
     links = Links(LONG_BASE, SECRET, site.site.id, tuple(c.name for c in site.contacts))
     channel = SmsSink(
         SmsSettings("https://api.twilio.com", "AC1", "tok", "+15185550100"),
@@ -76,8 +76,10 @@ def test_every_example_sms_is_one_segment_with_citation_and_code(site_name: str)
             body = channel.render(note, phone, "d")["body"]
             assert is_gsm7(body), body
             assert segments(body) == 1 and gsm7_septets(body) <= 160, body
-            assert to_gsm7(one_line(note.alert.rule)) in body, body
+            assert section_only(to_gsm7(sms_citation(note.alert.rule))) in body, body
+            assert "siltwatch default" not in body, body
             assert f"ACK {links.code(note.alert.id)}" in body, body
+            assert LONG_BASE in body, body  # every text has a link
             rendered += 1
     assert rendered >= 10  # the examples really produced messages to phones
 

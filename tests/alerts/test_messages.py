@@ -15,7 +15,8 @@ from alerts.messages import (
     email_body,
     email_subject,
     evidence_table,
-    one_line,
+    section_only,
+    sms_citation,
     sms_summary,
     sms_text,
     what_to_do,
@@ -42,7 +43,7 @@ def test_sms_is_one_gsm7_segment_with_the_citation_and_the_code(
     body = sms_text(n, SITE, code=CODE, link=link)
     assert one_segment(body)
     assert f"ACK {CODE}" in body
-    citation = to_gsm7(one_line(rule))
+    citation = section_only(to_gsm7(sms_citation(rule)))
     if gsm7_septets(citation) <= 100:
         assert citation in body
     assert "\n" not in body
@@ -52,7 +53,7 @@ def test_the_opened_sms_says_what_where_how_much_since_and_the_rule() -> None:
     body = sms_text(note(), NY, code=CODE)
     assert body == (
         "CRITICAL turbidity contrast outfall-a, Route 9N mixed-use: 170.6 NTU vs limit 54.3, "
-        f"since 12:26. {CITATION}. ACK {CODE}"
+        f"since May 5 12:26. {CITATION}. ACK {CODE}"
     )
     assert one_segment(body)
 
@@ -62,26 +63,25 @@ def test_without_links_there_is_no_code() -> None:
     assert "ACK" not in body and body.endswith(f"{CITATION}.")
 
 
-def test_the_amount_goes_first_then_the_site_name_then_the_link_never_citation_or_code() -> None:
+def test_the_amount_goes_first_then_the_site_name_never_the_link_citation_code_or_date() -> None:
     def with_link(length: int) -> str:
         link = ("https://s.ex/a/" + "X" * 100)[:length]
         return sms_text(note(), NY, code=CODE, link=link)
 
     full = sms_text(note(), NY, code=CODE)
-    assert gsm7_septets(full) == 144  # what the sizes below are chosen for
-    roomy = with_link(15)  # 144 + 1 + 15 = 160: everything fits
+    assert gsm7_septets(full) == 150  # what the sizes below are chosen for
+    roomy = with_link(9)  # 150 + 1 + 9 = 160: everything fits
     assert "170.6 NTU vs limit 54.3" in roomy and "Route 9N mixed-use" in roomy
-    assert "https://s.ex/a/" in roomy
-    no_amount = with_link(40)
+    no_amount = with_link(34)
     assert "NTU" not in no_amount and "Route 9N mixed-use" in no_amount
-    assert "https://s.ex/a/" in no_amount
-    no_name = with_link(48)
-    assert "Route 9N" not in no_name and ", lg-route9n:" in no_name and "https://" in no_name
-    # A link that cannot fit goes, and what was cut to make room for it comes back.
-    no_link = with_link(60)
-    assert no_link == full
-    for body in (roomy, no_amount, no_name, no_link):
-        assert one_segment(body) and f"{CITATION}. ACK {CODE}" in body
+    no_name = with_link(42)
+    assert "Route 9N" not in no_name and ", lg-route9n:" in no_name
+    # A long link stays: the subject and the label are cut for it instead.
+    long_link = with_link(70)
+    for body, length in ((roomy, 9), (no_amount, 34), (no_name, 42), (long_link, 70)):
+        assert one_segment(body) and f"§148-9 B. ACK {CODE}" in body
+        assert body.endswith(("https://s.ex/a/" + "X" * 100)[:length])
+        assert "May 5 12:26" in body
 
 
 def test_the_follow_ups_say_why_they_come() -> None:
@@ -90,21 +90,23 @@ def test_the_follow_ups_say_why_they_come() -> None:
     escalated = sms_text(note(event="unacknowledged"), NY, code=CODE)  # 30 min after opening
     assert escalated.startswith(
         "Escalated to you: not acknowledged after 30 min. CRITICAL turbidity contrast outfall-a"
-    )
+    ) or escalated.startswith("No ACK after 30 min: CRITICAL turbidity contrast outfall-a")
     for body in (reminder, escalated):
         assert one_segment(body) and CITATION in body and f"ACK {CODE}" in body
 
 
 def test_resolved_and_escalated_words() -> None:
     cleared = sms_text(note(event="resolved", resolved=True, at="2026-05-06T00:58:00Z"), NY)
-    assert cleared.startswith("CLEARED turbidity contrast outfall-a") and "cleared 20:58" in cleared
+    assert cleared.startswith("CLEARED turbidity contrast outfall-a")
+    assert "May 5 12:26-20:58" in cleared  # from when to when, with the date
     up = sms_text(note(event="escalated"), NY)
     assert up.startswith("NOW CRITICAL turbidity contrast outfall-a")
 
 
-def test_a_time_on_another_day_carries_the_weekday() -> None:
-    body = sms_text(note(event="reminder", at="2026-05-06T14:00:00Z"), NY)
-    assert "since Tue 12:26" in body
+def test_every_time_carries_its_date() -> None:
+    for at in ("2026-05-05T17:00:00Z", "2026-05-06T14:00:00Z", "2026-05-20T14:00:00Z"):
+        body = sms_text(note(event="reminder", at=at), NY)
+        assert "since May 5 12:26" in body
 
 
 def test_data_outside_gsm7_is_transliterated_not_sent_as_ucs2() -> None:
@@ -142,9 +144,12 @@ def test_summary_names_the_critical_items_with_their_citation() -> None:
     held = [Held("opened", "warning", "drain_time", f"basin-{i}", "§148-11 I(3)") for i in range(9)]
     held.insert(5, Held("opened", "critical", "turbidity_contrast", "outfall-a", CITATION))
     body = sms_summary(held, NY, "2026-05-05T03:00:00Z")
-    assert body.startswith("lg-route9n: 10 alert updates held since 23:00 (1 critical).")
-    first = body.index("CRITICAL opened turbidity contrast outfall-a")
-    assert body[first:].startswith(f"CRITICAL opened turbidity contrast outfall-a ({CITATION});")
+    assert body.startswith(
+        "Route 9N mixed-use: 10 alert updates held since May 4 23:00 (1 critical)."
+    )
+    first = body.index("CRITICAL opened turbidity contrast")
+    assert body[first:].startswith("CRITICAL opened turbidity contrast")
+    assert f"({CITATION});" in body[first:]
     assert body.endswith("); +9 more.")  # the warnings are counted, the critical named
     assert one_segment(body)
 
@@ -154,14 +159,16 @@ def test_email_subject_is_one_line_even_if_a_subject_has_newlines() -> None:
     assert "\n" not in subject and "\r" not in subject
 
 
-def test_email_subject_is_the_same_for_the_whole_episode() -> None:
+def test_email_subject_says_the_severity_and_changes_when_it_escalates() -> None:
     opened = email_subject(note(severity="warning"), NY)
     assert opened == (
-        "[siltwatch] turbidity contrast at outfall-a, "
-        "site Route 9N mixed-use, Town of Lake George (lg-route9n)"
+        "[siltwatch] WARNING: turbidity contrast at outfall-a, "
+        "Route 9N mixed-use, Town of Lake George (lg-route9n)"
     )
-    for event in ("escalated", "resolved", "reminder", "unacknowledged"):
-        assert email_subject(note(event=event), NY) == f"Re: {opened}"
+    for event in ("resolved", "reminder", "unacknowledged"):
+        assert email_subject(note(event=event, severity="warning"), NY) == f"Re: {opened}"
+    escalated = email_subject(note(event="escalated"), NY)
+    assert escalated == opened.replace("WARNING", "NOW CRITICAL")
 
 
 def test_evidence_is_read_from_its_typed_model_not_dumped() -> None:

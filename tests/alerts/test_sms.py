@@ -64,7 +64,7 @@ def test_the_gateway_gets_the_exact_request(tmp_path: Path, gateway: HttpServer)
     assert is_gsm7(body) and segments(body) == 1
     assert body == (
         "CRITICAL turbidity contrast outfall-a, Route 9N mixed-use: 170.6 NTU vs limit 54.3, "
-        f"since 16:26. {CITATION}."
+        f"since May 5 16:26. {CITATION}."
     )
     assert outbox.deliveries()[0].state == "sent"
     outbox.close()
@@ -85,7 +85,7 @@ def test_with_links_the_sms_carries_the_code_and_a_working_link(
     body = form(gateway.requests[0])["Body"]
     assert is_gsm7(body) and segments(body) == 1
     code = links.code(note().alert.id)
-    assert f"{CITATION}. ACK {code} https://sw.town.example/a/" in body
+    assert f"§148-9 B. ACK {code} https://sw.town.example/a/" in body  # the section, shortened
     token = parse_link_token(body.rsplit("/a/", 1)[1])
     assert links.contact_of(token) == OFFICER.name  # the link is the officer's own
     assert link_problem(links.secret, token, SITE.id, note().alert.id, clock.t) is None

@@ -132,7 +132,7 @@ def assert_mailed_as(smtp: SmtpServer, site: SiteConfig, others: Sequence[SiteCo
     assert mails, site.site.id
     for to, msg in mails:
         assert set(to) <= emails_of(site), (site.site.id, to)
-        title = f"site {site.site.name} ({site.site.id})"  # the delivery's label
+        title = f"{site.site.name} ({site.site.id})"  # the delivery's label
         digest = f"[siltwatch] {site.site.name}: "  # the daily digest, when the run meets it
         subject = str(msg["Subject"])
         assert subject.endswith(title) or subject.startswith(digest), subject

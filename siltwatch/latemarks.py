@@ -1,0 +1,33 @@
+"""How an alert says it was found late or withdrawn, so every channel can say so too.
+
+A reading that arrives after the engine judged its window makes the service
+rebuild that history from the store (ingest/service.py): an alert it should
+have raised is raised then, *found late*, and one it disproves is *withdrawn*.
+The stored alert carries that in the first words of its message (the replay
+contract's fields have no flag for it), so the text, the email subject and the
+console read it back from there with :func:`found_late` and
+:func:`withdrawn_reason`, the one place that knows the words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from siltwatch.schema import Alert
+
+LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
+WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
+# The reason a withdrawal gives, short enough for an SMS.
+WITHDRAWN_REASON = "late readings show it did not happen"
+
+
+def found_late(alert: Alert) -> bool:
+    """The alert was raised from readings that arrived after its window had closed."""
+    message = alert.message.removeprefix(WITHDRAWN_PREFIX)
+    return message.startswith(LATE_PREFIX)
+
+
+def withdrawn_reason(alert: Alert) -> str | None:
+    """Why the alert was withdrawn, or None when it was not."""
+    return WITHDRAWN_REASON if alert.message.startswith(WITHDRAWN_PREFIX) else None

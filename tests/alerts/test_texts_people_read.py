@@ -1,0 +1,148 @@
+"""Texts an officer can act on: one segment, a link, a date, people's names for things,
+"found late" and "withdrawn: <reason>" said, never a duty id or a siltwatch disclaimer."""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from alerts.gsm7 import gsm7_septets, is_gsm7, segments
+from alerts.messages import (
+    SiteLabel,
+    email_body,
+    email_subject,
+    section_only,
+    sms_citation,
+    sms_text,
+)
+from alerts.routing import Notification
+from siltwatch.detections import alert_kinds
+from siltwatch.latemarks import LATE_PREFIX, WITHDRAWN_PREFIX
+from siltwatch.schema import Alert
+from tests.alerts.helpers import OFFICER, alert, note
+
+NY = SiteLabel(
+    "lg-route9n",
+    "Route 9N mixed-use, Town of Lake George",
+    ZoneInfo("America/New_York"),
+    {"stockpile": "Topsoil stockpile by West Brook", "lg-route9n": "Route 9N mixed-use"},
+)
+CODE = "7KQ2MZ"
+LINK = "https://sw.lg.example/a/BQC5LB32H4HBHE8RS3ENVF"
+DISCLAIMER_RULE = (
+    "Lake Lure 96.05(B)(17)(c)(i)-(v); due per siltwatch default (96.05(B)(17)(c) names no "
+    "deadline)"
+)
+
+
+def overdue(at_due: str = "2026-05-06T15:00:00Z", **kw: str) -> Alert:
+    base = alert(kind="stabilization_overdue", subject="du-dad6971507091ccf").model_dump()
+    base["evidence"] = {
+        "duty": "du-dad6971507091ccf",
+        "reason": kw.get("reason", "exposed_24h"),
+        "subject": kw.get("subject", "stockpile"),
+        "due_at": at_due,
+        "overdue_h": 0.0,
+    }
+    base["kind"] = kw.get("kind", "stabilization_overdue")
+    base["opened_at"] = at_due
+    base["rule"] = kw.get("rule", "Lake George §148-11 I(3)(e)[3][b]")
+    return Alert.model_validate(base)
+
+
+def test_a_duty_alert_is_named_by_what_it_is_about_and_counts_its_lateness_now() -> None:
+    at_open = Notification("opened", "2026-05-06T15:00:00Z", overdue(), (OFFICER,))
+    body = sms_text(at_open, NY, code=CODE, link=LINK)
+    assert "du-" not in body and "0 h overdue" not in body
+    assert "stabilization of Topsoil" in body and "due May 6 11:00" in body
+    later = Notification("reminder", "2026-05-10T23:00:00Z", overdue(), (OFFICER,))
+    text = sms_text(later, NY, code=CODE, link=LINK)
+    assert "due May 6 11:00" in text and text.endswith(LINK)
+    subject = email_subject(at_open, NY)
+    assert subject == (
+        "[siltwatch] CRITICAL: overdue: stabilization of Topsoil stockpile by West Brook, "
+        "Route 9N mixed-use, Town of Lake George (lg-route9n)"
+    )
+    assert "4.3 days overdue (due May 6 11:00)" in email_body(later, NY)
+
+
+def test_a_storm_inspection_is_named_by_its_storm_with_the_date() -> None:
+    storm = overdue(
+        kind="inspection_overdue", reason="storm", subject="gauge-yard@2026-05-08T12:25:00Z"
+    )
+    body = sms_text(Notification("opened", "2026-05-11T12:00:00Z", storm, ()), NY, link=LINK)
+    assert "inspection after the storm of May 8 08:25" in body
+    assert "@" not in body.split(" http")[0]
+
+
+def test_the_citation_drops_siltwatchs_disclaimer_in_a_text() -> None:
+    assert sms_citation(DISCLAIMER_RULE) == "Lake Lure 96.05(B)(17)(c)(i)-(v)"
+    assert sms_citation("siltwatch default") == ""
+    assert sms_citation("Lake George §148-10 A") == "Lake George §148-10 A"
+    assert section_only("site proxy for Lake George §148-9 B") == "§148-9 B"
+    assert section_only("Lake Lure 96.05(B)(17)(b)") == "96.05(B)(17)(b)"
+    assert section_only("per 15A NCAC 02B .0211") == "15A NCAC 02B .0211"
+    assert section_only("siltwatch policy") == "siltwatch policy"
+    body = sms_text(note(rule=DISCLAIMER_RULE), NY, code=CODE, link=LINK)
+    assert "siltwatch" not in body and "96.05(B)(17)(c)(i)-(v)" in body
+
+
+def test_found_late_and_withdrawn_say_so_in_the_text_and_the_email_subject() -> None:
+    late = alert(message=LATE_PREFIX + "Turbidity ...", resolved=True)
+    ended = Notification("resolved", "2026-05-07T10:00:00Z", late, (OFFICER,))
+    text = sms_text(ended, NY, code=CODE, link=LINK)
+    assert text.startswith("FOUND LATE") and "May 5 12:26-20:58" in text
+    assert "found late" in email_subject(ended, NY)
+    opened = sms_text(Notification("opened", "2026-05-07T10:00:00Z", late, ()), NY, link=LINK)
+    assert opened.startswith("FOUND LATE: CRITICAL") and "May 5" in opened
+    gone = alert(message=WITHDRAWN_PREFIX + "Turbidity ...", resolved=True)
+    withdrawn = Notification("resolved", "2026-05-07T10:00:00Z", gone, (OFFICER,))
+    text = sms_text(withdrawn, NY, code=CODE, link=LINK)
+    assert text.startswith("Withdrawn: late readings show it did not happen.")
+    assert "CLEARED" not in text and text.endswith(LINK)
+    subject = email_subject(withdrawn, NY)
+    assert "withdrawn: late readings show it did not happen" in subject
+    assert "What to do" not in email_body(withdrawn, NY)
+
+
+names = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), min_size=0, max_size=90)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(alert_kinds()),
+    event=st.sampled_from(["opened", "escalated", "resolved", "reminder", "unacknowledged"]),
+    severity=st.sampled_from(["info", "warning", "critical"]),
+    subject=names.filter(bool),
+    site_name=names,
+    area_name=names,
+    rule=st.text(min_size=1, max_size=200),
+    mark=st.sampled_from(["", LATE_PREFIX, WITHDRAWN_PREFIX]),
+    link_len=st.integers(20, 70),
+)
+def test_every_text_is_one_segment_with_a_link_and_a_date(
+    kind: str,
+    event: str,
+    severity: str,
+    subject: str,
+    site_name: str,
+    area_name: str,
+    rule: str,
+    mark: str,
+    link_len: int,
+) -> None:
+    a = alert(kind=kind, subject=subject, severity=severity, rule=rule, resolved=True)
+    a = a.model_copy(update={"message": mark + a.message})
+    if kind.endswith("_overdue"):
+        a = overdue(kind=kind, subject="stockpile", rule=rule).model_copy(
+            update={"message": mark + a.message, "resolved_at": a.resolved_at}
+        )
+    site = SiteLabel("site-1", site_name, ZoneInfo("America/New_York"), {"stockpile": area_name})
+    link = ("https://t.example/a/" + "Z" * 80)[:link_len]
+    body = sms_text(Notification(event, "2026-05-07T10:00:00Z", a, ()), site, code=CODE, link=link)
+    assert is_gsm7(body) and segments(body) == 1 and gsm7_septets(body) <= 160, body
+    assert body.endswith(link) and f"ACK {CODE}" in body, body
+    assert "May " in body, body  # every time with its date
+    assert "siltwatch default" not in body
