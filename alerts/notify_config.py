@@ -63,6 +63,7 @@ from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
 from alerts.mail import ChartFor, EmailSink, SmtpSettings
 from alerts.messages import SiteLabel
 from alerts.outbox import Outbox
+from alerts.silences import HeldInSilence, SilenceLookup
 from alerts.sinks import Sink
 from alerts.sms import SmsSettings, SmsSink
 from alerts.webhook import WebhookSettings, WebhookSink
@@ -313,7 +314,8 @@ class Delivery:
     digest email (None: no digest); ``links`` puts the ACK code and the
     console's links in SMS and email; ``chart_for`` draws the email's plot;
     ``once`` keeps a daily digest to one sending between workers (the book's
-    ``first_time``; alerts/digest.py).
+    ``first_time``; alerts/digest.py); ``silences`` holds what a silence or
+    maintenance window covers from people (alerts/silences.py).
     """
 
     def __init__(
@@ -327,6 +329,7 @@ class Delivery:
         links: Links | None = None,
         chart_for: ChartFor | None = None,
         once: Callable[[str], bool] | None = None,
+        silences: SilenceLookup | None = None,
     ) -> None:
         label = SiteLabel.of(site)
         channels: list[Channel] = []
@@ -359,6 +362,8 @@ class Delivery:
         self.thread = DeliveryThread(self.worker)
         self.thread_wake.target = self.thread.wake
         self.sink: Sink = self.followups
+        if silences is not None:
+            self.sink = HeldInSilence(self.followups, site.site.id, silences)
 
     def describe(self) -> str:
         names = ", ".join(c.name for c in self.channels) or "no channels"

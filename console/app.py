@@ -3,17 +3,22 @@
 Served by ``siltwatch serve --http`` and ``siltwatch demo --web`` (uvicorn in
 a thread beside the MQTT loop); everything it shows is rendered on the server
 from the store and the console's book (console/book.py), and every asset
-(console/static/console.css) ships in the package: no CDN, no JavaScript.
+(console/static/console.css, console/static/live.js) ships in the package: no
+CDN, no framework. The one script, live.js, keeps a page's marked parts
+current (the page asks again every ``refresh_s`` seconds and swaps what
+changed); without it every page still works, it only stops updating itself.
 
 Routes (each page module says what it does):
 
 =================================================  ==================================
 ``GET /``                                           sites overview (console/pages_site.py)
+``GET /alerts``                                     alerts of all your sites (console/pages_alerts.py)
 ``GET /sites/{site}``                               plots over a window, alerts, duties, health
 ``GET /sites/{site}/report``                        the inspector's report (``?format=pdf``)
 ``GET /sites/{site}/alerts/{alert_id}``             one episode (console/pages_alert.py)
 ``POST .../acknowledge``, ``.../comment``,          what people answer
 ``.../corrective-action``
+``GET|POST /sites/{site}/silences``, ``.../{id}/end`` silences (console/pages_silences.py)
 ``GET /sites/{site}/duties``                        duties; inspection and site-log forms
 ``POST /sites/{site}/inspections``, ``.../site-log`` (console/pages_duties.py)
 ``GET|POST /a/{token}``                             acknowledge by link (console/ack_link.py)
@@ -24,7 +29,7 @@ Routes (each page module says what it does):
 Without a session, a page (GET) answers 303 to ``/login?next=...`` and is not
 rendered; a form (POST) answers 403. Only ``/login``, ``/a/{token}``,
 ``/sms/inbound``, ``/healthz`` and ``/static`` are open. Every response carries
-a strict Content-Security-Policy (no scripts), ``Referrer-Policy: no-referrer``
+a strict Content-Security-Policy (scripts only from /static), ``Referrer-Policy: no-referrer``
 (an acknowledgement link must not leak through a Referer header), and pages are
 ``Cache-Control: no-store``.
 """
@@ -45,7 +50,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from console import ack_link, pages_account, pages_alert, pages_duties, pages_site, sms_inbound
+from console import (
+    ack_link,
+    pages_account,
+    pages_alert,
+    pages_alerts,
+    pages_duties,
+    pages_silences,
+    pages_site,
+    sms_inbound,
+)
 from console.book import ConsoleBook
 from console.desk import FieldDesk
 from console.report_maker import InspectorReport, ReportRenderer
@@ -66,7 +80,8 @@ MAX_BODY_BYTES = 1_000_000
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
-        b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"default-src 'none'; script-src 'self'; connect-src 'self'; "
+        b"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
         b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     (b"referrer-policy", b"no-referrer"),
@@ -104,12 +119,16 @@ def _routes() -> list[Route | Mount]:
     alert = site + "/alerts/{alert_id}"
     return [
         Route("/", pages_site.overview),
+        Route("/alerts", pages_alerts.alert_list),
         Route(site, pages_site.site_page),
         Route(site + "/report", pages_site.report),
         Route(alert, pages_alert.alert_page),
         Route(alert + "/acknowledge", pages_alert.acknowledge, methods=["POST"]),
         Route(alert + "/comment", pages_alert.comment, methods=["POST"]),
         Route(alert + "/corrective-action", pages_alert.corrective_action, methods=["POST"]),
+        Route(site + "/silences", pages_silences.silences_page),
+        Route(site + "/silences", pages_silences.create_silence, methods=["POST"]),
+        Route(site + "/silences/{silence_id}/end", pages_silences.end_silence, methods=["POST"]),
         Route(site + "/duties", pages_duties.duties_page),
         Route(site + "/inspections", pages_duties.record_inspection, methods=["POST"]),
         Route(site + "/site-log", pages_duties.record_site_log, methods=["POST"]),
@@ -181,6 +200,8 @@ def make_app(
     public_url: str | None = None,
     twilio_token: str | None = None,
     report_renderer: ReportRenderer | None = None,
+    outboxes: Mapping[str, Path] | None = None,
+    refresh_s: float = 10.0,
 ) -> Starlette:
     """The console over the store ``db`` (a SQLite path or a PostgreSQL URL, whose
     database holds the console's own tables too) for ``sites`` (keyed by site id).
@@ -191,7 +212,11 @@ def make_app(
     where people and the SMS gateway reach the console (``https://...`` makes
     the cookies Secure; the Twilio signature is checked against it);
     ``twilio_token`` the gateway's auth token (None: inbound SMS refused);
-    ``report_renderer`` the inspector's report (default console/report.py).
+    ``report_renderer`` the inspector's report (default console/report.py);
+    ``outboxes`` each site's delivery outbox, whose audit the alert page shows
+    (console/deliveries.py); ``refresh_s`` how often live pages update themselves.
+    ``clock`` is also "now" on the pages (how overdue, how long a station is
+    silent, "last 24 h"): the demo passes its own.
     """
     wrong = [f"{key!r} holds site {s.site.id!r}" for key, s in sites.items() if key != s.site.id]
     if wrong:
@@ -207,6 +232,8 @@ def make_app(
         clock=clock,
         public_url=public_url,
         twilio_token=twilio_token,
+        outboxes=dict(outboxes or {}),
+        refresh_s=refresh_s,
     )
     app = Starlette(
         routes=_routes(),

@@ -27,6 +27,9 @@ What lives here:
   sha256 of the token, not the token);
 - ``console_once``: what the workers of a fleet do once between them (a site's
   daily digest: :meth:`ConsoleBook.first_time`);
+- ``console_silences``: silences and maintenance windows (console/silences.py),
+  never deleted (ending one early sets ``ended_ms``); the delivery side asks
+  :meth:`ConsoleBook.silence_covering` (alerts/silences.py ``SilenceLookup``);
 - ``console_settings``: the ``link_secret`` that signs acknowledgement links
   (alerts/acklinks.py), made once per store so the delivery worker and the
   console agree on it.
@@ -51,6 +54,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 from alerts.acks import Acknowledgement
 from console.book_db import BookDb, BookDbError, open_book_db
 from console.notes import Note, NoteKind
+from console.silences import Silence
 
 ConsoleRole = Literal["operator", "qualified_inspector", "officer", "viewer"]
 CONSOLE_ROLES: tuple[str, ...] = get_args(ConsoleRole)
@@ -91,6 +95,13 @@ CREATE TABLE IF NOT EXISTS console_used_links (
 );
 CREATE TABLE IF NOT EXISTS console_settings (key TEXT PRIMARY KEY, value BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS console_once (key TEXT PRIMARY KEY, at_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS console_silences (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, scope TEXT NOT NULL, target TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT '', subjects TEXT NOT NULL, reason TEXT NOT NULL,
+    "by" TEXT NOT NULL, created_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL, ended_ms INTEGER, ended_by TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS console_silences_site ON console_silences (site, end_ms);
 """
 
 NAME_MAX = 100
@@ -327,6 +338,86 @@ class ConsoleBook:
         )
         return Note(site, alert_id, kind, by, now_ms, text, via)
 
+    # --- silences and maintenance windows ------------------------------------------
+
+    _SILENCE = (
+        'SELECT id, site, scope, target, kind, subjects, reason, "by", created_ms, start_ms, '
+        "end_ms, ended_ms, ended_by FROM console_silences"
+    )
+
+    @staticmethod
+    def _silence(row: tuple[object, ...]) -> Silence:
+        i, site, scope, target, kind, subjects, reason, by, created, start, end, ended, eby = row
+        return Silence(
+            int(str(i)), str(site), str(scope), str(target), str(kind),
+            tuple(str(subjects).split()), str(reason), str(by), int(str(created)),
+            int(str(start)), int(str(end)), None if ended is None else int(str(ended)), str(eby),
+        )  # fmt: skip
+
+    def add_silence(self, silence: Silence) -> Silence:
+        """Store a new silence (its ``id`` is ignored) and its audit row, together."""
+        s = silence
+        with self.db.write():
+            ident = self.db.execute(
+                "INSERT INTO console_silences (site, scope, target, kind, subjects, reason, "
+                '"by", created_ms, start_ms, end_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) '
+                "RETURNING id",
+                (s.site, s.scope, s.target, s.kind, " ".join(s.subjects), s.reason, s.by,
+                 s.created_ms, s.start_ms, s.end_ms),
+            ).value()  # fmt: skip
+            stored = self.silence(s.site, int(ident))
+            assert stored is not None
+            self.audit(
+                s.created_ms, s.by, "silence_created", site=s.site, detail=silence_words(stored)
+            )
+        return stored
+
+    def silence(self, site: str, ident: int) -> Silence | None:
+        rows = self.db.execute(self._SILENCE + " WHERE site = ? AND id = ?", (site, ident))
+        found = rows.fetchone()
+        return None if found is None else self._silence(found)
+
+    def end_silence(self, site: str, ident: int, by: str, now_ms: int) -> Silence | None:
+        """End a silence now (a window not begun yet is cancelled); None when there is no
+        such silence or it already ended. Audited."""
+        with self.db.write():
+            cur = self.db.execute(
+                "UPDATE console_silences SET ended_ms = ?, ended_by = ? "
+                "WHERE site = ? AND id = ? AND ended_ms IS NULL AND end_ms > ?",
+                (now_ms, by, site, ident, now_ms),
+            )
+            if cur.rowcount != 1:
+                return None
+            ended = self.silence(site, ident)
+            assert ended is not None
+            self.audit(now_ms, by, "silence_ended", site=site, detail=silence_words(ended))
+        return ended
+
+    def silences(self, site: str, *, since_ms: int | None = None) -> list[Silence]:
+        """The site's silences, newest first; with ``since_ms`` only those lasting past it."""
+        if since_ms is None:
+            rows = self.db.execute(self._SILENCE + " WHERE site = ? ORDER BY id DESC", (site,))
+        else:
+            rows = self.db.execute(
+                self._SILENCE + " WHERE site = ? AND end_ms > ? AND "
+                "(ended_ms IS NULL OR ended_ms > ?) ORDER BY id DESC",
+                (site, since_ms, since_ms),
+            )
+        return [self._silence(r) for r in rows]
+
+    def silence_covering(self, site: str, subject: str, kind: str, at_ms: int) -> str | None:
+        """The silence holding ``kind`` on ``subject`` at ``at_ms`` in words, or None
+        (alerts/silences.py SilenceLookup; whether the kind may be held is asked there)."""
+        rows = self.db.execute(
+            self._SILENCE + " WHERE site = ? AND start_ms <= ? AND end_ms > ? ORDER BY id",
+            (site, at_ms, at_ms),
+        )
+        for row in rows:
+            silence = self._silence(row)
+            if silence.covers(subject, kind, at_ms):
+                return silence_words(silence)
+        return None
+
     # --- the audit log ----------------------------------------------------------------
 
     def audit(
@@ -404,3 +495,9 @@ class ConsoleBook:
                 "SELECT value FROM console_settings WHERE key = 'link_secret'"
             ).value()
         return bytes(value)
+
+
+def silence_words(s: Silence) -> str:
+    """A silence in one line, for the audit log and the delivery side's log."""
+    what = f"{s.scope} {s.target}" + (f" ({s.kind.replace('_', ' ')} only)" if s.kind else "")
+    return f"silence #{s.id} of {what} by {s.by}: {s.reason}"

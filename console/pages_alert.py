@@ -7,6 +7,10 @@ repeats and the escalation chain). A corrective action is a note in the book
 (detail ``"<alert id>: <what was done>"``, siltwatch/schema.py SiteLogRecord),
 so the engine and the inspector's report see it as they see one typed on a
 field tablet (the alerts ask to "record the corrective action in the site log").
+
+The page also shows who was told and when (the delivery audit:
+console/deliveries.py), the silence that held it from people if any, and the
+episode's plot (console/plots.py, the same chart as the email's).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from markupsafe import Markup
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -21,9 +26,21 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
+from console.deliveries import delivery_lines
 from console.desk import DeskError
+from console.email_charts import episode_window
 from console.notes import NoteKind
-from console.web import Refused, console_of, field_text, page_user, posted_form, render, site_for
+from console.plots import Chart, level_chart, trap_chart, turbidity_chart
+from console.web import (
+    Console,
+    Refused,
+    console_of,
+    field_text,
+    page_user,
+    posted_form,
+    render,
+    site_for,
+)
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SITE_LOG_DETAIL_MAX, Alert, SiteLogRecord, site_log_topic
 from siltwatch.vocabulary import SiteEvent
@@ -59,6 +76,8 @@ def _page(
         "site": site,
         "alert": alert,
         "row": views.alert_row(alert, site, console.book),
+        "deliveries": delivery_lines(console.outboxes.get(sid), site, alert.id),
+        "chart": _episode_chart(site, console, alert),
         "evidence": views.evidence_view(alert, site),
         "timeline": views.timeline(alert, site, console.book),
         "may_act": user.may(sid, Permission.ACKNOWLEDGE),
@@ -67,6 +86,23 @@ def _page(
         "message_kind": kind,
     }
     return render(request, "alert.html", context, user=user)
+
+
+def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup | None:
+    """The episode's plot (its subject's chart, from six hours before it opened), if any."""
+    start, end = episode_window(alert)
+    chart: Chart | None = None
+    store, subject = console.store, alert.subject
+    for pair in site.turbidity_pairs:
+        if pair.id == subject:
+            chart = turbidity_chart(site, store, pair, start, end)
+    for practice in site.infiltration_practices:
+        if practice.id == subject:
+            chart = level_chart(site, store, practice, start, end, [])
+    for trap in site.sediment_traps:
+        if trap.id == subject:
+            chart = trap_chart(site, store, trap, start, end)
+    return None if chart is None or not chart.has_data() else Markup(chart.svg())
 
 
 async def alert_page(request: Request) -> Response:

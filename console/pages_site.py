@@ -1,10 +1,15 @@
 """The sites overview, a site's page with its plots over a chosen window, and its report.
 
 The window is chosen as ``?from=YYYY-MM-DD&to=YYYY-MM-DD`` (the site's local
-days, both included) or ``?hours=N`` (the last N hours before the newest
-reading). Without either it is the 7 days before the site's newest reading,
-not the wall clock's week: a store replayed from a past storm, or a station
-silent since Friday, still opens on its data.
+days, both included) or ``?hours=N`` (the last N hours before *now*, the
+console's clock: "last 24 h" of a station silent since Friday is empty, and
+its row in station health says for how long it has been silent). Without
+either it is the 7 days before the site's newest reading, not the wall
+clock's week: a store replayed from a past storm still opens on its data.
+
+The overview and the site page update themselves (console/static/live.js
+swaps their ``data-live`` parts), so a reading that arrives shows without a
+reload.
 """
 
 from __future__ import annotations
@@ -77,7 +82,7 @@ def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: i
             last,
             query,
         )
-    end_ms = views.newest_reading_ms(site, store) or now_ms
+    end_ms = now_ms if params.get("hours") else views.newest_reading_ms(site, store) or now_ms
     hours = DEFAULT_DAYS * 24
     if params.get("hours"):
         try:
@@ -104,7 +109,7 @@ def _site_summary(console: Console, site: SiteConfig, role: str) -> dict[str, ob
         "alerts": alerts,
         "counts": views.severity_counts(alerts),
         "duties": views.pressing(views.duty_rows(site, console.store, console.now_ms())),
-        "stations": views.station_rows(site, console.store),
+        "stations": views.station_rows(site, console.store, console.now_ms()),
         "sensors": views.sensor_rows(site, console.store),
     }
 
@@ -142,6 +147,7 @@ async def site_page(request: Request) -> Response:
         "all_alerts": views.all_alerts(site, console.store, console.book),
         "site_log": [{"entry": e, "at": local_time(e.t, site.site.zone)} for e in reversed(log)],
         "may_record": user.may(sid, Permission.RECORD),
+        "silences": [s for s in console.book.silences(sid, since_ms=console.now_ms())],
     }
     return render(request, "site.html", context, user=user)
 

@@ -6,19 +6,30 @@ their kind's label and "by how much" from the detection registry
 station health from the stations' last statuses, the last reading of each
 sensor, an episode's timeline. Times are the site's local time
 (siltwatch/timefmt.py). No HTML here: the templates lay the rows out.
+
+"Now" is the console's clock (console/web.py ``Console.clock``: the wall clock
+in the live service, the demo's own clock in the demo), passed in as
+``now_ms``: a station silent for longer than :func:`stale_after_ms` is marked
+stale with how long, whatever its last status said. A resolved episode keeps
+its peak severity as history (``AlertRow.live`` False): the templates show it
+grey, not as a live red badge. An episode a silence held from people carries
+the silence in words (``AlertRow.silenced``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from alerts.acks import Acknowledgement
+from alerts.silences import may_be_silenced
 from console.book import ConsoleBook
 from console.notes import NoteKind
+from console.silences import Silence
 from ingest.store_sql import SqlStore
-from siltwatch.config import SiteConfig
+from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
 from siltwatch.schema import Alert, Duty
@@ -46,6 +57,15 @@ class AlertRow:
     regulatory: bool
     ack: Acknowledgement | None
     ack_text: str
+    site: str = ""
+    opened_ms: int = 0
+    resolved_ms: int | None = None
+    silenced: str = ""  # the silence that held it from people, in words
+
+    @property
+    def live(self) -> bool:
+        """Still open: its severity is the present one, not its peak."""
+        return self.resolved is None
 
 
 def kind_label(kind: str) -> str:
@@ -60,10 +80,25 @@ def ack_words(ack: Acknowledgement | None, site: SiteConfig) -> str:
     return f"Acknowledged by {ack.by} {how} at {local_time(ack.at_ms, site.site.zone)}"
 
 
-def alert_row(alert: Alert, site: SiteConfig, book: ConsoleBook) -> AlertRow:
+def silence_of(alert: Alert, silences: Sequence[Silence]) -> str:
+    """The silence that held ``alert`` from people (at its opening), in words, or ''."""
+    if not silences or not may_be_silenced(alert.kind):
+        return ""
+    opened = _ms(alert.opened_at)
+    for s in silences:
+        if s.covers(alert.subject, alert.kind, opened):
+            return f"silenced by {s.by}: {s.reason}"
+    return ""
+
+
+def alert_row(
+    alert: Alert, site: SiteConfig, book: ConsoleBook, silences: Sequence[Silence] | None = None
+) -> AlertRow:
     spec = alert_spec(alert.kind)
     zone = site.site.zone
     ack = book.acknowledged(site.site.id, alert.id)
+    if silences is None:
+        silences = book.silences(site.site.id)
     return AlertRow(
         id=alert.id,
         kind=alert.kind,
@@ -76,6 +111,10 @@ def alert_row(alert: Alert, site: SiteConfig, book: ConsoleBook) -> AlertRow:
         regulatory=bool(spec and spec.regulatory),
         ack=ack,
         ack_text=ack_words(ack, site),
+        site=site.site.id,
+        opened_ms=_ms(alert.opened_at),
+        resolved_ms=None if alert.resolved_at is None else _ms(alert.resolved_at),
+        silenced=silence_of(alert, silences),
     )
 
 
@@ -83,13 +122,15 @@ def open_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[Al
     """The site's unresolved episodes, most severe first, then oldest first."""
     alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
     alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
-    return [alert_row(a, site, book) for a in alerts]
+    silences = book.silences(site.site.id)
+    return [alert_row(a, site, book, silences) for a in alerts]
 
 
 def all_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
     """Every episode, newest first (resolved ones included: they may need an action)."""
     alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
-    return [alert_row(a, site, book) for a in alerts]
+    silences = book.silences(site.site.id)
+    return [alert_row(a, site, book, silences) for a in alerts]
 
 
 def severity_counts(rows: list[AlertRow]) -> list[tuple[str, int]]:
@@ -178,6 +219,27 @@ class StationRow:
     clock: str
     last_status: str
     last_reading: str
+    stale: str = ""  # "silent for 3 h 10 min" when no reading came for too long
+
+
+STALE_FLOOR_MS = 15 * 60_000
+
+
+def stale_after_ms(station: Station) -> int:
+    """How long a station may stay silent: three of its slowest sensor's intervals,
+    and never less than 15 minutes (a reading or two may be late on a busy link)."""
+    slowest = max((s.interval_s for s in station.sensors), default=0.0)
+    return max(STALE_FLOOR_MS, round(3 * slowest * 1000))
+
+
+def _silent_for(station: Station, newest_ms: int | None, now_ms: int | None) -> str:
+    if now_ms is None:
+        return ""
+    if newest_ms is None:
+        return "no reading yet" if station.sensors else ""
+    if now_ms - newest_ms <= stale_after_ms(station):
+        return ""
+    return f"silent for {duration((now_ms - newest_ms) / 1000)}"
 
 
 def _number(value: float | int | None, unit: str, digits: int = 2) -> str:
@@ -185,8 +247,9 @@ def _number(value: float | int | None, unit: str, digits: int = 2) -> str:
     return "—" if text is None else f"{text} {unit}".strip()
 
 
-def station_rows(site: SiteConfig, store: SqlStore) -> list[StationRow]:
-    """Each station's last status (battery, disk, backlog, clock) and its newest reading."""
+def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -> list[StationRow]:
+    """Each station's last status (battery, disk, backlog, clock) and its newest reading;
+    with ``now_ms``, stale when silent too long (:func:`stale_after_ms`)."""
     sid, zone = site.site.id, site.site.zone
     newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
     rows = []
@@ -209,6 +272,7 @@ def station_rows(site: SiteConfig, store: SqlStore) -> list[StationRow]:
                 clock=clock,
                 last_status=local_time(report.t, zone) if report is not None else "no status yet",
                 last_reading=local_time(newest.get(station.id), zone),
+                stale=_silent_for(station, newest.get(station.id), now_ms),
             )
         )
     return rows

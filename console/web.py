@@ -67,6 +67,8 @@ class Console:
     clock: Callable[[], float] = time.time
     public_url: str | None = None
     twilio_token: str | None = None
+    outboxes: Mapping[str, Path] = field(default_factory=dict)  # site -> its delivery outbox
+    refresh_s: float = 10.0  # how often a live page asks for its news (console/static/live.js)
     sessions: Sessions = field(init=False)
 
     def __post_init__(self) -> None:
@@ -167,6 +169,7 @@ def render(
         "role_labels": ROLE_LABELS,
         "site_names": {sid: s.site.name or sid for sid, s in console.sites.items()},
         "may_audit": bool(user and user.sites_where(Permission.AUDIT)),
+        "refresh_s": console.refresh_s,
     }
     return console.templates.TemplateResponse(
         request, name, {**base, **context}, status_code=status

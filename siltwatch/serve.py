@@ -188,6 +188,7 @@ class _People:
             links=links,
             chart_for=AlertCharts({sid: site}, db),
             once=lambda key: bool(self.book.first_time(key, _now_ms())),
+            silences=self.book,
         )
 
     def http_server(self, front: OpsFront) -> Any:
@@ -226,10 +227,22 @@ class _People:
             desk=desk,
             public_url=self.args.public_url,
             twilio_token=token,
+            outboxes=self._outboxes(sites),
         )
         self.app = app
         self.front.console = app
         return str(self.server.url)
+
+    def _outboxes(self, sites: dict[str, Any]) -> dict[str, Path]:
+        """Each site's outbox file, whose delivery audit the alert page shows."""
+        if self.notify is None:
+            return {}
+        fleet = (
+            getattr(self.args, "sites", None) or getattr(self.args, "partition", None) is not None
+        )
+        if len(sites) == 1 and not fleet:
+            return {sid: self.notify.outbox_path for sid in sites}
+        return {sid: self.notify.for_site(sid).outbox_path for sid in sites}
 
     def close(self) -> None:
         if self.server is not None:

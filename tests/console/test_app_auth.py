@@ -7,6 +7,7 @@ not served; a form posted without one answers 403.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -182,9 +183,13 @@ def test_health_check_needs_no_session(world: World) -> None:
     assert response.status_code == 200 and response.json()["status"] == "ok"
 
 
-def test_pages_forbid_scripts_and_referrers(world: World) -> None:
+def test_pages_allow_only_the_console_s_own_scripts_and_forbid_referrers(world: World) -> None:
     response = world.client().get("/login")
-    assert "script-src" not in response.headers["content-security-policy"]
-    assert "default-src 'none'" in response.headers["content-security-policy"]
+    parts = [p.partition(" ") for p in response.headers["content-security-policy"].split("; ")]
+    policy = {name: value for name, _, value in parts}
+    assert policy["default-src"] == "'none'"
+    assert policy["script-src"] == "'self'", "no inline script, no eval, no CDN"
+    scripts = re.findall(r"<script[^>]*>", world.login().get("/").text)
+    assert scripts == ['<script src="/static/live.js" defer>']
     assert response.headers["referrer-policy"] == "no-referrer"
     assert response.headers["cache-control"] == "no-store"
