@@ -40,7 +40,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from alerts.gsm7 import EXTENSION, SEGMENT_SEPTETS, gsm7_septets, to_gsm7
-from alerts.pngchart import REF, SERIES_COLORS, ChartData, hex_color
+from alerts.pngchart import ChartData
 from alerts.routing import Notification
 from siltwatch.detections import alert_spec
 from siltwatch.detections.base import short_number
@@ -446,25 +446,17 @@ def _buttons_html(answer: Answer) -> str:
 
 
 def _chart_html(chart: ChartData, cid: str, zone: tzinfo) -> str:
+    """The drawn plot (its legend, axes and local times are in the image), at most 600 px
+    wide and shrinking to a phone's width."""
     times = [t for _, pts in chart.series for t, _ in pts]
-    legend = [
-        f'<span style="color:{hex_color(SERIES_COLORS[n % len(SERIES_COLORS)])}">&#9632;</span> '
-        f"{_e(label)}"
-        for n, (label, _) in enumerate(chart.series)
-    ] + [
-        f'<span style="color:{hex_color(REF)}">- -</span> {_e(label)} {_e(_number(value))} '
-        f"{_e(chart.unit)}"
-        for label, value in chart.ref_lines
-    ]
     span = (
         f"{local_time(min(times), zone)} to {local_time(max(times), zone)}" if times else "no data"
     )
+    width, height = chart.shown_size()
     return (
-        f'<p style="margin:18px 0 4px;font-weight:bold">{_e(chart.title)} ({_e(chart.unit)})</p>'
-        f'<img src="cid:{_e(cid)}" width="480" height="140" alt="{_e(chart.title)}" '
-        'style="display:block;border:0">'
-        f'<p style="margin:4px 0;font-size:12px;color:#555">{" &nbsp; ".join(legend)}'
-        f"<br>{_e(span)}</p>"
+        f'<img src="cid:{_e(cid)}" width="{width}" height="{height}" alt="{_e(chart.title)}, '
+        f'{_e(span)}" style="display:block;border:0;max-width:100%;height:auto">'
+        f'<p style="margin:4px 0;font-size:12px;color:#555">{_e(span)}</p>'
     )
 
 

@@ -5,7 +5,10 @@ renders a message; this answers from the store with the same chart the
 console's site page draws (console/plots.py) — the same medians, limits,
 design levels and trap lines — so the email, the console and the report
 cannot disagree. The window is the episode: from six hours before it opened
-to an hour after it last changed (or resolved).
+to an hour after it last changed (or resolved), with the episode shaded. The
+PNG is drawn here (console/chart_draw.py, matplotlib) at a phone-friendly size
+with a local-time axis and its legend, so alerts/ needs no plotting library.
+The alert page's episode plot is :func:`alert_chart` too.
 
 The delivery worker renders in its own thread, so each answer opens its own
 read connection to the store and closes it.
@@ -14,11 +17,19 @@ read connection to the store and closes it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from alerts.pngchart import ChartData
-from console.plots import Chart, level_chart, trap_chart, turbidity_chart
+from console.chart_draw import EMAIL, EMAIL_SCALE
+from console.plots import (
+    Chart,
+    episode_span,
+    level_chart,
+    trap_chart,
+    turbidity_chart,
+)
 from ingest.store_open import open_store
 from ingest.store_sql import SqlStore, StoreError
 from siltwatch.config import SiteConfig
@@ -47,14 +58,29 @@ def to_chart_data(chart: Chart) -> ChartData | None:
         (s.label, tuple(p for p in s.points if chart.start_ms <= p[0] <= chart.end_ms))
         for s in chart.series
     ]
-    data = ChartData(
+    if not any(points for _, points in inside):
+        return None
+    width, height = EMAIL
+    return ChartData(
         title=chart.title,
         unit=chart.unit,
         series=tuple(inside),
         ref_lines=tuple((line.label, line.value) for line in chart.lines),
         marks=tuple((m.label, m.at_ms) for m in chart.markers),
+        png=chart.png(width, height, EMAIL_SCALE),
+        width=width,
+        height=height,
     )
-    return data if data.has_data() else None
+
+
+def alert_chart(site: SiteConfig, store: SqlStore, alert: Alert) -> Chart | None:
+    """The chart of the alert's subject over its episode (:func:`episode_window`), the
+    episode shaded; None when the subject has no chart (a duty, a rain gauge)."""
+    start, end = episode_window(alert)
+    chart = AlertCharts.subject_chart(site, store, alert.subject, start, end)
+    if chart is None:
+        return None
+    return replace(chart, episodes=(episode_span(alert, end),))
 
 
 class AlertCharts:
@@ -69,19 +95,18 @@ class AlertCharts:
         site = self.sites.get(site_id)
         if site is None:
             return None
-        start, end = episode_window(alert)
         try:
             store = open_store(self.db)
         except StoreError:
             return None  # the email goes without its plot rather than not at all
         try:
-            chart = self._chart(site, store, alert.subject, start, end)
+            chart = alert_chart(site, store, alert)
         finally:
             store.close()
         return None if chart is None else to_chart_data(chart)
 
     @staticmethod
-    def _chart(
+    def subject_chart(
         site: SiteConfig, store: SqlStore, subject: str, start: int, end: int
     ) -> Chart | None:
         for pair in site.turbidity_pairs:

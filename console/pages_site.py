@@ -129,7 +129,7 @@ def _charts(site: SiteConfig, store: SqlStore, window: Window) -> list[Markup]:
     from console.plots import site_charts  # drawn on demand: the overview needs no plots
 
     return [
-        Markup(chart.svg()) for chart in site_charts(site, store, window.start_ms, window.end_ms)
+        Markup(chart.html()) for chart in site_charts(site, store, window.start_ms, window.end_ms)
     ]
 
 

@@ -28,9 +28,8 @@ import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from html import escape
 from typing import Literal
 
 from analytics.quality import usable, usable_in_median
@@ -121,99 +120,39 @@ class Chart:
     id: str = field(default="chart", kw_only=True)
     zone: tzinfo = field(default=UTC, kw_only=True)
     description: str = field(default="", kw_only=True)  # what it shows and the law behind its lines
+    # Alert episodes on the chart's subject, (opened, ended) in epoch ms: shaded.
+    episodes: Sequence[tuple[int, int]] = field(default=(), kw_only=True)
 
     def has_data(self) -> bool:
         """Whether any series has a point inside the window."""
         return any(self.start_ms <= t <= self.end_ms for s in self.series for t, _ in s.points)
 
     def svg(self, width: int = 720, height: int = 220) -> str:
-        """The chart as a standalone ``<svg>`` element (UTF-8 text, every label escaped)."""
-        return _render(self, width, height)
+        """The chart as a standalone ``<svg>`` element, drawn at ``width`` x ``height`` px
+        (console/chart_draw.py: text at 12 px at that size; every label escaped)."""
+        from console.chart_draw import svg_text
 
+        return svg_text(self, width, height)
 
-# --- rendering ------------------------------------------------------------------------
+    def png(self, width: int = 440, height: int = 250, scale: int = 2) -> bytes:
+        """The chart as a PNG (the alert email's plot), ``scale`` pixels per CSS px."""
+        from console.chart_draw import png_bytes
 
-FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
-LEFT, RIGHT, BOTTOM = 62, 16, 34
-TITLE_Y = 15
-LEGEND_ROW_H = 14
-CHAR_W = 6.3  # about the width of an 11 px DejaVu Sans character, for the legend's layout
+        return png_bytes(self, width, height, scale)
 
+    def html(self) -> str:
+        """The chart for a console page: a wide and a phone-width drawing, one shown at a
+        time by the page's CSS (``.chart-wide``/``.chart-narrow``), so its text is never
+        scaled below 11 px."""
+        from console.chart_draw import NARROW, WIDE
 
-def _x(text: str) -> str:
-    """Text or an attribute value, XML-escaped (quotes too)."""
-    return escape(text, quote=True)
-
-
-def _n(v: float) -> str:
-    return f"{v:.1f}"
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """Where the plot area is and how times and values map onto it."""
-
-    left: float
-    top: float
-    width: float
-    height: float
-    start: int
-    end: int
-    ymin: float
-    ymax: float
-
-    def x(self, t: float) -> float:
-        span = max(self.end - self.start, 1)
-        return self.left + (t - self.start) * self.width / span
-
-    def y(self, v: float) -> float:
-        return self.top + (self.ymax - v) * self.height / (self.ymax - self.ymin)
-
-    def column(self, t: int) -> int:
-        return int((t - self.start) * self.width / max(self.end - self.start, 1))
-
-
-def _render(chart: Chart, width: int, height: int) -> str:
-    start, end = chart.start_ms, max(chart.end_ms, chart.start_ms + 1)
-    visible = [_in_window(s, start, end) for s in chart.series]
-    legend, legend_rows = _legend(chart, width)
-    top = TITLE_Y + 10 + legend_rows * LEGEND_ROW_H
-    plot_h = max(height - top - BOTTOM, 20)
-    lo, hi, ticks = _value_axis(chart, visible)
-    frame = _Frame(LEFT, top, width - LEFT - RIGHT, plot_h, start, end, lo, hi)
-    cid = _x(chart.id)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="{cid}" '
-        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-labelledby="{cid}-title" font-family="{FONT}" font-size="11" '
-        f'data-ymin="{lo!r}" data-ymax="{hi!r}">',
-        f'<title id="{cid}-title">{_x(chart.title)}</title>',
-    ]
-    if chart.description:
-        parts.append(f"<desc>{_x(chart.description)}</desc>")
-    parts.append(
-        f'<text class="chart-title" x="{LEFT}" y="{TITLE_Y}" font-size="13" '
-        f'font-weight="bold">{_x(chart.title)}</text>'
-    )
-    parts += legend
-    parts.append(
-        f'<rect class="plot" x="{_n(frame.left)}" y="{_n(frame.top)}" width="{_n(frame.width)}" '
-        f'height="{_n(frame.height)}" fill="#ffffff" stroke="#9e9e9e"/>'
-    )
-    parts += _y_axis(frame, ticks, chart.unit)
-    parts += _x_axis(frame, chart.zone, width)
-    if not any(visible):
-        parts.append(
-            f'<text class="empty" x="{_n(frame.left + frame.width / 2)}" '
-            f'y="{_n(frame.top + frame.height / 2)}" text-anchor="middle" fill="#616161">'
-            f"{_x(EMPTY_TEXT)}</text>"
+        return (
+            f'<div class="chart-wide">{self.svg(*WIDE)}</div>'
+            f'<div class="chart-narrow">{self.svg(*NARROW)}</div>'
         )
-    for i, (series, points) in enumerate(zip(chart.series, visible, strict=True)):
-        parts += _series(frame, series, points, _color(series, i))
-    parts += _ref_lines(frame, chart.lines)
-    parts += [m for marker in chart.markers for m in _marker(frame, marker)]
-    parts.append("</svg>")
-    return "\n".join(parts)
+
+
+# --- drawing helpers (the drawing itself: console/chart_draw.py) ------------------------
 
 
 def _color(series: Series, i: int) -> str:
@@ -230,36 +169,6 @@ def _in_window(series: Series, start: int, end: int) -> list[Point]:
     return points
 
 
-def _legend(chart: Chart, width: int) -> tuple[list[str], int]:
-    """The legend under the title, wrapped onto as many rows as it needs."""
-    items: list[tuple[str, str, str]] = []  # (label, colour, "solid" | "dashed" | "bar")
-    for i, s in enumerate(chart.series):
-        kind = "bar" if s.style == "bars" else "dashed" if s.dashed else "solid"
-        items.append((s.label, _color(s, i), kind))
-    items += [(line.label, line.color, "dashed") for line in chart.lines]
-    items += [(m.label, m.color, "dashed") for m in chart.markers]
-    out: list[str] = []
-    x, row = float(LEFT), 0
-    for label, color, kind in items:
-        w = 22 + len(label) * CHAR_W + 14
-        if x + w > width - RIGHT and x > LEFT:
-            x, row = float(LEFT), row + 1
-        y = TITLE_Y + 14 + row * LEGEND_ROW_H
-        if kind == "bar":
-            swatch = f'<rect x="{_n(x)}" y="{y - 8}" width="16" height="8" fill="{_x(color)}"/>'
-        else:
-            dash = ' stroke-dasharray="5 3"' if kind == "dashed" else ""
-            swatch = (
-                f'<line x1="{_n(x)}" y1="{y - 4}" x2="{_n(x + 16)}" y2="{y - 4}" '
-                f'stroke="{_x(color)}" stroke-width="2"{dash}/>'
-            )
-        out.append(
-            f'<g class="legend-item">{swatch}<text x="{_n(x + 20)}" y="{y}">{_x(label)}</text></g>'
-        )
-        x += w
-    return out, (row + 1 if items else 0)
-
-
 # --- axes -------------------------------------------------------------------------------
 
 
@@ -269,7 +178,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[float, float, list
         lo, hi = 0.0, 1.0
     if hi <= lo:
         pad = abs(lo) * 0.1 or 1.0
-        lo, hi = lo - pad, hi + pad
+        # An axis of nothing but zeros (a dry rain gauge) goes up from zero, never below it.
+        lo, hi = (lo, lo + pad) if lo == 0 else (lo - pad, hi + pad)
     raw = (hi - lo) / max(count, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
@@ -299,27 +209,9 @@ def _tick_text(v: float, ticks: Sequence[float]) -> str:
     return "0" if float(text) == 0 else text
 
 
-def _y_axis(frame: _Frame, ticks: Sequence[float], unit: str) -> list[str]:
-    out = []
-    for v in ticks:
-        y = _n(frame.y(v))
-        out.append(
-            f'<line class="grid" x1="{_n(frame.left)}" y1="{y}" x2="{_n(frame.left + frame.width)}" '
-            f'y2="{y}" stroke="#eeeeee"/>'
-            f'<text class="ytick" x="{_n(frame.left - 5)}" y="{y}" dy="3.5" text-anchor="end">'
-            f"{_x(_tick_text(v, ticks))}</text>"
-        )
-    mid = _n(frame.top + frame.height / 2)
-    out.append(
-        f'<text class="unit" x="14" y="{mid}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {mid})">{_x(unit)}</text>'
-    )
-    return out
-
-
 # Tick steps: hours, then days; the first that keeps the labels apart is used.
 _HOUR_STEPS = (1, 2, 3, 6, 12)
-_DAY_STEPS = (1, 2, 7, 14, 28)
+_DAY_STEPS = (1, 2, 3, 7, 14, 28)
 
 
 def time_ticks(start: int, end: int, zone: tzinfo, max_ticks: int) -> list[tuple[int, str]]:
@@ -378,28 +270,6 @@ def zone_names(start: int, end: int, zone: tzinfo) -> str:
     return "/".join(names)
 
 
-def _x_axis(frame: _Frame, zone: tzinfo, width: int) -> list[str]:
-    ticks = time_ticks(frame.start, frame.end, zone, int(frame.width // 70))
-    bottom = frame.top + frame.height
-    out = []
-    for ms, label in ticks:
-        x = _n(frame.x(ms))
-        # A label at the right edge would be cut off by the margin: it ends at its tick.
-        near_end = frame.x(ms) > frame.left + frame.width - 3 * len(label)
-        anchor = "end" if near_end else "middle"
-        out.append(
-            f'<line class="xgrid" x1="{x}" y1="{_n(frame.top)}" x2="{x}" y2="{_n(bottom)}" '
-            f'stroke="#f2f2f2"/><line x1="{x}" y1="{_n(bottom)}" x2="{x}" y2="{_n(bottom + 4)}" '
-            f'stroke="#9e9e9e"/><text class="xtick" data-t="{ms}" x="{x}" y="{_n(bottom + 15)}" '
-            f'text-anchor="{anchor}">{_x(label)}</text>'
-        )
-    out.append(
-        f'<text class="time-zone" x="{width - RIGHT}" y="{_n(bottom + 29)}" text-anchor="end" '
-        f'fill="#616161">local time ({_x(zone_names(frame.start, frame.end, zone))})</text>'
-    )
-    return out
-
-
 # --- series -----------------------------------------------------------------------------
 
 
@@ -421,19 +291,21 @@ def split_at_gaps(points: Sequence[Point], interval_ms: int) -> list[list[Point]
     return runs
 
 
-def downsample(frame: _Frame, run: Sequence[Point]) -> list[Point]:
-    """At most the minimum and the maximum of each pixel column, in time order.
+def downsample(start: int, end: int, columns: int, run: Sequence[Point]) -> list[Point]:
+    """At most the minimum and the maximum of each of ``columns`` pixel columns across
+    ``start``..``end``, in time order.
 
     Every peak and trough survives (a plume's peak is the point of the chart);
     what is dropped could not be seen anyway.
     """
-    if len(run) <= 2 * frame.width:
+    if len(run) <= 2 * columns:
         return list(run)
+    span = max(end - start, 1)
     out: list[Point] = []
     col = None
     lo = hi = run[0]
     for p in run:
-        c = frame.column(p[0])
+        c = int((p[0] - start) * columns / span)
         if c != col:
             if col is not None:
                 out += [lo, hi] if lo[0] <= hi[0] else [hi, lo]
@@ -445,97 +317,6 @@ def downsample(frame: _Frame, run: Sequence[Point]) -> list[Point]:
             hi = p
     out += [lo, hi] if lo[0] <= hi[0] else [hi, lo]
     return [p for i, p in enumerate(out) if i == 0 or p != out[i - 1]]
-
-
-def _series(frame: _Frame, series: Series, points: Sequence[Point], color: str) -> list[str]:
-    if not points:
-        return []
-    interval = series.interval_ms or sampling_interval(points)
-    label = _x(series.label)
-    if series.style == "bars":
-        return [_bars(frame, points, interval, color, label)]
-    dash = ' stroke-dasharray="6 4"' if series.dashed else ""
-    out = [f'<g class="series" data-series="{label}">']
-    for run in split_at_gaps(points, interval):
-        shown = downsample(frame, run)
-        if series.style == "step":
-            shown = [q for a, b in itertools.pairwise(shown) for q in (a, (b[0], a[1]))] + [
-                shown[-1]
-            ]
-        if len(shown) == 1:
-            t, v = shown[0]
-            out.append(
-                f'<circle cx="{_n(frame.x(t))}" cy="{_n(frame.y(v))}" r="1.8" fill="{_x(color)}"/>'
-            )
-            continue
-        coords = " ".join(f"{_n(frame.x(t))},{_n(frame.y(v))}" for t, v in shown)
-        out.append(
-            f'<polyline class="line" points="{coords}" fill="none" stroke="{_x(color)}" '
-            f'stroke-width="1.5" stroke-linejoin="round"{dash}/>'
-        )
-    out.append("</g>")
-    return out
-
-
-def _bars(frame: _Frame, points: Sequence[Point], interval: int, color: str, label: str) -> str:
-    """Bars as one path; each covers the interval ending at its time (merged per pixel column)."""
-    by_column: dict[int, tuple[float, float, float]] = {}
-    base = frame.y(0.0) if frame.ymin <= 0.0 <= frame.ymax else frame.y(frame.ymin)
-    right_edge = frame.left + frame.width
-    for t, v in points:
-        x0 = max(frame.x(t - interval), frame.left)
-        x1 = min(frame.x(t), right_edge)
-        key = int(x0)
-        if key in by_column and by_column[key][2] >= v:
-            continue
-        by_column[key] = (x0, max(x1 - x0 - 0.4, 0.6), v)
-    d = []
-    for x0, w, v in by_column.values():
-        y = frame.y(v)
-        top, h = min(y, base), abs(base - y)
-        d.append(f"M{_n(x0)} {_n(top)}h{w:.2f}v{h:.2f}h{-w:.2f}Z")
-    return (
-        f'<g class="series" data-series="{label}"><path class="bars" d="{"".join(d)}" '
-        f'fill="{_x(color)}" fill-opacity="0.75"/></g>'
-    )
-
-
-def _ref_lines(frame: _Frame, lines: Sequence[RefLine]) -> list[str]:
-    """Dashed lines with their labels at the right end; a label that would sit on the
-    previous one (two lines close in value) moves left of it."""
-    out: list[str] = []
-    placed: list[tuple[float, float]] = []  # (y, left edge) of the labels so far
-    for line in lines:
-        y = frame.y(line.value)
-        right = frame.left + frame.width - 4
-        for other_y, other_left in placed:
-            if abs(other_y - y) < 11:
-                right = min(right, other_left - 12)
-        placed.append((y, right - len(line.label) * CHAR_W * 10 / 11))
-        out.append(
-            f'<g class="refline" data-label="{_x(line.label)}"><line class="refline" '
-            f'data-value="{line.value!r}" x1="{_n(frame.left)}" y1="{_n(y)}" '
-            f'x2="{_n(frame.left + frame.width)}" y2="{_n(y)}" stroke="{_x(line.color)}" '
-            f'stroke-width="1.3" stroke-dasharray="6 4"/>'
-            f'<text x="{_n(right)}" y="{_n(y)}" dy="-3" text-anchor="end" '
-            f'fill="{_x(line.color)}" font-size="10">{_x(line.label)}</text></g>'
-        )
-    return out
-
-
-def _marker(frame: _Frame, marker: Marker) -> list[str]:
-    if not frame.start <= marker.at_ms <= frame.end:
-        return []
-    x = frame.x(marker.at_ms)
-    anchor = "end" if x > frame.left + frame.width * 0.7 else "start"
-    dx = -3 if anchor == "end" else 3
-    return [
-        f'<g class="marker" data-label="{_x(marker.label)}" data-at="{marker.at_ms}">'
-        f'<line x1="{_n(x)}" y1="{_n(frame.top)}" x2="{_n(x)}" y2="{_n(frame.top + frame.height)}" '
-        f'stroke="{_x(marker.color)}" stroke-width="1.3" stroke-dasharray="4 3"/>'
-        f'<text x="{_n(x + dx)}" y="{_n(frame.top + 11)}" text-anchor="{anchor}" '
-        f'fill="{_x(marker.color)}" font-size="10">{_x(marker.label)}</text></g>'
-    ]
 
 
 # --- a site's charts from the store -------------------------------------------------------
@@ -561,7 +342,27 @@ def site_charts(site: SiteConfig, store: SqlStore, start_ms: int, end_ms: int) -
         for p in site.infiltration_practices
     ]
     charts += [trap_chart(site, store, t, start_ms, end_ms) for t in site.sediment_traps]
-    return charts
+    return [with_episodes(chart, alerts) for chart in charts]
+
+
+def chart_subject(chart: Chart) -> str:
+    """The pair, gauge, practice or trap a chart of :func:`site_charts` is about."""
+    return chart.id.split("-", 1)[1] if "-" in chart.id else chart.id
+
+
+def episode_span(alert: Alert, end_ms: int) -> tuple[int, int]:
+    """When an alert episode was open: from opening to resolution (``end_ms`` if open)."""
+    opened = round(alert.opened_at.timestamp() * 1000)
+    if alert.resolved_at is None:
+        return opened, max(end_ms, opened)
+    return opened, max(round(alert.resolved_at.timestamp() * 1000), opened)
+
+
+def with_episodes(chart: Chart, alerts: Iterable[Alert]) -> Chart:
+    """The chart with the episodes of the alerts on its subject shaded."""
+    subject = chart_subject(chart)
+    spans = sorted(episode_span(a, chart.end_ms) for a in alerts if a.subject == subject)
+    return replace(chart, episodes=tuple(spans)) if spans else chart
 
 
 def stored_points(

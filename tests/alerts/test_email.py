@@ -23,6 +23,7 @@ from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
 from alerts.worker import DeliveryWorker, OutboxSink
+from console.plots import Chart, RefLine, Series
 from siltwatch.schema import Alert
 from tests.alerts.helpers import (
     CITATION,
@@ -298,8 +299,10 @@ def turbidity_chart(site_id: str, alert: Alert) -> ChartData | None:
     assert site_id == SITE.id
     down = tuple((1_778_000_000_000 + i * 60_000, 20.0 + (i % 120)) for i in range(600))
     up = tuple((t, 25.0) for t, _ in down)
+    drawn = Chart("Turbidity outfall-a", "NTU", [Series("downstream", down), Series("upstream", up)],
+                  [RefLine("limit", 54.3)], start_ms=down[0][0], end_ms=down[-1][0])  # fmt: skip
     return ChartData("Turbidity outfall-a", "NTU", (("downstream", down), ("upstream", up)),
-                     (("limit", 54.3),))  # fmt: skip
+                     (("limit", 54.3),), png=drawn.png(), width=440, height=250)  # fmt: skip
 
 
 def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
@@ -364,7 +367,9 @@ def test_the_email_has_text_and_html_with_the_ack_link_and_an_inline_png(tmp_pat
     assert cid is not None and image["Content-ID"] == f"<{cid.group(1)}>"
     png = image.get_content()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
-    assert struct.unpack(">II", png[16:24]) == (480, 140)
+    assert struct.unpack(">II", png[16:24]) == (880, 500)  # 2 px per CSS px
+    # shown at 440 px, shrinking to a phone's width
+    assert 'width="440"' in html and "max-width:100%" in html
 
 
 def test_without_links_or_chart_the_html_has_neither(tmp_path: Path) -> None:

@@ -1,12 +1,13 @@
 """The email's plot comes from the store: the console's chart of the alert's subject,
-over the episode, drawn by the email channel's PNG renderer."""
+over the episode shaded, drawn as a phone-sized PNG by the console's own charting code."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from alerts.pngchart import SERIES_COLORS, render_png
-from console.email_charts import AlertCharts, episode_window
+from alerts.pngchart import MAX_WIDTH, render_png
+from console.email_charts import AlertCharts, alert_chart, episode_window
+from console.plots import PALETTE
 from ingest.store import SqliteStore
 from siltwatch.schema import Alert
 from tests.console.app_world import SID, SITE, week_store
@@ -39,9 +40,29 @@ def test_the_plume_email_plots_both_probes_over_the_episode(tmp_path: Path) -> N
     # the peak of the plume is in what is drawn (170.6 NTU downstream)
     down = next(points for label, points in data.series if label.startswith("downstream"))
     assert max(v for _, v in down) > 150
-    _, _, rows, _ = decode(render_png(data))
+    width, _height, rows, _ = decode(render_png(data))
+    assert data.shown_size()[0] <= MAX_WIDTH and width == 2 * data.width  # sharp on a phone
     drawn = colours(rows)
-    assert SERIES_COLORS[0] in drawn and SERIES_COLORS[1] in drawn
+    assert _rgb(PALETTE[0]) in drawn and _rgb(PALETTE[1]) in drawn  # upstream, downstream
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return (int(color[1:3], 16), int(color[3:5], 16), int(color[5:7], 16))
+
+
+def test_the_alert_chart_shades_the_episode(tmp_path: Path) -> None:
+    db = week_store(tmp_path)
+    plume = _first(db, "turbidity_contrast")
+    store = SqliteStore(db)
+    try:
+        chart = alert_chart(SITE, store, plume)
+    finally:
+        store.close()
+    assert chart is not None
+    opened = round(plume.opened_at.timestamp() * 1000)
+    ((start, end),) = chart.episodes
+    assert start == opened and end > start
+    assert 'class="episode"' in chart.svg()
 
 
 def test_a_trap_alert_plots_the_fill_and_an_unknown_site_gets_none(tmp_path: Path) -> None:

@@ -1,18 +1,24 @@
-"""The console's SVG charts (console/plots.py), as a browser or a PDF shows them.
+"""The console's charts (console/plots.py, drawn by console/chart_draw.py), as a browser,
+a PDF or an email shows them.
 
 Pure: a chart is built from numbers and its SVG is parsed as XML, so each test
 reads what would be drawn (the line, the limit line's height, the tick labels
-in the site's local time) rather than how it was computed.
+in the site's local time, the shaded episode, the hover titles) rather than how
+it was computed.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series
+from console.chart_draw import TEXT_PX
+from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
+from tests.pngread import colours, decode
 
 SVG = "{http://www.w3.org/2000/svg}"
 NEW_YORK = ZoneInfo("America/New_York")
@@ -28,19 +34,37 @@ def parse(chart: Chart, width: int = 720, height: int = 220) -> ET.Element:
     return ET.fromstring(chart.svg(width, height))
 
 
-def polylines(root: ET.Element, label: str) -> list[list[tuple[float, float]]]:
-    """The drawn runs of one series, as pixel coordinates."""
-    group = next(g for g in root.iter(f"{SVG}g") if g.get("data-series") == label)
-    runs = []
-    for line in group.iter(f"{SVG}polyline"):
-        pairs = (p.split(",") for p in (line.get("points") or "").split())
-        runs.append([(float(x), float(y)) for x, y in pairs])
+def path_runs(d: str) -> list[list[tuple[float, float]]]:
+    """A path's ``d`` as its runs of (x, y): a new run at each move ("M")."""
+    runs: list[list[tuple[float, float]]] = []
+    for cmd, x, y in re.findall(r"([ML])\s*(-?[\d.]+)\s+(-?[\d.]+)", d):
+        if cmd == "M":
+            runs.append([])
+        runs[-1].append((float(x), float(y)))
     return runs
 
 
+def group(root: ET.Element, cls: str, label: str | None = None) -> ET.Element:
+    return next(
+        g
+        for g in root.iter(f"{SVG}g")
+        if g.get("class") == cls
+        and (label is None or label in (g.get("data-series"), g.get("data-label")))
+    )
+
+
+def polylines(root: ET.Element, label: str) -> list[list[tuple[float, float]]]:
+    """The drawn runs of one series, as pixel coordinates."""
+    return [
+        run
+        for p in group(root, "series", label).iter(f"{SVG}path")
+        for run in path_runs(p.get("d") or "")
+    ]
+
+
 def plot_area(root: ET.Element) -> tuple[float, float, float, float]:
-    rect = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "plot")
-    return tuple(float(rect.get(k) or 0) for k in ("x", "y", "width", "height"))  # type: ignore[return-value]
+    x, y, w, h = (float(v) for v in (root.get("data-plot") or "").split())
+    return x, y, w, h
 
 
 def y_of(root: ET.Element, value: float) -> float:
@@ -92,14 +116,19 @@ def test_the_series_is_one_polyline_through_every_point_left_to_right() -> None:
 
 def test_the_limit_line_is_drawn_dashed_at_its_value() -> None:
     root = parse(simple_chart())
-    line = next(e for e in root.iter(f"{SVG}line") if e.get("class") == "refline")
-    assert line.get("data-value") == "50.0"
-    assert line.get("y1") == line.get("y2")
-    assert math.isclose(float(line.get("y1") or 0), y_of(root, 50.0), abs_tol=0.1)
-    assert line.get("stroke-dasharray")
+    refline = group(root, "refline", "limit 50 NTU")
+    assert refline.get("data-value") == "50.0"
+    path = next(refline.iter(f"{SVG}path"))
+    ((left, y1), (right, y2)) = path_runs(path.get("d") or "")[0]
+    assert y1 == y2 and math.isclose(y1, y_of(root, 50.0), abs_tol=0.1)
+    x0, _top, width, _h = plot_area(root)
+    assert math.isclose(left, x0, abs_tol=0.1) and math.isclose(right, x0 + width, abs_tol=0.1)
+    assert "stroke-dasharray" in (path.get("style") or "")
     # and halfway up the 0..100 axis: the series and the line share one scale
     (run,) = polylines(root, "downstream")
-    assert math.isclose(float(line.get("y1") or 0), run[5][1], abs_tol=0.1)  # the 50 NTU point
+    assert math.isclose(y1, run[5][1], abs_tol=0.1)  # the 50 NTU point
+    # labelled in the legend, not on the line
+    assert "limit 50 NTU" in [t.text for t in root.iter(f"{SVG}text")]
 
 
 def test_a_limit_above_every_reading_still_fits_on_the_axis() -> None:
@@ -207,7 +236,7 @@ def test_an_empty_window_says_so() -> None:
     root = parse(simple_chart(series=[Series("downstream", [])], lines=[]))
     texts = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "empty"]
     assert texts == ["no readings in this window"]
-    assert not list(root.iter(f"{SVG}polyline"))
+    assert not [g for g in root.iter(f"{SVG}g") if g.get("class") == "series"]
 
 
 def test_bars_cover_the_interval_ending_at_their_time() -> None:
@@ -220,27 +249,93 @@ def test_bars_cover_the_interval_ending_at_their_time() -> None:
         end_ms=start + 4 * H,
     )
     root = parse(chart)
-    path = next(p for p in root.iter(f"{SVG}path") if p.get("class") == "bars")
-    rects = (path.get("d") or "").split("Z")[:-1]
+    rects = [path_runs(p.get("d") or "")[0] for p in group(root, "series").iter(f"{SVG}path")]
     assert len(rects) == 4
-    x0, _top, _width, _h = plot_area(root)
-    first_x = float(rects[0][1:].split()[0])
+    x0, _top, width, _h = plot_area(root)
+    first_x = min(x for x, _ in rects[0])
     assert math.isclose(
         first_x, x0, abs_tol=0.1
     )  # the first hour's bar starts at the window's start
+    assert math.isclose(max(x for x, _ in rects[0]), x0 + width / 4, abs_tol=0.1)
     assert float(root.get("data-ymin") or 1) == 0.0  # bars stand on zero
+    assert max(y for x, y in rects[0]) == max(y for x, y in rects[3])  # one base line
+
+
+def test_a_dry_rain_axis_starts_at_zero_and_goes_up() -> None:
+    start = ms("2026-05-05T00:00:00+00:00")
+    dry = [(start + (i + 1) * H, 0.0) for i in range(4)]
+    root = parse(
+        simple_chart(
+            series=[Series("rain per 1 h", dry, "bars", interval_ms=H)],
+            lines=[],
+            start_ms=start,
+            end_ms=start + 4 * H,
+        )
+    )
+    assert float(root.get("data-ymin") or -1) == 0.0 and float(root.get("data-ymax") or 0) > 0
+    assert nice_ticks(0.0, 0.0)[0] == 0.0  # never "-1.0 in" below a dry gauge
 
 
 def test_a_marker_is_a_vertical_line_at_its_time() -> None:
     start = ms("2026-05-05T00:00:00+00:00")
     at = start + 50 * MIN
     root = parse(simple_chart(markers=[Marker("drain deadline", at)]))
-    group = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "marker")
-    line = group.find(f"{SVG}line")
-    assert line is not None and line.get("x1") == line.get("x2")
+    marker = group(root, "marker", "drain deadline")
+    ((x1, _y1), (x2, _y2)) = path_runs(next(marker.iter(f"{SVG}path")).get("d") or "")[0]
     x0, _top, width, _h = plot_area(root)
-    assert math.isclose(float(line.get("x1") or 0), x0 + width / 2, abs_tol=0.1)
-    assert group.findtext(f"{SVG}text") == "drain deadline"
+    assert x1 == x2 and math.isclose(x1, x0 + width / 2, abs_tol=0.1)
+    assert marker.get("data-at") == str(at)
+    assert "drain deadline" in [t.text for t in root.iter(f"{SVG}text")]  # the legend
+
+
+def test_the_alert_episode_is_shaded_and_named() -> None:
+    start = ms("2026-05-05T00:00:00+00:00")
+    root = parse(simple_chart(episodes=[(start + 20 * MIN, start + 60 * MIN)]))
+    shade = path_runs(next(group(root, "episode").iter(f"{SVG}path")).get("d") or "")[0]
+    x0, _top, width, _h = plot_area(root)
+    xs = sorted({round(x, 1) for x, _ in shade})
+    assert math.isclose(xs[0], x0 + width * 0.2, abs_tol=0.1)
+    assert math.isclose(xs[-1], x0 + width * 0.6, abs_tol=0.1)
+    assert "alert episode" in [t.text for t in root.iter(f"{SVG}text")]
+
+
+def test_every_point_has_a_hover_title_with_its_local_time_and_value() -> None:
+    chart = simple_chart(zone=NEW_YORK)
+    root = parse(chart)
+    hover = group(root, "hover")
+    titles = [t.text for t in hover.iter(f"{SVG}title")]
+    assert len(titles) == 11
+    assert titles[5] == "Mon 2026-05-04 20:50 EDT  downstream: 50 NTU"
+
+
+def test_text_is_drawn_at_12_px_at_every_size_and_ticks_do_not_collide() -> None:
+    start = ms("2026-05-01T04:00:00+00:00")
+    week = simple_chart(
+        series=[Series("level", [(start + i * H, float(i % 7)) for i in range(7 * 24)])],
+        start_ms=start,
+        end_ms=start + 7 * 24 * H,
+        zone=NEW_YORK,
+    )
+    for width in (340, 540, 720):
+        root = parse(week, width, 270)
+        for text in root.iter(f"{SVG}text"):
+            size = re.search(r"font-size: ([\d.]+)px", text.get("style") or "")
+            assert size is not None and float(size.group(1)) >= TEXT_PX, text.text
+        xs = sorted(
+            float(t.get("x") or 0) for t in root.iter(f"{SVG}text") if t.get("class") == "xtick"
+        )
+        assert len(xs) >= 2
+        # "Mon 05-04" at 12 px is about 65 px wide: centres at least that far apart
+        assert min(b - a for a, b in itertools.pairwise(xs)) >= 70, (width, xs)
+
+
+def test_the_email_png_is_a_phone_sized_picture_of_the_same_chart() -> None:
+    png = simple_chart().png(440, 250, 2)
+    width, height, rows, _ = decode(png)
+    assert (width, height) == (880, 500)
+    drawn = colours(rows)
+    assert (0x15, 0x65, 0xC0) in drawn  # the series' blue
+    assert (0xC6, 0x28, 0x28) in drawn  # the limit's red
 
 
 def test_the_same_chart_gives_the_same_bytes() -> None:
