@@ -85,6 +85,7 @@ from analytics.events import (
     StationReport,
 )
 from analytics.timeutil import MS_PER_S
+from siltwatch.applicability import applicable_rules
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.schema import Alert, Duty, QualityFlag
@@ -197,7 +198,7 @@ class Engine(TimerQueue):
         )
         self.ctx = Context(
             site=site,
-            rules=site.rules(),
+            rules=applicable_rules(site),
             alerts=AlertBook(site.site.id),
             duties=DutyBook(site.site.id),
             _engine=self,
