@@ -76,7 +76,7 @@ KIND = StabilizationKind.STABILIZATION
 WORDS = OverdueWords(
     StabilizationKind.OVERDUE,
     "Stabilization",
-    "no cover has been recorded in the site log",
+    "no cover that completes it has been recorded in the site log",
     "Cover the area as the rule asks (revegetation: seed with mulch or replant; permanent "
     "cover: permanent ground cover) and record it in the site log.",
     "Stabilization done",
@@ -410,7 +410,7 @@ class StabilizationDetector(Detector):
         clock = PermanentClock(cal.local_date(t), working, by_calendar)
         due = self._permanent_due(clock)
         zone = " (High Quality Water zone)" if area.hqw_zone else ""
-        label = f"permanent ground cover of {_name(area)}{zone} within {words} of {since}"
+        label = f"permanent ground cover of {_name(area)}{zone} within {words} (from {since})"
         rec = self._open(Reason.PERMANENT_COVER, area, t, due, Cited(working, cite), label, ctx)
         if rec is not None and self.rain_day is not None:
             self.clocks[rec.id] = clock

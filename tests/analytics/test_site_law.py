@@ -16,9 +16,17 @@ end of the Nth local day. Lake George areas: north-cut (22 % slope), pad-b
 
 from __future__ import annotations
 
+import random
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analytics.engine import Engine
+from analytics.events import SiteLogEntry
 from siltwatch.applicability import applicability, scope_warnings
 from siltwatch.config import SiteConfig, SiteInfo
-from tests.analytics.site_log_helpers import alerts, duties, iso, log, run
+from tests.analytics.site_log_helpers import alerts, duties, iso, log, restarted, run, t
 
 # --- 1. notices: only the eight milestones the law lists (§148-12 A; 17.37.110 A) --------
 
@@ -318,3 +326,44 @@ def test_construction_completed_creates_the_hqw_duty(lure: SiteConfig) -> None:
         end="2027-03-09T00:00-05:00",
     )
     assert duties(covered, "stabilization", "permanent_cover") == []
+
+
+# --- arrival order and restarts do not change what the clocks say --------------------------
+
+START = t("2026-06-01T00:00-04:00")
+HOUR = 3_600_000
+EVENTS = ["active", "inactive", "cleared", "disturbed", "completed", "seeded", "temporary_cover"]
+ROW = st.tuples(
+    st.integers(min_value=0, max_value=40 * 24),  # hours after 06-01 00:00 EDT
+    st.sampled_from(EVENTS),
+    st.sampled_from(["north-cut", "pad-b", "stockpile"]),
+)
+
+
+def _outputs(engine: Engine) -> tuple[list[str], list[str]]:
+    return (
+        [d.model_dump_json() for d in engine.duties()],
+        [a.model_dump_json() for a in engine.alerts()],
+    )
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(
+    rows=st.lists(ROW, min_size=1, max_size=25),
+    seed=st.integers(0, 2**16),
+    cut=st.integers(min_value=0, max_value=40 * 24),
+)
+def test_the_site_log_clocks_do_not_depend_on_arrival_order_or_a_restart(
+    george: SiteConfig, rows: list[tuple[int, str, str]], seed: int, cut: int
+) -> None:
+    """The same rows fed in any order give the same duties and alerts, and so does an
+    engine snapshotted and restored at any hour between them (the idle timers included)."""
+    entries = [SiteLogEntry(START + h * HOUR, e, a, "Dana Ruiz", "") for h, e, a in rows]
+    end = "2026-07-20T00:00-04:00"
+    whole = run(george, sorted(entries, key=lambda x: x.t), end)
+    shuffled = entries[:]
+    random.Random(seed).shuffle(shuffled)
+    assert _outputs(run(george, shuffled, end)) == _outputs(whole)
+    when = datetime.fromtimestamp((START + cut * HOUR) / 1000, tz=UTC).isoformat()
+    one, two = restarted(george, sorted(entries, key=lambda x: x.t), end, when)
+    assert _outputs(two) == _outputs(one)
