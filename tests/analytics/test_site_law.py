@@ -367,3 +367,84 @@ def test_the_site_log_clocks_do_not_depend_on_arrival_order_or_a_restart(
     when = datetime.fromtimestamp((START + cut * HOUR) / 1000, tz=UTC).isoformat()
     one, two = restarted(george, sorted(entries, key=lambda x: x.t), end, when)
     assert _outputs(two) == _outputs(one)
+
+
+# --- routine inspections over the site's life (§148-10 A; NY GP-0-25-001 Part IV.C) --------
+
+GP = "Lake George §148-10 A; NY GP-0-25-001 Part IV.C"
+
+
+def _routine(engine: Engine) -> list[tuple[str, str, str | None]]:
+    return [
+        (
+            d.created_at.isoformat(),
+            d.due_at.isoformat(),
+            None if d.completed_at is None else d.completed_at.isoformat(),
+        )
+        for d in duties(engine, "inspection", "routine")
+    ]
+
+
+def test_routine_inspections_start_at_the_first_disturbance(george: SiteConfig) -> None:
+    """A milestone of installed controls disturbs nothing; clearing north-cut Wed 06-03
+    10:00 EDT starts the 7 calendar days: due at the end of 06-10 = 06-11 04:00 UTC."""
+    rows = [
+        log("2026-06-01T08:00-04:00", "milestone", detail="controls_installed"),
+        log("2026-06-03T10:00-04:00", "cleared", "north-cut"),
+    ]
+    engine = run(george, rows, end="2026-06-05T00:00-04:00")
+    ((created, due, done),) = _routine(engine)
+    assert (created, due, done) == ("2026-06-03T14:00:00+00:00", "2026-06-11T04:00:00+00:00", None)
+    assert duties(engine, "inspection", "routine")[0].rule == GP
+
+
+def test_routine_inspections_end_at_final_stabilization_not_at_construction_completed(
+    george: SiteConfig,
+) -> None:
+    """Construction completed 06-05 leaves the duty owed (ground still open); permanent
+    cover of the last of the three areas on 06-08 12:00 EDT ends it ("not required"), and
+    no overdue alert comes at the end of 06-10. Ground opened again on 06-15 starts a new
+    one, due at the end of 06-22."""
+    rows = [
+        log("2026-06-03T10:00-04:00", "cleared", "north-cut"),
+        log("2026-06-05T10:00-04:00", "milestone", detail="construction_completed"),
+        log("2026-06-06T10:00-04:00", "permanent_cover", "north-cut"),
+        log("2026-06-07T10:00-04:00", "permanent_cover", "pad-b"),
+        log("2026-06-08T12:00-04:00", "permanent_cover", "stockpile"),
+        log("2026-06-15T09:00-04:00", "disturbed", "pad-b"),
+    ]
+    engine = run(george, rows, end="2026-06-16T00:00-04:00")
+    assert _routine(engine) == [
+        ("2026-06-03T14:00:00+00:00", "2026-06-11T04:00:00+00:00", "2026-06-08T16:00:00+00:00"),
+        ("2026-06-15T13:00:00+00:00", "2026-06-23T04:00:00+00:00", None),
+    ]
+    assert alerts(engine, "inspection_overdue") == []
+
+
+def test_twice_weekly_from_the_acres_open_at_one_time(george: SiteConfig) -> None:
+    """north-cut and pad-b of 2.5 acres each, stockpile 0.2 (the file says 3.2 acres
+    disturbed: not used). Mon 06-01: 2.5 then exactly 5.0 acres open, not more than 5:
+    weekly, due at the end of 06-08. Tue 06-02 09:00 EDT the stockpile makes 5.2: twice
+    weekly, the first of the 7 days 06-02..06-08 due by the end of 06-05 (P+3). Thu 06-04
+    12:00 EDT the stockpile is covered: 5.0 again, weekly from then, due the end of 06-11."""
+    areas = [
+        a.model_copy(update={"acres": {"north-cut": 2.5, "pad-b": 2.5}.get(a.id, a.acres)})
+        for a in george.areas
+    ]
+    site = george.model_copy(update={"areas": areas})
+    rows = [
+        log("2026-06-01T10:00-04:00", "cleared", "north-cut"),
+        log("2026-06-01T11:00-04:00", "disturbed", "pad-b"),
+        log("2026-06-02T09:00-04:00", "disturbed", "stockpile"),
+        log("2026-06-04T12:00-04:00", "temporary_cover", "stockpile"),
+    ]
+    engine = run(site, rows, end="2026-06-05T12:00-04:00")
+    assert _routine(engine) == [
+        ("2026-06-01T14:00:00+00:00", "2026-06-09T04:00:00+00:00", None),
+        ("2026-06-02T13:00:00+00:00", "2026-06-06T04:00:00+00:00", None),
+        ("2026-06-04T16:00:00+00:00", "2026-06-12T04:00:00+00:00", None),
+    ]
+    first_of_two = duties(engine, "inspection", "routine")[1]
+    assert first_of_two.rule == GP
+    exactly_five = run(site, rows[:2], end="2026-06-05T12:00-04:00")
+    assert len(_routine(exactly_five)) == 1  # 5.0 acres is not more than 5
