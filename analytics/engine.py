@@ -94,7 +94,9 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 # 4: station reports (feed_status): a third input kind in the buffer, EngineStats.statuses
 # 5: site-log entries (feed_site_log): a fourth input kind, EngineStats.site_log; the
 #    inspection record fields (Inspection.affiliation ... corrective_actions)
-SNAPSHOT_VERSION = 5
+# 6: the law's site-log clocks (issue 21): stabilization's idle, cleared and cover state,
+#    the inspection detector's routine span (RoutineLife) and cadences, applicable rules
+SNAPSHOT_VERSION = 6
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
