@@ -17,7 +17,10 @@ end of the Nth local day. Lake George areas: north-cut (22 % slope), pad-b
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,7 +29,7 @@ from analytics.engine import Engine
 from analytics.events import SiteLogEntry
 from siltwatch.applicability import applicability, scope_warnings
 from siltwatch.config import SiteConfig, SiteInfo
-from tests.analytics.site_log_helpers import alerts, duties, iso, log, restarted, run, t
+from tests.analytics.site_log_helpers import EXAMPLES, alerts, duties, iso, log, restarted, run, t
 
 # --- 1. notices: only the eight milestones the law lists (§148-12 A; 17.37.110 A) --------
 
@@ -204,6 +207,28 @@ def test_a_site_that_does_not_say_its_class_is_major_with_a_warning(george: Site
     assert _stabilization(site) == ["exposed_24h", "inactive_area", "revegetation"]
     assert any("treated as a major project" in w for w in scope_warnings(site))
     assert not any("treated as a major project" in w for w in scope_warnings(george))
+
+
+def test_config_check_says_why_the_lake_george_pack_applies_and_still_passes(
+    tmp_path: Path,
+) -> None:
+    """A minor project outside the Park: config check exits 0 and names what is withheld."""
+    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
+    assert 'project = "major"' in text
+    path = tmp_path / "minor.toml"
+    path.write_text(text.replace('project = "major"', 'project = "minor"'), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "siltwatch.cli", "config", "check", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("  pack ny-lake-george")]
+    assert "inside the Lake George Park" in line and "project minor" in line
+    assert "5,000 sq ft exemption (Lake George §148-7 C)" in line
+    assert "not applied here: cover.cold_season (a minor project" in line
 
 
 def test_the_project_class_is_described_as_148_11_e() -> None:
