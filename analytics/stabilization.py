@@ -128,6 +128,7 @@ class CoverRules:
         steep = Cited.of(rules.get("cover.steep_slope_pct"))
         near = Cited.of(rules.get("cover.near_water_ft"))
         weekend = rules.get("calendar.weekend")
+        from_area = rules.get("cover.hqw_from_area_completed")
         return cls(
             inactive=Cited.of(rules.get("stabilization.inactive_days")),
             revegetation=Cited.of(rules.get("stabilization.revegetation_days")),
@@ -139,9 +140,7 @@ class CoverRules:
             permanent_days=Cited.of(rules.get("cover.permanent_calendar_days")),
             permanent_days_hqw=Cited.of(rules.get("cover.permanent_calendar_days_hqw")),
             working_days_cite="" if weekend is None else weekend.cite(),
-            hqw_from_area_completed=bool(
-                getattr(rules.get("cover.hqw_from_area_completed"), "value", True)
-            ),
+            hqw_from_area_completed=True if from_area is None else from_area.value is True,
         )
 
     def any(self) -> bool:
@@ -204,6 +203,8 @@ class StabilizationDetector(Detector):
         t, event = entry.t, entry.event
         if event in (SiteEvent.DISTURBED, SiteEvent.CLEARED) and self._exposed(area):
             self._exposed_24h(area, t, ctx)
+        if event in (SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED):
+            self.permanent.discard(area.id)  # opened again: its permanent cover is gone
         if event == SiteEvent.CLEARED:
             self.cleared.add(area.id)
         elif event == SiteEvent.COMPLETED:

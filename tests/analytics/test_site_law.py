@@ -473,3 +473,18 @@ def test_twice_weekly_from_the_acres_open_at_one_time(george: SiteConfig) -> Non
     assert first_of_two.rule == GP
     exactly_five = run(site, rows[:2], end="2026-06-05T12:00-04:00")
     assert len(_routine(exactly_five)) == 1  # 5.0 acres is not more than 5
+
+
+def test_an_hqw_area_opened_again_after_permanent_cover_is_owed_cover_again(
+    lure: SiteConfig,
+) -> None:
+    """lot-1 (HQW) covered 03-01, disturbed again 03-03: construction completed Mon 03-08
+    10:00 EST starts its 96.08(B)(5) clock (due the end of 03-29 EDT)."""
+    rows = [
+        log("2027-03-01T10:00-05:00", "permanent_cover", "lot-1"),
+        log("2027-03-03T10:00-05:00", "disturbed", "lot-1"),
+        log("2027-03-08T10:00-05:00", "milestone", detail="construction_completed"),
+    ]
+    engine = run(_hqw(lure), rows, end="2027-03-09T00:00-05:00")
+    (duty,) = duties(engine, "stabilization", "permanent_cover")
+    assert duty.due_at == iso("2027-03-30T04:00Z") and duty.rule == "Lake Lure 96.08(B)(5)"
