@@ -154,5 +154,11 @@ def applicability(site: SiteConfig) -> list[str]:
         mine = sorted(k for k in held if (v := rules.get(k)) is not None and v.pack == pack)
         if mine:
             facts.append("not applied here: " + "; ".join(f"{k} ({held[k]})" for k in mine))
-        out.append(f"{pack}: applies (named in site.rule_packs)" + "".join(f"; {f}" for f in facts))
+        if pack in site.site.rule_packs:
+            why = "named in site.rule_packs"
+        elif pack == "siltwatch-defaults":
+            why = "siltwatch's defaults, under every site"
+        else:
+            why = "extended by a pack the site names"
+        out.append(f"{pack}: applies ({why})" + "".join(f"; {f}" for f in facts))
     return out
