@@ -2,8 +2,9 @@
 
 Inspection deadlines are written in the jurisdiction's day arithmetic, in the
 site's local time: "every 7 calendar days", "by the start of the next business
-day" (NCG01 Part III §A), "working days ... excluding Saturday and Sunday"
-(Lake Lure 96.03). Event times are UTC milliseconds; this module turns local
+day" (NCG01 Part III §A), "working days ... exclusive of Saturday and Sunday"
+(Lake Lure 96.03, which does not exclude holidays: the site's holidays count
+for business days only). Event times are UTC milliseconds; this module turns local
 days and hours into them, honouring DST through the IANA zone of the site.
 
 Everything here is plain data (the zone is kept by name), so a detector may
@@ -126,21 +127,29 @@ class SiteCalendar:
         """A working day that is not one of the site's holidays."""
         return not self.is_weekend(day) and day not in self.holidays
 
-    def add_working_days(self, day: date, n: int) -> date:
-        """The ``n``-th working day after ``day`` (Lake Lure 96.03: weekends do not count)."""
+    def add_working_days(self, day: date, n: int, skip: Collection[date] = ()) -> date:
+        """The ``n``-th working day after ``day``: Lake Lure 96.03 "Working Days. Days
+        exclusive of Saturday and Sunday during which weather conditions or soil
+        conditions permit land disturbing activity". Weekends do not count, nor the
+        days in ``skip`` (days whose weather or soil did not permit the work); the
+        site's holidays DO count: 96.03 does not exclude them (they matter only to
+        business-day rules, :meth:`add_business_days`).
+
+        A day in ``skip`` that is a weekend day was not counted anyway: it does not
+        push the result out a second time.
+        """
         if n < 0:
             raise ValueError("n must be >= 0")
         current = day
         while n > 0:
             current += timedelta(days=1)
-            if self.is_working_day(current):
+            if self.is_working_day(current) and current not in skip:
                 n -= 1
         return current
 
     def add_business_days(self, day: date, n: int, skip: Collection[date] = ()) -> date:
         """The ``n``-th business day after ``day``: weekends and the site's holidays do
-        not count (the site-log contract's working days for Lake Lure 96.07(D)), nor
-        the days in ``skip`` (Lake Lure 96.03: days whose weather did not permit work).
+        not count, nor the days in ``skip``.
 
         A day in ``skip`` that is a weekend day or a holiday was not counted anyway:
         it does not push the result out a second time.

@@ -85,6 +85,7 @@ from analytics.events import (
     StationReport,
 )
 from analytics.timeutil import MS_PER_S
+from siltwatch.applicability import applicable_rules
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.schema import Alert, Duty, QualityFlag
@@ -93,7 +94,9 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 # 4: station reports (feed_status): a third input kind in the buffer, EngineStats.statuses
 # 5: site-log entries (feed_site_log): a fourth input kind, EngineStats.site_log; the
 #    inspection record fields (Inspection.affiliation ... corrective_actions)
-SNAPSHOT_VERSION = 5
+# 6: the law's site-log clocks (issue 21): stabilization's idle, cleared and cover state,
+#    the inspection detector's routine span (RoutineLife) and cadences, applicable rules
+SNAPSHOT_VERSION = 6
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
@@ -197,7 +200,7 @@ class Engine(TimerQueue):
         )
         self.ctx = Context(
             site=site,
-            rules=site.rules(),
+            rules=applicable_rules(site),
             alerts=AlertBook(site.site.id),
             duties=DutyBook(site.site.id),
             _engine=self,

@@ -105,9 +105,12 @@ class OverdueWatch:
         ctx.duties.mark_overdue(duty_id, at)
         self._alert(rec, at, ctx, refresh=False)
 
-    def complete(self, rec: DutyRecord, t: int, inspector: str, ctx: Context) -> bool:
+    def complete(
+        self, rec: DutyRecord, t: int, inspector: str, ctx: Context, done: str | None = None
+    ) -> bool:
         """Complete the duty at ``t`` (by an inspection, or by what the site log says) and
-        resolve its alert; False if it was already done."""
+        resolve its alert; False if it was already done. ``done`` replaces the words'
+        "... done" where the duty ended otherwise (e.g. work resumed in an idle area)."""
         if ctx.duties.complete(rec.id, t, inspector) is None:
             return False
         note = self.notes.get(rec.id)
@@ -119,7 +122,8 @@ class OverdueWatch:
                 rec.id,
                 t,
                 message=(
-                    f"{self.words.done} at {self.site_name}: {note.label} (duty {rec.id}) was due "
+                    f"{done or self.words.done} at {self.site_name}: {note.label} (duty {rec.id}) "
+                    "was due "
                     f"{self._local(rec.due_at)} under {note.cite}; completed {self._local(t)} "
                     f"by {inspector}{how}."
                 ),

@@ -43,6 +43,14 @@ class TwiceWeeklyRule:
         # NY GP-0-25-001 Part IV.C: twice every 7 days when more than 5 acres are disturbed at once.
         if over is None or acres is None or not acres > float(over.value):
             return None
+        return cls.of_rules(rules)
+
+    @classmethod
+    def of_rules(cls, rules: Rules) -> TwiceWeeklyRule | None:
+        """The rule as the packs set it, whatever the site's acres (None: not set)."""
+        over = rules.get("inspection.twice_weekly_over_acres")
+        if over is None:
+            return None
         gap = rules.get("inspection.twice_weekly_min_gap_days")
         return cls(
             min_gap_days=round(float(gap.value)) if gap else 2,

@@ -12,7 +12,9 @@ its own module with its rule and its citations:
   :mod:`analytics.inspection_storm`, fed by the rain detector's ``StormEnded``;
 * routine duties every N calendar days: :mod:`analytics.inspection_routine`,
   or on a large site NY GP Part IV.C's twice-weekly cadence instead:
-  :mod:`analytics.inspection_twice_weekly`;
+  :mod:`analytics.inspection_twice_weekly`; where the pack says so (Lake George
+  §148-10 A), from the first disturbance to final stabilization, twice weekly
+  while the site log shows more than 5 acres open: :mod:`analytics.inspection_routine_life`;
 * quarterly self-inspections until permanent ground cover (Lake Lure 96.05
   (B)(17)(c)(vi)): :mod:`analytics.inspection_quarterly` — permanent cover is
   the configured date, or every site area covered in the site log;
@@ -31,6 +33,7 @@ NCG01). Their timers are typed (:mod:`analytics.inspection_timers`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
@@ -44,6 +47,7 @@ from analytics.inspection_phase import PhaseDuties, area_phase_rules, phase_rule
 from analytics.inspection_quarterly import QuarterlyDuties, QuarterlyRule
 from analytics.inspection_record import RecordRule, check_record
 from analytics.inspection_routine import RoutineCadence, routine_rule
+from analytics.inspection_routine_life import Change, RoutineLife
 from analytics.inspection_storm import StormDuties, storm_lookback_ms, storm_rule
 from analytics.inspection_timers import (
     CoverTimer,
@@ -58,7 +62,7 @@ from analytics.rain import RainDetector, StormEnded
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
-from siltwatch.vocabulary import SiteEvent
+from siltwatch.vocabulary import DutyReason, SiteEvent
 
 # Site-log rows that record paperwork, not work on site: they start no inspection clock.
 PAPERWORK = frozenset(
@@ -88,6 +92,11 @@ class InspectionDetector(Detector):
         self.record: RecordRule | None = None  # what an inspection record must hold
         self.areas: set[str] = set()  # the site's areas
         self.covered: set[str] = set()  # those with permanent cover, per the site log
+        # inspection.routine_by_site_log: the routine span and cadence from the site log
+        self.life: RoutineLife | None = None
+        self.weekly: RoutineCadence | None = None
+        self.twice: TwiceWeeklyCadence | None = None
+        self.twice_epoch: date | None = None  # the period the current twice-weekly run began
 
     @classmethod
     def from_site(
@@ -97,7 +106,13 @@ class InspectionDetector(Detector):
         site_id = site.site.id
         twice = TwiceWeeklyRule.from_site(site, rules)
         routine = routine_rule(rules)
-        if twice is not None:  # NY GP Part IV.C replaces the routine cadence on a large site
+        life = rules.get("inspection.routine_by_site_log")
+        if life is not None and life.value is True and site.areas and routine is not None:
+            det.life = RoutineLife({a.id: a.acres for a in site.areas}, life.cite())
+            det.weekly = det.routine = RoutineCadence(routine, site_id)
+            by_acres = TwiceWeeklyRule.of_rules(rules)
+            det.twice = None if by_acres is None else TwiceWeeklyCadence(by_acres, site_id)
+        elif twice is not None:  # NY GP Part IV.C replaces the routine cadence on a large site
             det.routine = TwiceWeeklyCadence(twice, site_id)
         elif routine is not None:
             det.routine = RoutineCadence(routine, site_id)
@@ -152,6 +167,8 @@ class InspectionDetector(Detector):
             self._start(entry.t, desk)  # work on site starts the clocks, as readings do
         if entry.area in self.areas and self.phase is not None:  # 96.05(B)(17) per area
             self.phase.on_area_row(entry.event, entry.area, entry.t, desk)
+        if self.life is not None:
+            self._life(entry, desk)
         if entry.event == SiteEvent.MILESTONE and self.phase is not None:
             self.phase.on_milestone(entry.detail, entry.t, desk)
         elif entry.area in self.areas and self.quarterly is not None:
@@ -183,6 +200,8 @@ class InspectionDetector(Detector):
         routine, quarterly = self.routine, self.quarterly
         if isinstance(timer, DueTimer):
             self.watch.check(timer.duty_id, at, ctx)
+        elif not self._routine_runs(timer):
+            return  # before the first disturbance, after final stabilization, a cadence left
         elif isinstance(timer, WeekTimer) and isinstance(routine, TwiceWeeklyCadence):
             routine.on_week(timer, desk)
         elif isinstance(timer, SecondTimer) and isinstance(routine, TwiceWeeklyCadence):
@@ -202,9 +221,10 @@ class InspectionDetector(Detector):
         return DutyDesk(ctx, self, self.watch)
 
     def _start(self, t: int, desk: DutyDesk) -> None:
-        """The clocks start at the first event seen for the site."""
+        """The clocks start at the first event seen for the site (the routine one, where
+        the site log drives it, at the first disturbance: :meth:`_life`)."""
         self.started_at = t
-        if self.routine is not None:
+        if self.routine is not None and self.life is None:
             self.routine.start(t, desk)
         if self.quarterly is not None:
             self.quarterly.start(t, desk)
@@ -214,6 +234,8 @@ class InspectionDetector(Detector):
     ) -> None:
         """Restart the clocks the completed duties drive."""
         routine, storm = self.routine, self.storm
+        if self.life is not None and not self.life.running:
+            return  # no routine inspections before the first disturbance or after the last cover
         if isinstance(routine, TwiceWeeklyCadence):
             for rec in done:
                 routine.on_completed(rec, t, desk)
@@ -221,6 +243,54 @@ class InspectionDetector(Detector):
             routine.drives(rec) or (storm is not None and storm.resets_routine(rec)) for rec in done
         ):
             routine.restart(t, inspector, desk)
+
+    # --- the routine span and cadence from the site log (inspection.routine_by_site_log) ---
+
+    def _life(self, entry: SiteLogEntry, desk: DutyDesk) -> None:
+        life = self.life
+        assert life is not None
+        for change in life.on_entry(entry):
+            if change in (Change.START, Change.RESUME):
+                self._cadence(entry.t, desk, fresh=True)
+            elif change == Change.STOP:
+                for rec in desk.ctx.duties.open_at(entry.t):
+                    if (
+                        rec.kind == KIND
+                        and rec.reason == DutyReason.ROUTINE
+                        and rec.due_at > entry.t
+                    ):
+                        desk.complete(
+                            rec,
+                            entry.t,
+                            "not required: final stabilization (every area has "
+                            f"permanent cover; {life.cite})",
+                        )
+            elif change == Change.ACRES and life.running:
+                self._cadence(entry.t, desk)
+
+    def _cadence(self, t: int, desk: DutyDesk, *, fresh: bool = False) -> None:
+        """NY GP Part IV.C: twice weekly while more than the pack's acres are open, else
+        weekly; a switch (or a fresh start) starts the chosen cadence's clock at ``t``."""
+        life, twice, weekly = self.life, self.twice, self.weekly
+        assert life is not None and weekly is not None
+        over = twice is not None and life.open_acres() > twice.rule.over_acres
+        want: RoutineCadence | TwiceWeeklyCadence = twice if over and twice else weekly
+        if not fresh and type(want) is type(self.routine):
+            return
+        self.routine = want
+        if isinstance(want, TwiceWeeklyCadence):
+            self.twice_epoch = desk.calendar.local_date(t)
+        want.start(t, desk)
+
+    def _routine_runs(self, timer: object) -> bool:
+        """Whether a routine timer still matters: always without the site log's span; with
+        it, while the span runs and the timer belongs to the current twice-weekly run."""
+        if self.life is None or not isinstance(timer, WeekTimer | SecondTimer):
+            return True
+        if not self.life.running or not isinstance(self.routine, TwiceWeeklyCadence):
+            return False
+        epoch = self.twice_epoch
+        return epoch is not None and timer.period >= epoch and (timer.period - epoch).days % 7 == 0
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:

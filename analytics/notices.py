@@ -1,9 +1,13 @@
 """Milestone notices from the site log (kinds and citations: siltwatch/detections/notices.py).
 
 A ``notice`` row records that the town was told of a coming milestone; a
-``milestone`` row that the milestone was reached. Reaching one with no notice
-of it at least ``notice.before_inspection_h`` (48 h) before raises
-``notice_missing`` at the milestone's time. The alert is opened and resolved at
+``milestone`` row that the milestone was reached. Reaching one of the
+milestones the law lists (``notice.milestones``: Lake George §148-12 A(1)-(8),
+Big Flats 17.37.110 A) with no notice of it at least
+``notice.before_inspection_h`` (48 h) before raises ``notice_missing`` at the
+milestone's time; a notice exactly 48 h before is in time ("at least"). A
+milestone the list does not name needs no notice and raises nothing: a false
+alert to the officer costs more than a missing one. The alert is opened and resolved at
 once: the notice can no longer be given in time, so there is nothing to clear,
 and the officer hears it once (``Officer.ONCE``). The rows come in event time,
 so a notice logged after the fact but dated before the milestone counts (the
@@ -26,16 +30,19 @@ class NoticeDetector(Detector):
 
     name = "notices"
 
-    def __init__(self, site: SiteConfig, before_h: float, cite: str) -> None:
+    def __init__(
+        self, site: SiteConfig, before_h: float, cite: str, listed: frozenset[str]
+    ) -> None:
         self.site_name = site.site.name or site.site.id
         self.before_ms = round(before_h * MS_PER_H)
         self.cite = cite
+        self.listed = listed  # the milestones the law asks a notice of
         self.notices: dict[str, list[int]] = {}  # milestone -> times the town was told
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         if entry.event == SiteEvent.NOTICE:
             self.notices.setdefault(entry.detail, []).append(entry.t)
-        elif entry.event == SiteEvent.MILESTONE:
+        elif entry.event == SiteEvent.MILESTONE and entry.detail in self.listed:
             self._reached(entry, ctx)
 
     def _reached(self, entry: SiteLogEntry, ctx: Context) -> None:
@@ -73,8 +80,11 @@ class NoticeDetector(Detector):
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:
-    """A detector when the site's packs require milestone notices."""
+    """A detector when the site's packs require milestone notices (of the milestones
+    ``notice.milestones`` lists; without that key, of none)."""
     rule = ctx.rules.get("notice.before_inspection_h")
-    if rule is None:
+    listed = ctx.rules.get("notice.milestones")
+    if rule is None or listed is None:
         return []
-    return [NoticeDetector(site, float(rule.value), rule.cite())]
+    milestones = frozenset(str(m) for m in listed.value)
+    return [NoticeDetector(site, float(rule.value), rule.cite(), milestones)]

@@ -88,7 +88,7 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    from siltwatch.applicability import scope_warnings
+    from siltwatch.applicability import applicability, scope_warnings
     from siltwatch.config import load_site
 
     status = EXIT_OK
@@ -108,6 +108,8 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         )
         for value in rules.overrides():
             print(f"  site override: {value.key} = {value.value!r} ({value.cite()})")
+        for line in applicability(site):
+            print(f"  pack {line}")
         for warning in scope_warnings(site):
             print(f"  warning: {warning}")
     return status

@@ -150,7 +150,18 @@ class SiteInfo(_Model):
         description="part of a larger common plan of development or sale (permit coverage)",
     )
     project: Literal["major", "minor"] | None = Field(
-        default=None, description="the town's project class (Lake George §148-7)"
+        default=None,
+        description=(
+            "the town's project class (Lake George §148-11 E); unset: treated as major, "
+            "with a config check warning"
+        ),
+    )
+    in_lake_george_park: bool | None = Field(
+        default=None,
+        description=(
+            "inside the Lake George Park (§148-6 D, §148-11 A: §148-11 applies only there); "
+            "unset: true for a site under the ny-lake-george pack"
+        ),
     )
     rain_day_in: float | None = Field(
         default=None,

@@ -51,6 +51,8 @@ SCOPE_RULE_KEYS: tuple[RuleKey, ...] = (
     number("scope.min_disturbed_acres", NON_NEGATIVE),
     number("scope.exempt_under_sq_ft", NON_NEGATIVE),
     flag("scope.drain_limits_major_only"),
+    RuleKey("scope.major_projects_only", (list,)),
+    RuleKey("scope.park_only", (list,)),
 )
 
 # Every key a pack may set, with the type of its value: what the detections read
@@ -282,3 +284,8 @@ class Rules:
 
     def items(self) -> list[RuleValue]:
         return [self._values[k] for k in sorted(self._values)]
+
+    def without(self, keys: set[str] | frozenset[str]) -> Rules:
+        """These rules less ``keys`` (rules that do not apply to the site, see
+        siltwatch/applicability.py)."""
+        return Rules({k: v for k, v in self._values.items() if k not in keys}, self.packs)

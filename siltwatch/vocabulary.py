@@ -60,6 +60,8 @@ class SiteEvent(StrEnum):
     ACTIVE = "active"  # substantial construction activity in the area that day
     INACTIVE = "inactive"  # work in the area stopped; the time is the last substantial activity
     TEMPORARY_COVER = "temporary_cover"  # protective cover or temporary stabilization
+    COMPLETED = "completed"  # clearing and construction in the area substantially completed
+    SEEDED = "seeded"  # seeded (temporary or permanent, with mulch) or replanted
     PERMANENT_COVER = "permanent_cover"  # permanent ground cover sufficient to restrain erosion
     MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
@@ -103,6 +105,8 @@ class Milestone(StrEnum):
     STORM_DRAINAGE_COMPLETED = "storm_drainage_completed"
     CONSTRUCTION_COMPLETED = "construction_completed"
     CONSTRUCTION_SEASON_CLOSED = "construction_season_closed"
+    FINAL_LANDSCAPING_COMPLETED = "final_landscaping_completed"
+    LANDSCAPING_ESTABLISHED = "landscaping_established"  # in public areas (§148-12 A(8))
 
 
 class Severity(StrEnum):

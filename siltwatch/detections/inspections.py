@@ -102,6 +102,7 @@ DESCRIPTION = Description(
         number("inspection.routine_days"),
         number("inspection.twice_weekly_over_acres", NON_NEGATIVE),
         number("inspection.twice_weekly_min_gap_days", NON_NEGATIVE),
+        flag("inspection.routine_by_site_log"),
         number("inspection.storm_threshold_in", NON_NEGATIVE),
         number("inspection.storm_window_h"),
         number("inspection.storm_due_h"),

@@ -1,11 +1,16 @@
 """Notices: the town told 48 hours before each construction milestone.
 
 Lake George §148-12 A and Big Flats 17.37.110 A: the applicant notifies the
-town at least 48 hours before each milestone the town inspects at. The site
-log records both (``notice`` and ``milestone`` rows naming the milestone); a
-milestone with no notice of it at least that long before raises
-``notice_missing``, which the officer hears once: it is a fact to know, not a
-condition that clears.
+town at least 48 hours before each of the eight milestones those sections list
+(``notice.milestones``: start of development, installation of erosion and
+sediment controls, completion of site clearing, rough grading, final grading,
+close of the construction season, completion of final landscaping, successful
+establishment of landscaping in public areas). Other milestones (storm drainage,
+construction completed) need no notice: an alert for them would be one the law
+never asked for. The site log records both (``notice`` and ``milestone`` rows
+naming the milestone); a listed milestone with no notice of it at least that
+long before raises ``notice_missing``, which the officer hears once: it is a
+fact to know, not a condition that clears.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from siltwatch.detections.base import (
     Description,
     Evidence,
     Officer,
+    RuleKey,
     number,
     regulatory,
 )
@@ -50,5 +56,8 @@ DESCRIPTION = Description(
     summary="milestones reached without the town's 48-hour notice (Lake George §148-12 A; "
     "Big Flats 17.37.110 A)",
     alerts=(NOTICE_MISSING,),
-    rule_keys=(number("notice.before_inspection_h", NON_NEGATIVE),),
+    rule_keys=(
+        number("notice.before_inspection_h", NON_NEGATIVE),
+        RuleKey("notice.milestones", (list,)),
+    ),
 )

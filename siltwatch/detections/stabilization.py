@@ -1,14 +1,18 @@
 """Stabilization: exposed ground covered by the law's deadlines, from the site log.
 
 What people do on site (docs/replay-contract.md, "Site areas and the site
-log") starts the clocks: an area left inactive must be stabilized within 10
-days of its last substantial activity (Lake George §148-11 I(3)(e)[2]); cleared
-ground on a slope over 15 % or within 500 ft of water may not stay uncovered
-for more than 24 hours (§148-11 I(3)(e)[3][b]); cleared ground is revegetated
-within 10 days (§148-11 I(3)(e)[3][c]); graded slopes are covered within 21
-calendar days of a phase of grading (Lake Lure 96.07(B)), and get permanent
-ground cover within 15 working days or 90 calendar days, whichever is shorter
-(96.07(D); 60 calendar days in a High Quality Water zone, 96.08(B)(5)). Each
+log") starts the clocks: an area left inactive (logged so, or 7 days without
+substantial activity) must be stabilized within 10 days of its last substantial
+activity (Lake George §148-11 I(3)(e)[1],[2]); cleared ground on a slope over
+15 % or within 500 ft of water may not stay uncovered for more than 24 hours
+(§148-11 I(3)(e)[3][b]); cleared ground is revegetated within 10 days of the
+substantial completion of its clearing and construction (§148-11 I(3)(e)[3][c]);
+these three are for major projects inside the Lake George Park only
+(siltwatch/applicability.py). Graded slopes are covered within 21 calendar days
+of a phase of grading (Lake Lure 96.07(B)), and get permanent ground cover
+within 15 working days or 90 calendar days, whichever is shorter (96.07(D));
+in a High Quality Water zone, within 15 working days or 60 calendar days of the
+completion of construction or development (96.08(B)(5)). Each
 is a duty of kind ``stabilization`` with its reason, completed by the cover
 recorded in the log; one past its deadline raises ``stabilization_overdue``,
 the town's business from its opening, like an overdue inspection.
@@ -23,6 +27,7 @@ from siltwatch.detections.base import (
     Description,
     Section,
     deadline_duty,
+    flag,
     number,
 )
 
@@ -39,7 +44,7 @@ class StabilizationReason(StrEnum):
     EXPOSED_24H = "exposed_24h"  # Lake George §148-11 I(3)(e)[3][b]
     REVEGETATION = "revegetation"  # Lake George §148-11 I(3)(e)[3][c]
     GRADED_SLOPES = "graded_slopes"  # Lake Lure 96.07(B)
-    PERMANENT_COVER = "permanent_cover"  # Lake Lure 96.07(D), 96.08(B)(5)
+    PERMANENT_COVER = "permanent_cover"  # Lake Lure 96.07(D); 96.08(B)(5) (its own rule)
 
 
 STABILIZATION = deadline_duty(
@@ -62,6 +67,7 @@ DESCRIPTION = Description(
         number("cover.permanent_working_days"),
         number("cover.permanent_calendar_days"),
         number("cover.permanent_calendar_days_hqw"),
+        flag("cover.hqw_from_area_completed"),
     ),
     section=Section("areas", "area"),
 )

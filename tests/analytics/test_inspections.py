@@ -327,7 +327,7 @@ def test_routine_7_day_duties_and_their_reset_by_an_inspection() -> None:
     assert alert.subject == second.id
     assert alert.opened_at == z(utc("2026-05-15T04:00"))
     assert alert.resolved_at is None
-    assert alert.rule == "per NY GP-0-25-001 Part IV.C"
+    assert alert.rule == "Lake George §148-10 A; NY GP-0-25-001 Part IV.C"
     assert alert.evidence["overdue_h"] == 32.0
     assert (
         "32.0 h overdue" in alert.message
@@ -368,7 +368,7 @@ def test_ny_twice_weekly_at_least_two_full_days_apart() -> None:
     # Next 7-day period from Mon 05-11 00:00 EDT.
     assert (a2.created_at, a2.due_at) == (z(utc("2026-05-11T04:00")), z(utc("2026-05-15T04:00")))
     assert a2.completed_at is None
-    assert all(d.rule == "per NY GP-0-25-001 Part IV.C" for d in (a1, b1, a2))
+    assert all(d.rule == "Lake George §148-10 A; NY GP-0-25-001 Part IV.C" for d in (a1, b1, a2))
     assert overdue_alerts(eng) == []
 
 

@@ -64,7 +64,11 @@ D = TypeVar("D")
 
 @functools.cache
 def site() -> SiteConfig:
-    return load_site(SITE_FILE)
+    # No site log here: the routine clock counts from the first reading, not the first
+    # disturbance the Lake George pack would wait for (inspection.routine_by_site_log).
+    loaded = load_site(SITE_FILE)
+    overrides = loaded.rule_overrides | {"inspection.routine_by_site_log": False}
+    return loaded.model_copy(update={"rule_overrides": overrides})
 
 
 def _raining(h: float) -> bool:

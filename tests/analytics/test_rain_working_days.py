@@ -8,14 +8,15 @@ reaches it is no working day for the 96.07(D) permanent-cover deadline.
 The Lake Lure example (America/New_York, EST = UTC-5; holidays 2026-12-25 and
 2027-01-01; gauge gauge-yard on rain-yard, mm, every 5 minutes). Area drive is
 graded Fri 2026-12-18 15:00 EST. Without rain days its 15th working day is
-Tue 2027-01-12 (tests/analytics/test_site_life.py): 12-21, 22, 23, 24, 28, 29,
-30, 31, 01-04, 05, 06, 07, 08, 11, 12; due at the end of it, 01-13 05:00 UTC.
+Fri 2027-01-08 (tests/analytics/test_site_life.py): 12-21, 22, 23, 24, 25, 28,
+29, 30, 31, 01-01, 04, 05, 06, 07, 08 (96.03 excludes Saturdays and Sundays,
+not the site's holidays 12-25 and 01-01); due at the end of it, 01-09 05:00 UTC.
 
 Rain, with ``rain_day_in = 0.5`` (12.7 mm):
 
 * Wed 12-23: 2.0 mm in each interval ending 10:05 ... 10:35 EST; the 7th
   reading takes the day from 12.0 to 14.0 mm: a rain day from 10:35 EST =
-  15:35 UTC. The 15th working day becomes Wed 01-13: due 01-14 05:00 UTC.
+  15:35 UTC. The 15th working day becomes Mon 01-11: due 01-12 05:00 UTC.
 * Mon 01-04: 3 x 2.0 = 6.0 mm: not a rain day.
 * Sat 01-09: 5 x 3.0 mm, 12.0 then 15.0 mm at 09:25 EST: a rain day, but a
   Saturday is no working day anyway: the deadline does not move again.
@@ -92,18 +93,18 @@ def test_two_rain_days_one_on_a_weekend_extend_the_deadline_by_one_working_day(
     assert {(date(2026, 12, 23), 14.0), (date(2027, 1, 9), 15.0)} <= rain_days
     duty = permanent(engine)
     assert duty.created_at == utc("2026-12-18T20:00Z")
-    assert duty.due_at == utc("2027-01-14T05:00Z")  # end of Wed 01-13, one working day later
+    assert duty.due_at == utc("2027-01-12T05:00Z")  # end of Mon 01-11, one working day later
     assert duty.rule.startswith("Lake Lure 96.07(D); working days per Lake Lure 96.03")
     assert "0.5 in (site rain_day_in)" in duty.rule
     moved = [e for e in events if isinstance(e, DutyEvent) and e.duty.id == duty.id]
     assert [e.type for e in moved] == ["created", "extended", "overdue"]
     extended = moved[1]
     assert extended.at == t("2026-12-23T15:35Z")
-    assert extended.duty.due_at == utc("2027-01-14T05:00Z")
-    # The deadline set first (01-13) passes without an alert; the extended one raises it.
+    assert extended.duty.due_at == utc("2027-01-12T05:00Z")
+    # The deadline set first (01-09) passes without an alert; the extended one raises it.
     (alert,) = [a for a in engine.alerts() if a.subject == duty.id]
     assert alert.kind == "stabilization_overdue"
-    assert alert.opened_at == utc("2027-01-14T05:00Z")
+    assert alert.opened_at == utc("2027-01-12T05:00Z")
     assert alert.evidence["rain_days"] == ["2026-12-23"]  # the Saturday cost no working day
     assert "96.03" in alert.message
 
@@ -111,21 +112,21 @@ def test_two_rain_days_one_on_a_weekend_extend_the_deadline_by_one_working_day(
 def test_without_the_option_rain_changes_nothing(lure: SiteConfig) -> None:
     engine, events = run(lure)
     duty = permanent(engine)
-    assert duty.due_at == utc("2027-01-13T05:00Z")
+    assert duty.due_at == utc("2027-01-09T05:00Z")
     assert duty.rule == "Lake Lure 96.07(D)"
     assert not [e for e in events if isinstance(e, DutyEvent) and e.type == "extended"]
     (alert,) = [a for a in engine.alerts() if a.subject == duty.id]
-    assert alert.opened_at == utc("2027-01-13T05:00Z")
+    assert alert.opened_at == utc("2027-01-09T05:00Z")
     assert "rain_days" not in alert.evidence
 
 
 def test_the_depth_may_be_given_in_mm(lure: SiteConfig) -> None:
     """12.7 mm is 0.5 in: the same rain days, the same deadline."""
     engine, _events = run(with_rain_days(lure, rain_day_mm=12.7))
-    assert permanent(engine).due_at == utc("2027-01-14T05:00Z")
+    assert permanent(engine).due_at == utc("2027-01-12T05:00Z")
     # 14.0 mm is not 15 mm: with 14.5 mm only the Saturday is a rain day, and it moves nothing.
     engine, _events = run(with_rain_days(lure, rain_day_mm=14.5))
-    assert permanent(engine).due_at == utc("2027-01-13T05:00Z")
+    assert permanent(engine).due_at == utc("2027-01-09T05:00Z")
 
 
 def test_a_weekend_or_holiday_rain_day_does_not_count_twice(lure: SiteConfig) -> None:
@@ -136,6 +137,21 @@ def test_a_weekend_or_holiday_rain_day_does_not_count_twice(lure: SiteConfig) ->
     assert cal.add_business_days(start, 15, skip) == date(2027, 1, 13)
     holiday_and_sunday = {date(2026, 12, 25), date(2026, 12, 27)}
     assert cal.add_business_days(start, 15, holiday_and_sunday) == date(2027, 1, 12)
+
+
+def test_working_days_count_the_sites_holidays_but_not_weekends_or_rain_days(
+    lure: SiteConfig,
+) -> None:
+    """96.03: "days exclusive of Saturday and Sunday" -- the holidays 12-25 and 01-01 are
+    working days. From Fri 12-18: the 15th is Fri 01-08; a rain day on Wed 12-23 makes it
+    Mon 01-11; a rain day on a Sunday (12-27) moves nothing; a holiday that rained (12-25)
+    was a working day and so moves it too."""
+    cal = SiteCalendar.from_site(lure)
+    start = date(2026, 12, 18)
+    assert cal.add_working_days(start, 15) == date(2027, 1, 8)
+    assert cal.add_working_days(start, 15, {date(2026, 12, 23)}) == date(2027, 1, 11)
+    assert cal.add_working_days(start, 15, {date(2026, 12, 27)}) == date(2027, 1, 8)
+    assert cal.add_working_days(start, 15, {date(2026, 12, 25)}) == date(2027, 1, 11)
 
 
 def test_the_rain_day_depth_is_one_positive_depth_read_at_the_sites_gauges(

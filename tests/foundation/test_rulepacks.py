@@ -54,9 +54,10 @@ def test_seed_values_match_the_ordinances() -> None:
         "porous_pavement": 2,
         "vegetated_depression": 1,
     }
-    # Lake George extends the NY general permit: the routine cadence comes from there.
-    assert lg.require("inspection.routine_days").pack == "ny-gp"
-    assert lg.require("inspection.routine_days").cite() == "per NY GP-0-25-001 Part IV.C"
+    # Lake George extends the NY general permit; §148-10 A adopts its Part IV cadence.
+    routine = lg.require("inspection.routine_days")
+    assert routine.pack == "ny-lake-george" and routine.value == 7
+    assert routine.cite() == "Lake George §148-10 A; NY GP-0-25-001 Part IV.C"
 
 
 def test_packs_stack_later_wins_and_extends_come_first() -> None:

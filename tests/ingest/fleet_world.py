@@ -37,6 +37,9 @@ def write_site(folder: Path, n: int, *, limit_ntu: int = 25) -> Path:
     text = text.replace("over_background_ntu = 25", f"over_background_ntu = {limit_ntu}")
     for station in STATIONS:
         text = text.replace(f'"{station}"', f'"{station.split("-")[0]}-{n}"')
+    # No site log in the fleet: its routine clock counts from the first reading, not the
+    # first disturbance the Lake George pack waits for (inspection.routine_by_site_log).
+    text += '\n[rule_overrides]\n"inspection.routine_by_site_log" = false\n'
     path = folder / f"{site_id(n)}.toml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -283,7 +283,7 @@ def test_the_log_topic_decodes_to_entries() -> None:
             "invalid payload: field 'detail': event 'milestone' names a milestone, one of "
             "start_of_development,",
         ),
-        (LOG, entry_payload("seeded", at(1), "pad-b"), "invalid payload: field 'event': Input"),
+        (LOG, entry_payload("sprayed", at(1), "pad-b"), "invalid payload: field 'event': Input"),
         (LOG, entry_payload("active", at(1), "pad-b", by=""), "invalid payload: field 'by'"),
         (
             LOG,
@@ -428,7 +428,7 @@ GOOD_LOG = """time,event,area,by,detail
 BAD_LOG = """time,event,area,by,detail
 2026-05-04T10:00:00,cleared,north-cut,Dana Ruiz,
 yesterday,cleared,north-cut,Dana Ruiz,
-2026-05-04T10:00:00Z,seeded,north-cut,Dana Ruiz,
+2026-05-04T10:00:00Z,sprayed,north-cut,Dana Ruiz,
 2026-05-04T10:00:00Z,cleared,south-cut,Dana Ruiz,
 2026-05-04T10:00:00Z,cleared,,Dana Ruiz,
 2026-05-04T10:00:00Z,notice,pad-b,Dana Ruiz,controls_installed
@@ -471,8 +471,9 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "'-04:00'; local times are ambiguous)",
         f"{f}:3: column 'time': 'yesterday' is not an ISO 8601 time (expected e.g. "
         "2026-05-04T13:00:00Z)",
-        f"{f}:4: column 'event': 'seeded' is not a site-log event (expected one of disturbed, "
-        "cleared, graded, active, inactive, temporary_cover, permanent_cover, milestone, "
+        f"{f}:4: column 'event': 'sprayed' is not a site-log event (expected one of disturbed, "
+        "cleared, graded, active, inactive, temporary_cover, completed, seeded, "
+        "permanent_cover, milestone, "
         "notice, corrective_action, violation, violation_corrected)",
         f"{f}:5: column 'area': 'south-cut' is not an area of the site (its areas: {AREAS})",
         f"{f}:6: column 'area': event 'cleared' names the area it concerns; none given "
@@ -482,11 +483,13 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         f"{f}:8: column 'detail': event 'milestone' names a milestone, one of "
         "start_of_development, controls_installed, clearing_completed, "
         "rough_grading_completed, final_grading_completed, storm_drainage_completed, "
-        "construction_completed, construction_season_closed; got 'fence_up'",
+        "construction_completed, construction_season_closed, final_landscaping_completed, "
+        "landscaping_established; got 'fence_up'",
         f"{f}:9: column 'detail': event 'notice' names a milestone, one of "
         "start_of_development, controls_installed, clearing_completed, "
         "rough_grading_completed, final_grading_completed, storm_drainage_completed, "
-        "construction_completed, construction_season_closed; none given",
+        "construction_completed, construction_season_closed, final_landscaping_completed, "
+        "landscaping_established; none given",
         f"{f}:10: column 'by': empty (who did it or recorded it must be named)",
     ]
 
