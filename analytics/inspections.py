@@ -64,6 +64,8 @@ from siltwatch.vocabulary import SiteEvent
 PAPERWORK = frozenset(
     {
         SiteEvent.NOTICE,
+        SiteEvent.CERTIFICATION,
+        SiteEvent.PLAN_ON_SITE,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION,
         SiteEvent.VIOLATION_CORRECTED,
