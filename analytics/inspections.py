@@ -66,6 +66,7 @@ PAPERWORK = frozenset(
         SiteEvent.NOTICE,
         SiteEvent.CERTIFICATION,
         SiteEvent.PLAN_ON_SITE,
+        SiteEvent.PLAN_APPROVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION,
         SiteEvent.VIOLATION_CORRECTED,

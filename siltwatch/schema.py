@@ -32,6 +32,7 @@ from pydantic import (
     field_validator,
 )
 
+from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
 
@@ -321,6 +322,8 @@ def site_log_problem(
             parse_violation(detail)
         elif event == SiteEvent.VIOLATION_CORRECTED:
             parse_violation_corrected(detail)
+        elif event == SiteEvent.PLAN_APPROVED:
+            parse_plan_approved(detail)
     except ValueError as exc:
         return "detail", str(exc)
     return None

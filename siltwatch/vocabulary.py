@@ -65,6 +65,7 @@ class SiteEvent(StrEnum):
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
     CERTIFICATION = "certification"  # a contractor signed the SWPPP certification (detail: who)
     PLAN_ON_SITE = "plan_on_site"  # a copy of the SWPPP or approved plan is kept at the site
+    PLAN_APPROVED = "plan_approved"  # the plan was approved or renewed (detail: expires DATE)
     CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
     # The town served a notice of violation or a stop-work order (area optional; detail:
     # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
@@ -89,6 +90,7 @@ _SITE_WIDE = frozenset(
         SiteEvent.NOTICE,
         SiteEvent.CERTIFICATION,
         SiteEvent.PLAN_ON_SITE,
+        SiteEvent.PLAN_APPROVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION_CORRECTED,
     }
