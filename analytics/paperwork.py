@@ -1,7 +1,8 @@
 """Paperwork before the first disturbance (kinds and citations: siltwatch/detections/paperwork.py).
 
 The site log records the paperwork (a ``certification`` row per contractor, a
-``plan_on_site`` row, a ``notice`` of ``start_of_development``) and the work. At
+``plan_on_site`` row, a ``notice`` of ``start_of_development``, a
+``plan_approved`` row) and the work. At
 the first row of work, each requirement the site's packs set and the log does
 not yet hold opens ``paperwork_missing``; the row that supplies it resolves the
 alert. Rows come in event time, so a certification logged afterwards but
@@ -47,6 +48,12 @@ WORDS: dict[str, Words] = {
         "a copy of the plan is retained at the site from the initiation of construction",
         "Keep a copy of the plan at the site and record it in the site log (event plan_on_site).",
     ),
+    Requirement.PLAN_APPROVAL: Words(
+        "no approval of the plan",
+        "no land-disturbing activity is undertaken without first obtaining a plan approval",
+        "Stop work until the plan is approved, and record the approval in the site log "
+        "(event plan_approved).",
+    ),
     Requirement.START_NOTICE: Words(
         "no notice to the town of the date work would begin",
         "no land-disturbing activity begins before the town is notified of its start date",
@@ -62,6 +69,7 @@ def required(rules: Rules) -> dict[str, str]:
         Requirement.CONTRACTOR_CERTIFICATION: rules.get("paperwork.contractor_certification"),
         Requirement.PLAN_ON_SITE: rules.get("paperwork.plan_on_site"),
         Requirement.START_NOTICE: rules.get("paperwork.start_notice"),
+        Requirement.PLAN_APPROVAL: rules.get("paperwork.plan_approval"),
     }
     return {str(r): rule.cite() for r, rule in asked.items() if rule and rule.value is True}
 
@@ -72,6 +80,8 @@ def supplies(entry: SiteLogEntry) -> str | None:
         return Requirement.CONTRACTOR_CERTIFICATION
     if entry.event == SiteEvent.PLAN_ON_SITE:
         return Requirement.PLAN_ON_SITE
+    if entry.event == SiteEvent.PLAN_APPROVED:
+        return Requirement.PLAN_APPROVAL
     if entry.event == SiteEvent.NOTICE and entry.detail == Milestone.START_OF_DEVELOPMENT:
         return Requirement.START_NOTICE
     return None

@@ -13,7 +13,10 @@ Three provisions ask for something on record before land disturbance begins:
 - "No person may initiate a land-disturbing activity before notifying the
   Erosion Control Officer ... of the date that land-disturbing activity will
   begin" (Lake Lure 96.05(B)(11)): ``paperwork.start_notice``, a ``notice`` row
-  naming ``start_of_development``.
+  naming ``start_of_development``;
+- "No person shall undertake any land-disturbing activity ... without first
+  obtaining a plan approval" (Lake Lure 96.04(C); 96.05(B)(16) deems it a
+  violation): ``paperwork.plan_approval``, a ``plan_approved`` row.
 
 The first row of work (``disturbed``, ``cleared``, ``graded``, ``active`` of
 an area, or the ``start_of_development`` milestone) with one of them not yet
@@ -42,6 +45,7 @@ class Requirement(StrEnum):
     CONTRACTOR_CERTIFICATION = "contractor_certification"
     PLAN_ON_SITE = "plan_on_site"
     START_NOTICE = "start_notice"
+    PLAN_APPROVAL = "plan_approval"
 
 
 class PaperworkEvidence(Evidence):
@@ -67,13 +71,14 @@ PAPERWORK_MISSING = regulatory(
 DESCRIPTION = Description(
     key="paperwork",
     order=44,
-    summary="work begun without the contractor certifications, the plan on site or the "
-    "start notice (Lake George §148-8 D, F; Big Flats 17.37.080 D, E; Lake Lure "
-    "96.05(B)(11), (13))",
+    summary="work begun without the contractor certifications, the plan on site, the "
+    "start notice or the plan approval (Lake George §148-8 D, F; Big Flats 17.37.080 D, E; "
+    "Lake Lure 96.04(C), 96.05(B)(11), (13))",
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
         flag("paperwork.contractor_certification"),
         flag("paperwork.plan_on_site"),
         flag("paperwork.start_notice"),
+        flag("paperwork.plan_approval"),
     ),
 )

@@ -72,7 +72,8 @@ def test_lake_lure_wants_the_start_date_notified_first(lure: SiteConfig) -> None
     late_plan = log("2026-06-02T08:00-04:00", "plan_on_site", detail="job box")
     engine = run(lure, [graded, late_plan], end="2026-06-05T00:00-04:00")
     found = {a.subject: a for a in alerts(engine, "paperwork_missing")}
-    assert set(found) == {"start_notice", "plan_on_site"}  # no certification in Ch. 96
+    # No certification in Ch. 96; the plan approval (96.04(C)) is missing too.
+    assert set(found) == {"start_notice", "plan_on_site", "plan_approval"}
     assert found["start_notice"].rule == "Lake Lure 96.05(B)(11)"
     assert found["start_notice"].opened_at == iso("2026-06-01T12:00Z")
     assert found["start_notice"].resolved_at is None
@@ -80,8 +81,24 @@ def test_lake_lure_wants_the_start_date_notified_first(lure: SiteConfig) -> None
     assert found["plan_on_site"].resolved_at == iso("2026-06-02T12:00Z")
 
     notice = log("2026-06-01T07:00-04:00", "notice", detail="start_of_development")
-    engine = run(lure, [notice, graded, late_plan], end="2026-06-05T00:00-04:00")
+    approved = log("2026-05-20T12:00-04:00", "plan_approved", detail="expires 2029-05-20")
+    engine = run(lure, [approved, notice, graded, late_plan], end="2026-06-05T00:00-04:00")
     assert {a.subject for a in alerts(engine, "paperwork_missing")} == {"plan_on_site"}
+
+
+def test_lake_lure_work_needs_an_approved_plan_first(lure: SiteConfig) -> None:
+    """96.04(C): "No person shall undertake any land-disturbing activity ... without first
+    obtaining a plan approval"; approved the next day, the alert resolves as late."""
+    graded = log("2026-06-01T08:00-04:00", "graded", "lot-1")
+    approved = log("2026-06-02T15:00-04:00", "plan_approved", detail="expires 2029-06-01")
+    engine = run(lure, [graded, approved], end="2026-06-05T00:00-04:00")
+    (alert,) = [a for a in alerts(engine, "paperwork_missing") if a.subject == "plan_approval"]
+    assert alert.rule == "Lake Lure 96.04(C)"
+    assert alert.opened_at == iso("2026-06-01T12:00Z")
+    assert alert.resolved_at == iso("2026-06-02T19:00Z")
+    assert alert.evidence["recorded_at"] == "2026-06-02T19:00:00Z"
+    assert "after work began" in alert.message
+    assert "approval of the plan (Lake Lure 96.04(C))" in alert.message
 
 
 def test_the_start_of_development_milestone_is_work_too(lure: SiteConfig) -> None:
