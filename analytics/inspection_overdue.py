@@ -35,6 +35,7 @@ class OverdueWords:
     missing: str  # "no inspection has been recorded"
     todo: str  # "Inspect the site and record the inspection."
     done: str  # "Inspection done"
+    officer: bool = True  # whether the officer hears it (a siltwatch-default reminder: no)
 
 
 INSPECTION_WORDS = OverdueWords(
@@ -148,10 +149,11 @@ class OverdueWatch:
             else "It is overdue from now."
         )
         words = self.words
+        told = f"{officer_notified(ctx.rules)} " if words.officer else ""
         message = (
             f"{words.title} overdue at {self.site_name}: {note.label} (duty {rec.id}) was due "
             f"{self._local(rec.due_at)} under {note.cite}, and {words.missing}. "
-            f"{how} {officer_notified(ctx.rules)} {words.todo}"
+            f"{how} {told}{words.todo}"
         )
         evidence = self._evidence(rec, now)
         if refresh:

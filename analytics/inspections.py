@@ -68,6 +68,9 @@ from siltwatch.vocabulary import DutyReason, SiteEvent
 PAPERWORK = frozenset(
     {
         SiteEvent.NOTICE,
+        SiteEvent.CERTIFICATION,
+        SiteEvent.PLAN_ON_SITE,
+        SiteEvent.PLAN_APPROVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION,
         SiteEvent.VIOLATION_CORRECTED,

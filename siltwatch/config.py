@@ -485,6 +485,16 @@ class Area(_Model):
         ge=0, description="to the nearest lake, pond, stream or wetland"
     )
     hqw_zone: bool = Field(default=False, description="NC High Quality Water zone (96.08(B))")
+    nearest_water: Identifier | None = Field(
+        default=None,
+        description="the receiving water distance_to_water_ft is measured to (its class decides "
+        "whether a trout buffer applies, Lake Lure 96.07(A)(2)); unset: any of the site's",
+    )
+    buffer_exception: bool = Field(
+        default=False,
+        description="the approved plan allows disturbance inside a buffer here (lake access, "
+        "Lake George §148-11 I(2)(h)[2]; work on, over or under water, Lake Lure 96.07(A)(2)(a))",
+    )
 
 
 class SiteConfig(_Model):

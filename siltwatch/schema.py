@@ -32,6 +32,7 @@ from pydantic import (
     field_validator,
 )
 
+from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
 
@@ -295,7 +296,8 @@ def site_log_problem(
     The one statement of the rules (docs/replay-contract.md, the site log): an
     area event names its area, a site-wide one names none (a ``violation`` may
     name one or not); a ``milestone`` or ``notice`` names a
-    :class:`~siltwatch.vocabulary.Milestone`; a ``violation`` and a
+    :class:`~siltwatch.vocabulary.Milestone`; a ``certification`` names the
+    contractor; a ``violation`` and a
     ``violation_corrected`` name the violation (:func:`parse_violation`,
     :func:`parse_violation_corrected`). Whether the area is one of the site's is
     the site's check (ingest, the replay's CSV). None when the entry is well formed.
@@ -311,11 +313,17 @@ def site_log_problem(
             f"event {event.value!r} names a milestone, one of {', '.join(_MILESTONES)}; "
             + ("none given" if not detail else f"got {detail[:60]!r}")
         )
+    if event == SiteEvent.CERTIFICATION and not (detail or "").strip():
+        return "detail", (
+            "event 'certification' names the contractor who signed (name and firm); none given"
+        )
     try:
         if event == SiteEvent.VIOLATION:
             parse_violation(detail)
         elif event == SiteEvent.VIOLATION_CORRECTED:
             parse_violation_corrected(detail)
+        elif event == SiteEvent.PLAN_APPROVED:
+            parse_plan_approved(detail)
     except ValueError as exc:
         return "detail", str(exc)
     return None

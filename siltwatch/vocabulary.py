@@ -65,6 +65,11 @@ class SiteEvent(StrEnum):
     PERMANENT_COVER = "permanent_cover"  # permanent ground cover sufficient to restrain erosion
     MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
+    CERTIFICATION = "certification"  # a contractor signed the SWPPP certification (detail: who)
+    PLAN_ON_SITE = "plan_on_site"  # a copy of the SWPPP or approved plan is kept at the site
+    PLAN_APPROVED = "plan_approved"  # the plan was approved or renewed (detail: expires DATE)
+    FELLED_INTO_WATER = "felled_into_water"  # vegetation fell into a water body (detail: where)
+    FELLED_REMOVED = "felled_removed"  # the felled vegetation was removed from the water
     CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
     # The town served a notice of violation or a stop-work order (area optional; detail:
     # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
@@ -87,6 +92,11 @@ _SITE_WIDE = frozenset(
     {
         SiteEvent.MILESTONE,
         SiteEvent.NOTICE,
+        SiteEvent.CERTIFICATION,
+        SiteEvent.PLAN_ON_SITE,
+        SiteEvent.PLAN_APPROVED,
+        SiteEvent.FELLED_INTO_WATER,
+        SiteEvent.FELLED_REMOVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION_CORRECTED,
     }

@@ -41,6 +41,7 @@ PACK_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
 RULE_HEADER = re.compile(r'^\[rules\."([^"]+)"\]', re.MULTILINE)
 TEST_REF = re.compile(r"tests/[A-Za-z0-9_/]+\.py::[A-Za-z_][A-Za-z0-9_]*")
 COLLECT_TIMEOUT_S = 120
+THIS = "tests/foundation/test_compliance_matrix.py"
 
 
 @dataclass(frozen=True)
@@ -191,9 +192,10 @@ def collect(files: tuple[str, ...]) -> frozenset[str]:
 
 @cache
 def collected() -> frozenset[str]:
-    """Every test pytest collects from the files the matrix names, collected once."""
-    files = sorted({ref.partition("::")[0] for r in rows() for ref in named_tests(r)})
-    return collect(tuple(files))
+    """Every test pytest collects from the files the matrix names and this one (for the
+    check of the check), collected once in one subprocess."""
+    files = {ref.partition("::")[0] for r in rows() for ref in named_tests(r)}
+    return collect(tuple(sorted(files | {THIS})))
 
 
 def test_the_matrix_has_at_least_100_rows() -> None:
@@ -282,8 +284,7 @@ def test_every_named_test_is_collected_by_pytest() -> None:
 
 
 def test_the_collection_check_rejects_helpers_and_missing_tests() -> None:
-    here = "tests/foundation/test_compliance_matrix.py"
-    found = collect((here,))
+    here, found = THIS, collected()
     assert f"{here}::test_every_built_row_names_a_test" in found
     assert f"{here}::reference_problem" not in found, "a helper is not a test"
     assert f"{here}::test_no_such_test" not in found

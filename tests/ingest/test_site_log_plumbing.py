@@ -473,8 +473,8 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "2026-05-04T13:00:00Z)",
         f"{f}:4: column 'event': 'sprayed' is not a site-log event (expected one of disturbed, "
         "cleared, graded, active, inactive, temporary_cover, completed, seeded, "
-        "permanent_cover, milestone, "
-        "notice, corrective_action, violation, violation_corrected)",
+        "permanent_cover, milestone, notice, certification, plan_on_site, plan_approved, "
+        "felled_into_water, felled_removed, corrective_action, violation, violation_corrected)",
         f"{f}:5: column 'area': 'south-cut' is not an area of the site (its areas: {AREAS})",
         f"{f}:6: column 'area': event 'cleared' names the area it concerns; none given "
         f"(the site's areas: {AREAS})",

@@ -1,0 +1,162 @@
+"""Paperwork before the first disturbance (kinds and citations: siltwatch/detections/paperwork.py).
+
+The site log records the paperwork (a ``certification`` row per contractor, a
+``plan_on_site`` row, a ``notice`` of ``start_of_development``, a
+``plan_approved`` row) and the work. At
+the first row of work, each requirement the site's packs set and the log does
+not yet hold opens ``paperwork_missing``; the row that supplies it resolves the
+alert. Rows come in event time, so a certification logged afterwards but
+dated before the work counts (the log records what happened, not when it was
+typed); one dated after the work resolves the alert as late.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analytics.detector import Context, Detector
+from analytics.events import SiteLogEntry
+from analytics.timeutil import iso
+from siltwatch.config import SiteConfig
+from siltwatch.detections.paperwork import PaperworkKind, Requirement
+from siltwatch.rulepacks import Rules
+from siltwatch.timefmt import local_time
+from siltwatch.vocabulary import Milestone, Severity, SiteEvent
+
+WORK = frozenset({SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED, SiteEvent.ACTIVE})
+
+
+@dataclass(frozen=True)
+class Words:
+    """How one requirement is named, what the law says of it, and what to do."""
+
+    missing: str  # "no contractor certification"
+    law: str  # what the provision asks, in its words
+    todo: str
+
+
+WORDS: dict[str, Words] = {
+    Requirement.CONTRACTOR_CERTIFICATION: Words(
+        "no contractor's certification of the SWPPP",
+        "each contractor signs the SWPPP certification before undertaking any land "
+        "development activity",
+        "Have each contractor sign the certification and record it in the site log "
+        "(event certification, detail: the contractor's name and firm).",
+    ),
+    Requirement.PLAN_ON_SITE: Words(
+        "no copy of the plan kept at the site",
+        "a copy of the plan is retained at the site from the initiation of construction",
+        "Keep a copy of the plan at the site and record it in the site log (event plan_on_site).",
+    ),
+    Requirement.PLAN_APPROVAL: Words(
+        "no approval of the plan",
+        "no land-disturbing activity is undertaken without first obtaining a plan approval",
+        "Stop work until the plan is approved, and record the approval in the site log "
+        "(event plan_approved).",
+    ),
+    Requirement.START_NOTICE: Words(
+        "no notice to the town of the date work would begin",
+        "no land-disturbing activity begins before the town is notified of its start date",
+        "Notify the town of the start date and record it in the site log "
+        "(event notice, detail start_of_development).",
+    ),
+}
+
+
+def required(rules: Rules) -> dict[str, str]:
+    """The requirements the site's packs set, each with its citation."""
+    asked = {
+        Requirement.CONTRACTOR_CERTIFICATION: rules.get("paperwork.contractor_certification"),
+        Requirement.PLAN_ON_SITE: rules.get("paperwork.plan_on_site"),
+        Requirement.START_NOTICE: rules.get("paperwork.start_notice"),
+        Requirement.PLAN_APPROVAL: rules.get("paperwork.plan_approval"),
+    }
+    return {str(r): rule.cite() for r, rule in asked.items() if rule and rule.value is True}
+
+
+def supplies(entry: SiteLogEntry) -> str | None:
+    """The requirement a site-log row supplies, if any."""
+    if entry.event == SiteEvent.CERTIFICATION:
+        return Requirement.CONTRACTOR_CERTIFICATION
+    if entry.event == SiteEvent.PLAN_ON_SITE:
+        return Requirement.PLAN_ON_SITE
+    if entry.event == SiteEvent.PLAN_APPROVED:
+        return Requirement.PLAN_APPROVAL
+    if entry.event == SiteEvent.NOTICE and entry.detail == Milestone.START_OF_DEVELOPMENT:
+        return Requirement.START_NOTICE
+    return None
+
+
+def is_work(entry: SiteLogEntry, areas: set[str]) -> bool:
+    if entry.event in WORK:
+        return entry.area in areas
+    return entry.event == SiteEvent.MILESTONE and entry.detail == Milestone.START_OF_DEVELOPMENT
+
+
+class PaperworkDetector(Detector):
+    """The paperwork each requirement asks for, checked at the first row of work."""
+
+    name = "paperwork"
+
+    def __init__(self, site: SiteConfig, cites: dict[str, str]) -> None:
+        self.site_name = site.site.name or site.site.id
+        self.areas = {a.id for a in site.areas}
+        self.cites = cites  # requirement -> citation
+        self.supplied: dict[str, int] = {}  # requirement -> first time it was recorded
+        self.started: tuple[int, str] | None = None  # first work: time, what
+        self.missing: dict[str, dict[str, str | None]] = {}  # open alerts: evidence
+
+    def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
+        requirement = supplies(entry)
+        if requirement is not None and requirement in self.cites:
+            self.supplied.setdefault(requirement, entry.t)
+            if requirement in self.missing:
+                self._late(requirement, entry, ctx)
+        elif self.started is None and is_work(entry, self.areas):
+            what = entry.event if entry.area is None else f"{entry.event} {entry.area}"
+            self.started = (entry.t, what)
+            for requirement in self.cites:
+                if requirement not in self.supplied:
+                    self._open(requirement, entry, what, ctx)
+
+    def _open(self, requirement: str, entry: SiteLogEntry, what: str, ctx: Context) -> None:
+        words, cite = WORDS[requirement], self.cites[requirement]
+        evidence: dict[str, str | None] = {
+            "requirement": requirement,
+            "work_started_at": iso(entry.t),
+            "work": what,
+            "by": entry.by,
+        }
+        self.missing[requirement] = evidence
+        message = (
+            f"Work began at {self.site_name} on {local_time(entry.t, ctx.zone)} ({what}, "
+            f"recorded by {entry.by}) with {words.missing} in the site log: under {cite} "
+            f"{words.law}. {words.todo}"
+        )
+        ctx.alerts.open(
+            PaperworkKind.MISSING,
+            requirement,
+            entry.t,
+            Severity.WARNING,
+            rule=cite,
+            message=message,
+            evidence=evidence,
+        )
+
+    def _late(self, requirement: str, entry: SiteLogEntry, ctx: Context) -> None:
+        evidence = self.missing.pop(requirement) | {"recorded_at": iso(entry.t)}
+        words, cite = WORDS[requirement], self.cites[requirement]
+        message = (
+            f"Recorded at {self.site_name} on {local_time(entry.t, ctx.zone)} by {entry.by}, "
+            f"after work began ({evidence['work']}, {evidence['work_started_at']}): "
+            f"{words.missing.removeprefix('no ')} ({cite})."
+        )
+        ctx.alerts.resolve(
+            PaperworkKind.MISSING, requirement, entry.t, message=message, evidence=evidence
+        )
+
+
+def build(site: SiteConfig, ctx: Context) -> list[Detector]:
+    """A detector when the site's packs ask for paperwork before the first work."""
+    cites = required(ctx.rules)
+    return [PaperworkDetector(site, cites)] if cites else []

@@ -1,0 +1,84 @@
+"""Paperwork before the first disturbance: what the law wants in hand before work starts.
+
+Three provisions ask for something on record before land disturbance begins:
+
+- each contractor signs the SWPPP certification "before undertaking any land
+  development activity" (Lake George §148-8 D; Big Flats 17.37.080 D):
+  pack key ``paperwork.contractor_certification``, site-log event
+  ``certification`` (detail: the contractor's name and firm);
+- a copy of the SWPPP (Lake Lure: of the approved plan) is retained at the site
+  "from the date of initiation" of construction (Lake George §148-8 F; Big
+  Flats 17.37.080 E; Lake Lure 96.05(B)(13)): ``paperwork.plan_on_site``,
+  event ``plan_on_site``;
+- "No person may initiate a land-disturbing activity before notifying the
+  Erosion Control Officer ... of the date that land-disturbing activity will
+  begin" (Lake Lure 96.05(B)(11)): ``paperwork.start_notice``, a ``notice`` row
+  naming ``start_of_development``;
+- "No person shall undertake any land-disturbing activity ... without first
+  obtaining a plan approval" (Lake Lure 96.04(C); 96.05(B)(16) deems it a
+  violation): ``paperwork.plan_approval``, a ``plan_approved`` row.
+
+The first row of work (``disturbed``, ``cleared``, ``graded``, ``active`` of
+an area, or the ``start_of_development`` milestone) with one of them not yet
+recorded opens ``paperwork_missing`` (subject: the requirement), the town's
+business from its opening: work has begun without it. It resolves when the
+row is recorded (late, and the alert says so). Which contractor did which work
+the site log does not say, so one certification before the first work
+satisfies it; each contractor's own first work is not checked.
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from enum import StrEnum
+
+from siltwatch.detections.base import Description, Evidence, Officer, flag, regulatory
+
+
+class PaperworkKind(StrEnum):
+    MISSING = "paperwork_missing"  # ``kind`` in ALERTS.jsonl; subject: the requirement
+
+
+class Requirement(StrEnum):
+    """What must be on record before the first work (the alert's subject)."""
+
+    CONTRACTOR_CERTIFICATION = "contractor_certification"
+    PLAN_ON_SITE = "plan_on_site"
+    START_NOTICE = "start_notice"
+    PLAN_APPROVAL = "plan_approval"
+
+
+class PaperworkEvidence(Evidence):
+    requirement: str
+    work_started_at: str  # the first row of work
+    work: str  # its event (and area)
+    recorded_at: str | None = None  # when the missing record came, once it did
+
+
+def _amount(ev: PaperworkEvidence, _zone: tzinfo) -> str:
+    what = ev.requirement.replace("_", " ")
+    return f"{what} recorded late" if ev.recorded_at else f"no {what} before work began"
+
+
+PAPERWORK_MISSING = regulatory(
+    PaperworkKind.MISSING,
+    "paperwork missing at the start of work",
+    PaperworkEvidence,
+    _amount,
+    Officer.ON_OPEN,
+)
+
+DESCRIPTION = Description(
+    key="paperwork",
+    order=44,
+    summary="work begun without the contractor certifications, the plan on site, the "
+    "start notice or the plan approval (Lake George §148-8 D, F; Big Flats 17.37.080 D, E; "
+    "Lake Lure 96.04(C), 96.05(B)(11), (13))",
+    alerts=(PAPERWORK_MISSING,),
+    rule_keys=(
+        flag("paperwork.contractor_certification"),
+        flag("paperwork.plan_on_site"),
+        flag("paperwork.start_notice"),
+        flag("paperwork.plan_approval"),
+    ),
+)

@@ -1,0 +1,65 @@
+"""Revegetation quality, Lake George §148-11 I(3)(e)[3][c][1] and [d].
+
+Area pad-b of the Lake George example (a major project) gets permanent cover on
+Wed 2026-06-10 15:00 EDT. The cover-crop check (siltwatch's 30-day default: the
+ordinance names no date) is due by the end of Fri 07-10 = 07-11 00:00 EDT =
+04:00 UTC. The 75 % survival check is due by the end of the first anniversary,
+Thu 2027-06-10 = 2027-06-11 00:00 EDT = 04:00 UTC, and opens 30 local days
+before the day that deadline falls on: 2027-05-12 00:00 EDT.
+"""
+
+from __future__ import annotations
+
+from analytics.events import Inspection
+from siltwatch.config import SiteConfig
+from tests.analytics.site_log_helpers import alerts, duties, iso, log, run, t
+
+COVERED = log("2026-06-10T15:00-04:00", "permanent_cover", "pad-b")
+END = "2027-07-01T00:00-04:00"
+
+
+def test_the_cover_crop_check_and_the_survival_check_a_year_on(george: SiteConfig) -> None:
+    first = run(george, [COVERED], end=END)
+    (check,) = duties(first, "revegetation_check", "cover_crop_90")
+    (survival,) = duties(first, "revegetation", "survival_75")
+    assert check.subject == survival.subject == "pad-b"
+    assert check.created_at == iso("2026-06-10T19:00Z")
+    assert check.due_at == iso("2026-07-11T04:00Z")
+    assert check.rule.startswith("siltwatch default")
+    assert survival.created_at == iso("2027-05-12T04:00Z")
+    assert survival.due_at == iso("2027-06-11T04:00Z")
+    assert survival.rule == "Lake George §148-11 I(3)(e)[3][d]"
+
+    # The check inspected on 07-01 names its duty; the survival check is never recorded.
+    checked = Inspection(t("2026-07-01T10:00-04:00"), "Jo Whitaker", duty=check.id)
+    engine = run(george, [COVERED], end=END, inspections=[checked])
+    (done,) = duties(engine, "revegetation_check", "cover_crop_90")
+    assert done.completed_at == iso("2026-07-01T14:00Z")
+    assert alerts(engine, "revegetation_check_overdue") == []
+    (late,) = alerts(engine, "revegetation_overdue")
+    assert late.opened_at == iso("2027-06-11T04:00Z") and late.subject == survival.id
+    assert "75 % of the cover crop alive" in late.message
+    assert "The Stormwater Management Officer is notified." in late.message
+
+
+def test_a_missed_cover_crop_check_tells_the_site_not_the_officer(george: SiteConfig) -> None:
+    engine = run(george, [COVERED], end="2026-08-01T00:00-04:00")
+    (late,) = alerts(engine, "revegetation_check_overdue")
+    assert late.opened_at == iso("2026-07-11T04:00Z")
+    assert "is notified" not in late.message
+    assert "90 % of the seeded area" in late.message
+
+
+def test_each_reseeding_starts_a_new_year(george: SiteConfig) -> None:
+    """Survival fell short: pad-b seeded again on 2027-06-15 owes a new check a year on."""
+    again = log("2027-06-15T09:00-04:00", "seeded", "pad-b")
+    engine = run(george, [COVERED, again], end="2028-07-01T00:00-04:00")
+    dues = sorted(d.due_at for d in duties(engine, "revegetation", "survival_75"))
+    assert dues == [iso("2027-06-11T04:00Z"), iso("2028-06-16T04:00Z")]
+
+
+def test_a_minor_project_or_another_town_owes_none(george: SiteConfig, lure: SiteConfig) -> None:
+    minor = george.model_copy(update={"site": george.site.model_copy(update={"project": "minor"})})
+    assert duties(run(minor, [COVERED], end=END), "revegetation") == []
+    covered = log("2026-06-10T15:00-04:00", "permanent_cover", "lot-1")
+    assert duties(run(lure, [covered], end=END), "revegetation") == []
