@@ -53,6 +53,7 @@ class GapPolicy:
     max_per_tick: int = 20  # requests sent at once, over every gap
     max_range: int = 10_000  # readings one request asks for (one batch of the station's)
     max_gaps_per_sensor: int = 1_000  # beyond it the two nearest gaps are merged
+    max_jump: int = 10_000_000  # a seq further ahead than this is a new count, not a gap
 
 
 @dataclass
@@ -132,6 +133,18 @@ class GapTracker:
         if track is None:
             self._tracks[key] = _Track(high=seq, high_t=t, first=seq)
             return
+        if seq > track.high + self.policy.max_jump:
+            # Not a hole of millions of readings: a station whose count started again
+            # elsewhere (or a bogus seq). Count from here; nothing is asked for.
+            log.warning(
+                "station %s sensor %s: seq jumped from %d to %d; counting from there",
+                station,
+                sensor,
+                track.high,
+                seq,
+            )
+            self._tracks[key] = _Track(high=seq, high_t=t, first=seq)
+            return
         if seq > track.high:
             if seq > track.high + 1:
                 self._open(
@@ -163,7 +176,8 @@ class GapTracker:
                 continue
             if h.next_seq <= track.high:
                 continue  # an older status, or an outbox reset: nothing to learn
-            if backlog == 0 and h.next_seq - 1 > track.high:
+            tail = h.next_seq - 1 - track.high
+            if backlog == 0 and 0 < tail <= self.policy.max_jump:
                 self._open(
                     track,
                     Gap(station, h.sensor, track.high + 1, h.next_seq - 1, now, track.high_t, None),

@@ -104,3 +104,10 @@ def test_arrival_order_does_not_change_what_is_missing(n: int, seed: int) -> Non
         holes = {q for g in tracker.open_gaps() for q in range(g.lo, g.hi + 1)}
         assert holes == missing
         assert tracker.completeness()[("up-1", "turb")] == (len(kept), kept[-1] - kept[0] + 1)
+
+
+def test_a_seq_millions_ahead_is_a_new_count_not_a_hole_to_ask_for() -> None:
+    tracker = GapTracker(GapPolicy(first_request_s=0, max_jump=1_000))
+    feed(tracker, [0, 1, 2, 2**62, 2**62 + 1])
+    assert tracker.open_gaps() == [] and tracker.requests(0) == []
+    assert tracker.completeness() == {("up-1", "turb"): (2, 2)}
