@@ -219,6 +219,7 @@ class StationRow:
     clock: str
     last_status: str
     last_reading: str
+    lost: str = "—"  # readings recorded as lost for good (data_gaps, ingest/gaps.py)
     stale: str = ""  # "silent for 3 h 10 min" when no reading came for too long
 
 
@@ -247,11 +248,18 @@ def _number(value: float | int | None, unit: str, digits: int = 2) -> str:
     return "—" if text is None else f"{text} {unit}".strip()
 
 
+def _lost(gaps: int, readings: int) -> str:
+    if not gaps:
+        return "—"
+    return f"{readings:,} lost ({gaps:,} gap{'s' if gaps != 1 else ''})"
+
+
 def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -> list[StationRow]:
     """Each station's last status (battery, disk, backlog, clock) and its newest reading;
     with ``now_ms``, stale when silent too long (:func:`stale_after_ms`)."""
     sid, zone = site.site.id, site.site.zone
     newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
+    gaps = store.data_gap_totals(sid)
     rows = []
     for station in site.stations:
         statuses = store.statuses(sid, station.id)
@@ -273,6 +281,7 @@ def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -
                 last_status=local_time(report.t, zone) if report is not None else "no status yet",
                 last_reading=local_time(newest.get(station.id), zone),
                 stale=_silent_for(station, newest.get(station.id), now_ms),
+                lost=_lost(*gaps.get(station.id, (0, 0))),
             )
         )
     return rows

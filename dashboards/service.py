@@ -108,6 +108,16 @@ def _panels() -> list[tuple[str, list[ServicePanel]]]:
                     (Query(increase(sm.LATE), "late readings {{site}}"),
                      Query(increase(sm.REBUILDS), "rebuilds {{site}}")),
                 ),
+                ServicePanel(
+                    "Completeness per sensor", "percentunit", sm.SENSOR_COMPLETENESS.help,
+                    (Query(level(sm.SENSOR_COMPLETENESS), "{{site}} {{station}}/{{sensor}}"),),
+                ),
+                ServicePanel(
+                    "Readings lost and resend requests", "short",
+                    sm.READINGS_LOST.help + " Requests: " + sm.RESEND_REQUESTS.help,
+                    (Query(increase(sm.READINGS_LOST), "lost {{site}}"),
+                     Query(increase(sm.RESEND_REQUESTS), "resend requests {{site}}")),
+                ),
             ],
         ),
         (

@@ -26,6 +26,7 @@ import signal
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -39,7 +40,7 @@ from edge.publisher import Publisher
 from hardware.base import Driver, SensorReadError
 from hardware.registry import DriverContext, build_driver
 from siltwatch.configerrors import ConfigError
-from siltwatch.schema import QualityFlag, StationHealth
+from siltwatch.schema import HeldReadings, QualityFlag, StationHealth
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,20 @@ class Agent:
         return self.sensors[name].last_value if name is not None else None
 
     def _health(self, outbox: Outbox) -> StationHealth:
-        return self.health_probe.collect(outbox.backlog(), outbox.dropped(), outbox.quarantined())
+        health = self.health_probe.collect(outbox.backlog(), outbox.dropped(), outbox.quarantined())
+        held = [
+            HeldReadings(
+                sensor=h.sensor,
+                oldest_seq=h.oldest_seq,
+                oldest_time=None
+                if h.oldest_time is None
+                else datetime.fromisoformat(h.oldest_time),
+                next_seq=h.next_seq,
+            )
+            for h in outbox.held()
+        ]
+        retention = outbox.retain_s if outbox.retaining else 0.0
+        return health.model_copy(update={"held": held, "retention_s": retention})
 
     # -- sampling --------------------------------------------------------------------
 

@@ -76,6 +76,18 @@ class OutboxConfig(_Strict):
     backfill_after_s: float = Field(
         default=60.0, gt=0, description="readings older than this when sent are 'backfilled'"
     )
+    retention_days: float = Field(
+        default=7.0,
+        ge=0,
+        description="keep readings the broker acknowledged this long, for the service's "
+        "resend requests (a broker can lose what it acknowledged); 0: delete at the PUBACK",
+    )
+    retention_max_readings: int = Field(
+        default=500_000,
+        ge=0,
+        description="at most this many acknowledged readings kept (about 60 MB); the oldest "
+        "are evicted first",
+    )
 
 
 class HealthConfig(_Strict):

@@ -6,12 +6,21 @@ and the publisher can share the file. The per-sensor sequence number is
 allocated *in the same transaction* that inserts the reading, so a crash can
 never leave a gap or reuse a number: ingest dedupes on (site, sensor, seq).
 
-A reading leaves the outbox only when the broker acknowledged it (PUBACK with
-a success reason code) — :meth:`ack` — or when the broker refused it for good
-(e.g. 135 Not authorized) — :meth:`quarantine`, which keeps it in a side
+A reading stops being *pending* only when the broker acknowledged it (PUBACK
+with a success reason code) — :meth:`ack` — or when the broker refused it for
+good (e.g. 135 Not authorized) — :meth:`quarantine`, which keeps it in a side
 table and counts it. The outbox is bounded: at ``max_readings`` the oldest
-readings are evicted and counted in ``dropped`` (reported in station health),
-so a week-long outage cannot fill the SD card.
+pending readings are evicted and counted in ``dropped`` (reported in station
+health), so a week-long outage cannot fill the SD card.
+
+**A PUBACK is not the end** (design.md, "Wire format"): a broker may lose what it
+acknowledged (Mosquitto 2.0.11 keeps nothing for a session that was connected
+when it stopped). So an acknowledged reading is *retained* (``acked = 1``) for
+``retain_s`` seconds and at most ``retain_max`` readings, oldest evicted first
+(counted in ``expired``); the ingest service, which sees the hole in a sensor's
+sequence numbers, asks for it again and :meth:`resend` makes it pending once
+more. :meth:`held` says what is still there (the station's status reports it),
+so the service knows what can no longer be fetched back.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from hardware.base import Sample
@@ -56,7 +65,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     at TEXT NOT NULL
 );
 INSERT OR IGNORE INTO counters(name, value) VALUES ('backlog', 0), ('dropped', 0),
-    ('quarantined', 0);
+    ('quarantined', 0), ('retained', 0), ('expired', 0);
 """
 
 _COLUMNS = "id, sensor, seq, time, value, unit, raw, quality"
@@ -76,16 +85,48 @@ class Row:
     quality: list[str]
 
 
+@dataclass(frozen=True)
+class Held:
+    """What the outbox still holds of one sensor (sent or not)."""
+
+    sensor: str
+    oldest_seq: int  # == next_seq when nothing is held
+    oldest_time: str | None
+    next_seq: int
+
+
 class Outbox:
-    """One connection to the outbox file. Use one instance per thread."""
+    """One connection to the outbox file. Use one instance per thread.
+
+    ``retain_s`` and ``retain_max``: how long and how many acknowledged readings are
+    kept for a resend request (0 for either: deleted at the PUBACK, as before).
+    """
 
     def __init__(
-        self, path: Path | str, max_readings: int = 2_000_000, *, check_same_thread: bool = True
+        self,
+        path: Path | str,
+        max_readings: int = 2_000_000,
+        *,
+        check_same_thread: bool = True,
+        retain_s: float = 0.0,
+        retain_max: int = 0,
     ) -> None:
         self.path = Path(path)
         self.max_readings = max_readings
+        self.retain_s = retain_s
+        self.retain_max = retain_max
         self.conn = open_state_db(path, check_same_thread=check_same_thread)
         self.conn.executescript(_SCHEMA)
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(outbox)")}
+        if "acked" not in columns:  # an outbox written before retention: add it in place
+            self.conn.execute("ALTER TABLE outbox ADD COLUMN acked INTEGER NOT NULL DEFAULT 0")
+        self.conn.execute("CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(acked, id)")
+        # expiry by age reads only the expired rows, not the whole retained table
+        self.conn.execute("CREATE INDEX IF NOT EXISTS outbox_retained ON outbox(acked, time)")
+
+    @property
+    def retaining(self) -> bool:
+        return self.retain_s > 0 and self.retain_max > 0
 
     # -- writing (sampler threads) ---------------------------------------------------
 
@@ -135,7 +176,8 @@ class Outbox:
         if excess <= 0:
             return
         cur = self.conn.execute(
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT ?)",
+            "DELETE FROM outbox WHERE id IN "
+            "(SELECT id FROM outbox WHERE acked = 0 ORDER BY id LIMIT ?)",
             (excess,),
         )
         evicted = cur.rowcount
@@ -158,24 +200,115 @@ class Outbox:
     def pending(self, after_id: int = 0, limit: int = 500) -> list[Row]:
         """The oldest stored readings with ``id > after_id``, oldest first."""
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM outbox WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            f"SELECT {_COLUMNS} FROM outbox WHERE acked = 0 AND id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
         ).fetchall()
         return [Row(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7])) for r in rows]
 
     def ack(self, ids: Sequence[int]) -> int:
-        """The broker has them: delete. Returns how many were still there."""
+        """The broker has them: no longer pending (kept for a resend when retaining, else
+        deleted). Returns how many were still pending."""
         if not ids:
             return 0
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            removed = self._delete(ids)
+            if self.retaining:
+                removed = self._mark_acked(ids)
+                conn.execute(
+                    "UPDATE counters SET value = value + ? WHERE name = 'retained'", (removed,)
+                )
+                self._evict_retained_over_cap()
+            else:
+                removed = self._delete(ids)
             conn.execute("UPDATE counters SET value = value - ? WHERE name = 'backlog'", (removed,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         return removed
+
+    def _mark_acked(self, ids: Sequence[int]) -> int:
+        marked = 0
+        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            cur = self.conn.execute(
+                f"UPDATE outbox SET acked = 1 WHERE acked = 0 AND id IN ({','.join('?' * len(chunk))})",
+                tuple(chunk),
+            )
+            marked += cur.rowcount
+        return marked
+
+    def _evict_retained_over_cap(self) -> None:
+        excess = self._counter("retained") - self.retain_max
+        if excess > 0:
+            self._expire(
+                "DELETE FROM outbox WHERE id IN "
+                "(SELECT id FROM outbox WHERE acked = 1 ORDER BY id LIMIT ?)",
+                (excess,),
+            )
+
+    def _expire(self, sql: str, args: tuple[object, ...]) -> int:
+        gone = self.conn.execute(sql, args).rowcount
+        self.conn.execute("UPDATE counters SET value = value - ? WHERE name = 'retained'", (gone,))
+        self.conn.execute("UPDATE counters SET value = value + ? WHERE name = 'expired'", (gone,))
+        return gone
+
+    def expire_retained(self, now: datetime) -> int:
+        """Delete acknowledged readings older than the retention window; how many."""
+        if not self.retaining:
+            return 0
+        cutoff = iso_utc(now - timedelta(seconds=self.retain_s))
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            gone = self._expire("DELETE FROM outbox WHERE acked = 1 AND time < ?", (cutoff,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return gone
+
+    def resend(self, sensor: str, seq_from: int, seq_to: int) -> int:
+        """Make the retained readings of ``sensor`` with ``seq_from <= seq <= seq_to``
+        pending again (a resend request); how many. They get new ids, so the publisher
+        takes them after what it is sending now, and the backlog counts them again."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            where = "FROM outbox WHERE sensor = ? AND seq BETWEEN ? AND ? AND acked = 1"
+            args = (sensor, seq_from, seq_to)
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS resend_rows AS SELECT * FROM outbox WHERE 0"
+            )
+            conn.execute("DELETE FROM resend_rows")
+            conn.execute(f"INSERT INTO resend_rows SELECT * {where} ORDER BY seq", args)
+            moved = conn.execute(f"DELETE {where}", args).rowcount
+            cols = "sensor, seq, time, value, unit, raw, quality"
+            conn.execute(
+                f"INSERT INTO outbox({cols}, acked) SELECT {cols}, 0 FROM resend_rows ORDER BY seq"
+            )
+            conn.execute("DELETE FROM resend_rows")
+            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'retained'", (moved,))
+            conn.execute("UPDATE counters SET value = value + ? WHERE name = 'backlog'", (moved,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return moved
+
+    def held(self) -> list[Held]:
+        """Per sensor, the oldest reading still in the outbox and the next seq."""
+        out = []
+        for sensor, next_seq in sorted(self.next_seqs().items()):
+            row = self.conn.execute(  # one step down the (sensor, seq) index per sensor
+                "SELECT seq, time FROM outbox WHERE sensor = ? ORDER BY seq LIMIT 1", (sensor,)
+            ).fetchone()
+            if row is None:
+                out.append(Held(sensor, next_seq, None, next_seq))
+            else:
+                out.append(Held(sensor, int(row[0]), str(row[1]), next_seq))
+        return out
 
     def quarantine(self, ids: Sequence[int], topic: str, reason: str, at: datetime) -> int:
         """The broker refused them for good: move to the quarantine table and count."""
@@ -225,6 +358,14 @@ class Outbox:
 
     def quarantined(self) -> int:
         return self._counter("quarantined")
+
+    def retained(self) -> int:
+        """Acknowledged readings kept for a resend request."""
+        return self._counter("retained")
+
+    def expired(self) -> int:
+        """Acknowledged readings evicted from retention (age or count)."""
+        return self._counter("expired")
 
     def next_seqs(self) -> dict[str, int]:
         """Per sensor, the next sequence number (= how many readings were ever stored)."""

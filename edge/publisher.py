@@ -17,6 +17,14 @@ Why this shape:
   as success; use v5.)
 - **Reconnect with exponential backoff and jitter**, so a fleet of stations
   does not hammer a broker that has just come back.
+- **Resend requests** (``siltwatch/v1/{site}/{station}/cmd/resend``, QoS 1,
+  read by this station only): the ingest service saw a hole in a sensor's
+  sequence numbers (a broker lost what it acknowledged); the outbox makes the
+  retained readings of that range pending again, they go out through the same
+  path (ingest dedupes), and a status follows at once whose ``health.held``
+  says what the station still has, so the service can tell a range gone for
+  good from one on its way. A request is checked (site, station, a range of
+  at most ``RESEND_MAX`` readings) and a bad one is logged and ignored.
 - **Batches when there is a backlog**: live readings go one per message on
   their sensor's topic; from ``batch_threshold`` pending readings on they go
   as ReadingBatch messages (at most ``batch_max``), oldest first, on the topic
@@ -51,9 +59,11 @@ from siltwatch.schema import (
     Reading,
     ReadingBatch,
     ReadingItem,
+    ResendRequest,
     StationHealth,
     StationStatus,
     reading_topic,
+    resend_topic,
     status_topic,
 )
 
@@ -65,6 +75,7 @@ FIRMWARE = "siltwatch-edge 0.1.0"
 # outbox ten times a second. A fresh reading waits at most IDLE_WAIT_S to go out.
 BUSY_WAIT_S = 0.1
 IDLE_WAIT_S = 1.0
+RESEND_MAX = 100_000  # readings one resend request may ask for
 
 
 class PublisherStats(Counters):
@@ -75,6 +86,8 @@ class PublisherStats(Counters):
     refused_readings: int
     connects: int
     refusals: list[str]
+    resend_requests: int
+    resent_readings: int
 
 
 class Publisher:
@@ -92,7 +105,11 @@ class Publisher:
         self.clock = clock
         # built in one thread, used only by the thread that runs the publisher
         self.outbox = Outbox(
-            config.outbox.path, config.outbox.max_readings, check_same_thread=False
+            config.outbox.path,
+            config.outbox.max_readings,
+            check_same_thread=False,
+            retain_s=config.outbox.retention_days * 86_400,
+            retain_max=config.outbox.retention_max_readings,
         )
         self.health = health
         self.rng = rng or random.Random()
@@ -107,6 +124,7 @@ class Publisher:
         self._next_attempt = 0.0
         self._next_health = 0.0
         self.status_topic = status_topic(config.site, config.station)
+        self.resend_topic = resend_topic(config.site, config.station)
         if config.broker.protocol != "5":
             log.warning(
                 "MQTT 3.1.1: a broker acknowledges publishes its ACL refuses as if delivered, "
@@ -151,6 +169,7 @@ class Publisher:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
+        client.on_message = self._on_message
         return client
 
     def _connect(self) -> None:
@@ -186,6 +205,7 @@ class Publisher:
             return
         self.client = client
         self.connected = True
+        client.subscribe(self.resend_topic, qos=1)
         self._attempt = 0
         self._cursor = 0
         self._inflight.clear()
@@ -291,6 +311,38 @@ class Publisher:
             return
         self.stats.acked_readings += self.outbox.ack(ids)
 
+    def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        """A resend request from the ingest service (the only topic we subscribe to)."""
+        if client is not self.client or msg.topic != self.resend_topic:
+            return
+        try:
+            request = ResendRequest.model_validate_json(msg.payload)
+        except ValidationError as exc:
+            log.error("resend request on %s is not valid, ignored: %s", msg.topic, exc)
+            return
+        cfg = self.config
+        if (request.site, request.station) != (cfg.site, cfg.station):
+            log.error(
+                "resend request %s names %s/%s, not this station: ignored",
+                request.request,
+                request.site,
+                request.station,
+            )
+            return
+        seq_to = min(request.seq_to, request.seq_from + RESEND_MAX - 1)
+        moved = self.outbox.resend(request.sensor, request.seq_from, seq_to)
+        self.stats.resend_requests += 1
+        self.stats.resent_readings += moved
+        log.warning(
+            "resend request %s: sensor %s seq %d..%d; %d readings held and queued again",
+            request.request,
+            request.sensor,
+            request.seq_from,
+            seq_to,
+            moved,
+        )
+        self._next_health = 0.0  # say what is held right away
+
     # -- publishing ------------------------------------------------------------------
 
     def _payload(self, rows: list[Row]) -> tuple[str, bytes]:
@@ -395,6 +447,7 @@ class Publisher:
             self._lost(f"paho rc {rc}")
             return
         if time.monotonic() >= self._next_health:
+            self.outbox.expire_retained(self.clock.now())
             self.publish_status("online")
             self._next_health = time.monotonic() + self.config.health.interval_s
         self._fill_window()

@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from analytics.events import (
     INSPECTION_RECORD_FIELDS,
+    STATION_HEALTH_FIELDS,
     Inspection,
     SensorReading,
     SiteLogEntry,
@@ -332,7 +333,8 @@ def to_station_report(
 
 def _report(status: StationStatus, t: int, *, timed: bool) -> StationReport:
     # A report's health fields are the wire's StationHealth fields, by name.
-    health = status.health.model_dump() if status.health is not None else {}
+    fields = set(STATION_HEALTH_FIELDS)  # the outbox's held ranges go to ingest/gaps.py only
+    health = status.health.model_dump(include=fields) if status.health is not None else {}
     return StationReport(status.station, t, status.state, timed=timed, **health)
 
 

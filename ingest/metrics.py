@@ -118,6 +118,17 @@ def _mirror_recopied(parts: ServiceParts, now_ms: int) -> list[Sample]:
     return [] if parts.mirror is None else _one(parts.mirror.stats.recopied)
 
 
+def _completeness(parts: ServiceParts, now_ms: int) -> list[Sample]:
+    service = parts.service
+    if service is None or service.gaps is None or not service.lock.acquire(timeout=LOCK_WAIT_S):
+        return []
+    try:
+        ratios = service.gaps.completeness()
+    finally:
+        service.lock.release()
+    return [((st, se), got / want) for (st, se), (got, want) in ratios.items() if want > 0]
+
+
 # What a fleet refused before it reached any site (ingest/sites.py ``SiteRouter.own``:
 # a topic of a site this worker does not serve), exported with an empty site label.
 _UNROUTED: dict[MetricSpec, Callable[[IngestStats], list[Sample]]] = {
@@ -142,6 +153,9 @@ _READERS: dict[MetricSpec, Reader] = {
     sm.MIRROR_PENDING: _mirror_pending,
     sm.MIRROR_DROPPED: _mirror_dropped,
     sm.MIRROR_RECOPIED: _mirror_recopied,
+    sm.SENSOR_COMPLETENESS: _completeness,
+    sm.READINGS_LOST: _ingest(lambda s: s.stats.readings_lost),
+    sm.RESEND_REQUESTS: _ingest(lambda s: s.stats.resend_requests),
 }
 
 

@@ -57,12 +57,13 @@ from ingest.decode import (
     decode_message,
     to_station_report,
 )
+from ingest.gaps import GapPolicy, GapTracker, LostRange
 from ingest.store_sql import SnapshotRow, SqlStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.latemarks import LATE_PREFIX as LATE_PREFIX
 from siltwatch.latemarks import WITHDRAWN_PREFIX
-from siltwatch.schema import Alert, Duty, StationStatus
+from siltwatch.schema import Alert, Duty, ResendRequest, StationStatus
 from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,9 @@ class IngestStats(Counters):
     rebuilds: int
     commits: int
     rejected_by_reason: dict[str, int]
+    data_gaps: int  # gaps recorded as lost for good (ingest/gaps.py)
+    readings_lost: int  # readings in them
+    resend_requests: int  # resend requests handed to the broker link
 
     def count_rejection(self, reason: str) -> None:
         """One more rejection, counted under its reason's kind (the text before its colon)."""
@@ -177,6 +181,7 @@ class IngestService:
         progress: Progress | None = None,
         say: Callable[[str], None] | None = None,
         lock: threading.RLock | None = None,
+        completeness: GapPolicy | None = None,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
@@ -189,6 +194,8 @@ class IngestService:
         engine has to be rebuilt (why), ``progress`` the rebuild's progress.
         ``lock``: the services of one process that share a store share one lock
         (ingest/sites.py), since the store's one connection holds one transaction.
+        ``completeness``: watch each sensor's seqs for readings a broker lost and ask
+        the station for them again (ingest/gaps.py); None: do not.
         """
         self.site = site
         self.site_id = site.site.id
@@ -207,6 +214,7 @@ class IngestService:
         self._rebuild_noticed_at: int | None = None
         self._late_ids = store.late_alert_ids(self.site_id)
         self._why_not = ""
+        self.gaps = None if completeness is None else GapTracker(completeness)
         self.engine = self._recover(now_ms)
 
     # --- start: snapshot + replay from the store ------------------------------------
@@ -382,6 +390,8 @@ class IngestService:
                 item = self._store_records(msg, result, rows, new, dated)
                 if item is not None:
                     fresh.append(item)
+            if self.gaps is not None:
+                self._track_gaps(self.gaps, accepted)
         stats.commits += 1
         return fresh
 
@@ -416,6 +426,53 @@ class IngestService:
         if new or new_ins or new_statuses or new_log:
             return _Fresh(received_at, self._fresh_rows(rows, new), new_ins, new_statuses, new_log)
         return None
+
+    def _track_gaps(
+        self,
+        gaps: GapTracker,
+        accepted: Sequence[tuple[Incoming, Decoded, list[tuple[str, SensorReading]]]],
+    ) -> None:
+        """Feed the gap tracker every reading and status of the commit; record (in the
+        same commit) what a station says it no longer holds."""
+        for msg, result, rows in accepted:
+            for station, reading in rows:
+                gaps.reading(station, reading.sensor, reading.seq, reading.t, msg.received_at)
+            status = result.status
+            health = status.health if status is not None else None
+            if status is not None and health is not None and health.held:
+                lost = gaps.status(status.station, health.held, health.backlog, msg.received_at)
+                for gap in lost:
+                    self._record_gap(gap)
+
+    def _record_gap(self, gap: LostRange) -> None:
+        if self.store.insert_data_gap(self.site_id, gap):
+            self.stats.data_gaps += 1
+            self.stats.readings_lost += gap.readings
+
+    def completeness_due(self, now_ms: int) -> list[ResendRequest]:
+        """Record the gaps no answer filled in time; the resend requests due now (for
+        ingest/mqtt_ingest.py to publish). Nothing when gaps are not watched."""
+        if self.gaps is None:
+            return []
+        with self.lock:
+            lost = self.gaps.expired(now_ms)
+            if lost:
+                with self.store.transaction():
+                    for gap in lost:
+                        self._record_gap(gap)
+            requests = [
+                ResendRequest(
+                    site=self.site_id,
+                    station=q.station,
+                    sensor=q.sensor,
+                    seq_from=q.seq_from,
+                    seq_to=q.seq_to,
+                    request=q.request_id,
+                )
+                for q in self.gaps.requests(now_ms)
+            ]
+            self.stats.resend_requests += len(requests)
+            return requests
 
     @staticmethod
     def _fresh_rows(

@@ -43,6 +43,7 @@ from ingest.service import Committed, Incoming, IngestService, IngestStats
 from ingest.store import SqliteStore
 from ingest.store_sql import StoreUnreachable
 from siltwatch.config import SiteConfig
+from siltwatch.schema import ResendRequest
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +254,14 @@ class SiteRouter:
         log.warning("rejected message on %r: %s", msg.topic[:200], reason)
         with self.store.transaction():
             self.store.insert_rejection(msg.topic, reason, msg.payload, msg.received_at, site_id)
+
+    def completeness_due(self, now_ms: int) -> list[ResendRequest]:
+        """Every site's due resend requests (ingest/gaps.py)."""
+        return [
+            q
+            for _sid, service in sorted(self.services().items())
+            for q in service.completeness_due(now_ms)
+        ]
 
     def tick(self, now_ms: int) -> list[EngineEvent]:
         """Every site's clock; one site's failure is logged and the others tick on."""

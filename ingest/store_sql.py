@@ -30,13 +30,14 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from ingest.gaps import LostRange
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
 # gains the statuses table and snapshots.status_mark in place); 4: the site log and the
 # inspection record fields (additive: the site_log table, snapshots.site_log_mark and
-# the inspections' record columns are added in place).
-SCHEMA_VERSION = 4
+# the inspections' record columns are added in place); 5: data_gaps (additive: the table).
+SCHEMA_VERSION = 5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
@@ -89,6 +90,13 @@ CREATE TABLE IF NOT EXISTS site_log (
     UNIQUE (site, t, event, area, who, detail)
 );
 CREATE INDEX IF NOT EXISTS site_log_site_t ON site_log (site, t);
+CREATE TABLE IF NOT EXISTS data_gaps (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
+    seq_from INTEGER NOT NULL, seq_to INTEGER NOT NULL, time_from INTEGER, time_to INTEGER,
+    reason TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+    UNIQUE (site, sensor, seq_from)
+);
 """
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
@@ -406,6 +414,64 @@ class SqlStore(ABC):
         """:meth:`insert_site_log` in its own commit."""
         with self._own_commit():
             return self.insert_site_log(site, entry, received_at)
+
+    def insert_data_gap(self, site: str, gap: LostRange) -> bool:
+        """Record readings that will never arrive (ingest/gaps.py), inside the caller's
+        transaction; False when that gap is recorded already."""
+        cur = self._execute(
+            "INSERT OR IGNORE INTO data_gaps (site, station, sensor, seq_from, seq_to, "
+            "time_from, time_to, reason, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                gap.station,
+                gap.sensor,
+                gap.seq_from,
+                gap.seq_to,
+                gap.time_from,
+                gap.time_to,
+                gap.reason,
+                gap.recorded_at,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    def add_data_gap(self, site: str, gap: LostRange) -> bool:
+        """:meth:`insert_data_gap` in its own commit."""
+        with self._own_commit():
+            return self.insert_data_gap(site, gap)
+
+    def data_gaps(self, site: str, station: str | None = None) -> list[LostRange]:
+        """The site's recorded data gaps, in the order recorded."""
+        query = (
+            "SELECT station, sensor, seq_from, seq_to, time_from, time_to, reason, recorded_at "
+            "FROM data_gaps WHERE site = ?"
+        )
+        args: tuple[object, ...] = (site,)
+        if station is not None:
+            query += " AND station = ?"
+            args += (station,)
+        return [
+            LostRange(
+                str(st),
+                str(se),
+                int(lo),
+                int(hi),
+                None if tf is None else int(tf),
+                None if tt is None else int(tt),
+                str(why),
+                int(at),
+            )
+            for st, se, lo, hi, tf, tt, why, at in self._execute(query + " ORDER BY id", args)
+        ]
+
+    def data_gap_totals(self, site: str) -> dict[str, tuple[int, int]]:
+        """Per station: (gaps recorded, readings lost in them)."""
+        rows = self._execute(
+            "SELECT station, count(*), sum(seq_to - seq_from + 1) FROM data_gaps "
+            "WHERE site = ? GROUP BY station",
+            (site,),
+        )
+        return {str(st): (int(n), int(lost)) for st, n, lost in rows}
 
     def save_alert(self, site: str, alert: Alert, *, late: bool = False) -> None:
         """Write an episode as it now stands (``late``: it was found only when late data came)."""

@@ -11,10 +11,14 @@ Accounts:
 
 ``ingest``
     The siltwatch services: read ``siltwatch/#`` (readings, status, inspections),
-    write ``siltwatch/v1/+/alerts``.
+    write ``siltwatch/v1/+/alerts`` and the stations' resend requests
+    (``siltwatch/v1/+/+/cmd/resend``, ingest/gaps.py).
 ``{site}/{station}``
-    One per edge station: write only ``siltwatch/v1/{site}/{station}/#`` (its
-    readings, its retained status and last will); read nothing. The separator is
+    One per edge station: write only its readings
+    (``siltwatch/v1/{site}/{station}/+/reading``) and its retained status and last
+    will (``.../{station}/status``); read only its own resend requests
+    (``.../{station}/cmd/resend``): it cannot forge a request, nor read another
+    station's. The separator is
     ``/`` because it cannot occur in an id (``siltwatch.schema`` allows letters,
     digits, ``_``, ``.`` and ``-``, and ``/`` is the topic level separator): with
     ``.`` site ``a.b`` station ``c`` and site ``a`` station ``b.c`` would share
@@ -140,7 +144,8 @@ def acl_text(
         f"#   {command}",
         "#",
         f"# {ingest_user:<24} the siltwatch services: read everything, publish alerts",
-        "# <site>/<station>         one per edge station: write only under its own topics",
+        "# <site>/<station>         one per edge station: write its readings and status,",
+        "#                          read its resend requests",
         "# <person>                 record "
         + ", ".join(FIELD_RECORDS)
         + " for their sites, read those sites' alerts",
@@ -152,6 +157,8 @@ def acl_text(
         f"topic write {_topic('+', 'alerts')}",
         # The one-owner lease of each site's ingest service (ingest/mqtt_ingest.py).
         f"topic write {_topic('+', 'ingest', 'owner')}",
+        # Resend requests for what a broker lost (ingest/gaps.py, edge/publisher.py).
+        f"topic write {_topic('+', '+', 'cmd', 'resend')}",
     ]
     for s in ordered:
         lines += ["", f"# site {s.site}: its stations"]
@@ -159,7 +166,9 @@ def acl_text(
             _refuse_parent_grant(s, station)
             lines += [
                 f"user {station_user(s.site, station)}",
-                f"topic write {_topic(s.site, station, '#')}",
+                f"topic write {_topic(s.site, station, '+', 'reading')}",
+                f"topic write {_topic(s.site, station, 'status')}",
+                f"topic read {_topic(s.site, station, 'cmd', 'resend')}",
             ]
     if operators:
         lines += ["", "# people (--operators)"]

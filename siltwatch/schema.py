@@ -30,6 +30,7 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 
 from siltwatch.plans import parse_plan_approved
@@ -208,6 +209,18 @@ class ReadingBatch(_Payload):
         ]
 
 
+class HeldReadings(_Payload):
+    """What a station still holds of one sensor (its outbox, sent or not): the service
+    asks only for what is there, and records as lost what is not (docs/wire-format.md)."""
+
+    sensor: Identifier
+    oldest_seq: int = Field(ge=0, strict=True, description="oldest sequence number held")
+    oldest_time: WireTime | None = Field(default=None, description="that reading's time")
+    next_seq: int = Field(
+        ge=0, strict=True, description="the next sequence number: how many were ever taken"
+    )
+
+
 class StationHealth(_Payload):
     battery_v: StrictNumber | None = None
     cpu_temp_c: StrictNumber | None = None
@@ -229,6 +242,12 @@ class StationHealth(_Payload):
     )
     clock_synced: bool | None = Field(default=None, strict=True)
     clock_offset_s: StrictNumber | None = None
+    retention_s: StrictNumber | None = Field(
+        default=None, description="how long sent readings are kept for a resend request"
+    )
+    held: list[HeldReadings] | None = Field(
+        default=None, max_length=1_000, description="per sensor, the readings still held"
+    )
 
 
 class StationStatus(_Payload):
@@ -243,6 +262,33 @@ class StationStatus(_Payload):
     firmware: str | None = None
     config_version: str | None = None
     health: StationHealth | None = None
+
+
+class ResendRequest(_Payload):
+    """The ingest service asks one station to publish a sensor's readings ``seq_from`` ..
+    ``seq_to`` (inclusive) again, on ``siltwatch/v1/{site}/{station}/cmd/resend``.
+
+    Why: a broker may lose readings it acknowledged (Mosquitto 2.0.11 keeps nothing
+    for a session connected when it stops), so the station keeps what it sent for a
+    retention window and the service, which sees the gap in the sequence numbers,
+    fetches it back. The station answers with the readings (on their usual topics;
+    ingest dedupes) and with a status whose ``health.held`` says what it still has.
+    """
+
+    v: Version = 1
+    type: Literal["resend"] = "resend"
+    site: Identifier
+    station: Identifier
+    sensor: Identifier
+    seq_from: int = Field(ge=0, strict=True)
+    seq_to: int = Field(ge=0, strict=True)
+    request: str = Field(min_length=1, max_length=200, description="the request's id")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ResendRequest:
+        if self.seq_to < self.seq_from:
+            raise ValueError(f"seq_to {self.seq_to} is before seq_from {self.seq_from}")
+        return self
 
 
 class InspectionRecord(_Payload):
@@ -541,6 +587,11 @@ def site_subscription(site: str) -> str:
     return f"{TOPIC_ROOT}/{site}/#"
 
 
+def resend_topic(site: str, station: str) -> str:
+    """Only the ingest service writes it, only that station reads it (siltwatch broker-acl)."""
+    return f"{TOPIC_ROOT}/{_check_id('site', site)}/{_check_id('station', station)}/cmd/resend"
+
+
 def ingest_owner_topic(site: str) -> str:
     """Retained by the ingest service that owns ``site``'s subscription (its lease)."""
     return f"{TOPIC_ROOT}/{site}/ingest/owner"
@@ -599,6 +650,7 @@ WIRE_MODELS: dict[str, type[BaseModel]] = {
     "inspection": InspectionRecord,
     "site_log": SiteLogRecord,
     "alert": AlertMessage,
+    "resend": ResendRequest,
 }
 
 

@@ -374,6 +374,7 @@ def site_service(
 ) -> Any:
     """One site's IngestService as ``serve``'s options configure it (rebuilt from the store
     on the way: it can take a while, with a progress bar on a terminal)."""
+    from ingest.gaps import GapPolicy
     from ingest.service import IngestService
 
     return IngestService(
@@ -387,6 +388,7 @@ def site_service(
         progress=_Progress(),
         say=voice.note,
         lock=lock,
+        completeness=GapPolicy(),  # fetch back what a broker loses (docs/live-service.md)
     )
 
 

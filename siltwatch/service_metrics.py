@@ -108,6 +108,25 @@ MIRROR_RECOPIED = MetricSpec(
     "Points the InfluxDB mirror copied again from the store after dropping them.",
 )
 
+SENSOR_COMPLETENESS = MetricSpec(
+    "siltwatch_sensor_completeness",
+    G,
+    "Readings received / expected per sensor since the service started (by seq; readings "
+    "a broker lost and not yet fetched back from the station count as missing).",
+    ("site", "station", "sensor"),
+)
+READINGS_LOST = MetricSpec(
+    "siltwatch_readings_lost",
+    C,
+    "Readings recorded as lost for good (data_gap rows): the station no longer held them, "
+    "or never answered a resend request.",
+)
+RESEND_REQUESTS = MetricSpec(
+    "siltwatch_resend_requests",
+    C,
+    "Requests to stations to publish missing readings again (a gap in a sensor's seqs).",
+)
+
 SERVICE_METRICS: tuple[MetricSpec, ...] = (
     MESSAGES,
     READINGS_STORED,
@@ -125,4 +144,7 @@ SERVICE_METRICS: tuple[MetricSpec, ...] = (
     MIRROR_PENDING,
     MIRROR_DROPPED,
     MIRROR_RECOPIED,
+    SENSOR_COMPLETENESS,
+    READINGS_LOST,
+    RESEND_REQUESTS,
 )

@@ -101,6 +101,21 @@ def test_a_station_may_publish_only_under_its_own_station_of_its_own_site(
 
 
 @pytest.mark.integration
+def test_only_the_service_writes_a_resend_request_and_only_its_station_reads_it(
+    connect: dict[str, Probe],
+) -> None:
+    ingest, up1, down1 = connect["ingest"], connect["lg-route9n/up-1"], connect["lg-route9n/down-1"]
+    own = "siltwatch/v1/lg-route9n/up-1/cmd/resend"
+    for probe in (up1, down1):
+        probe.subscribe("siltwatch/v1/lg-route9n/+/cmd/resend")
+    assert up1.publish(own, b"{}").value == NOT_AUTHORIZED  # no forged requests
+    assert down1.publish(own, b"{}").value == NOT_AUTHORIZED
+    assert not ingest.publish(own, b"{}").is_failure
+    assert received(up1) == [own]
+    assert received(down1) == []  # another station's requests are not delivered to it
+
+
+@pytest.mark.integration
 def test_a_person_records_inspections_only_for_their_own_sites(connect: dict[str, Probe]) -> None:
     ingest, dana = connect["ingest"], connect["dana.ruiz"]
     ingest.subscribe("siltwatch/#")
@@ -127,8 +142,13 @@ def test_every_account_is_an_explicit_user_block_without_wildcard_patterns() -> 
     text = acl_text(SITES, OPERATORS, command="siltwatch broker-acl --site s.toml --out d")
     rules = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert not [line for line in rules if line.startswith("pattern") or "%u" in line]
-    block = rules[rules.index("user lg-annex/up-1") :][:2]
-    assert block == ["user lg-annex/up-1", "topic write siltwatch/v1/lg-annex/up-1/#"]
+    block = rules[rules.index("user lg-annex/up-1") :][:4]
+    assert block == [
+        "user lg-annex/up-1",
+        "topic write siltwatch/v1/lg-annex/up-1/+/reading",
+        "topic write siltwatch/v1/lg-annex/up-1/status",
+        "topic read siltwatch/v1/lg-annex/up-1/cmd/resend",
+    ]
     assert "#   siltwatch broker-acl --site s.toml --out d" in text.splitlines()
 
 

@@ -188,8 +188,13 @@ def test_a_status_report_carries_every_health_field_the_station_sent() -> None:
         "clock_synced": False,
         "clock_offset_s": -0.25,
     }
-    assert set(sent) == set(StationHealth.model_fields)  # every field, none left untested
-    health = StationHealth(**sent)
+    # what the station holds goes to the gap tracker (ingest/gaps.py), not the engine
+    outbox: dict[str, Any] = {
+        "retention_s": 604_800.0,
+        "held": [{"sensor": "turb-up", "oldest_seq": 0, "next_seq": 9}],
+    }
+    assert set(sent) | set(outbox) == set(StationHealth.model_fields)  # none left untested
+    health = StationHealth(**sent, **outbox)
     status = StationStatus(site=SITE_ID, station="up-1", state="online", health=health)
     expected = StationReport("up-1", T0, "online", timed=False, **sent)
     assert to_station_report(status, T0) == expected
