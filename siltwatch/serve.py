@@ -198,7 +198,8 @@ class _People:
         from console.server import ConsoleServer
 
         self.front = front
-        self.server = ConsoleServer(front, *self.listen)
+        trusted = getattr(self.args, "trusted_proxy", None) or []
+        self.server = ConsoleServer(front, *self.listen, trusted_proxies=trusted)
         return self.server
 
     def serve_console(self, service: Any, db: Path | str) -> str | None:
@@ -652,6 +653,8 @@ def broker_settings(args: argparse.Namespace) -> BrokerSettings:
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
+    from console.server import add_trusted_proxy_option
+
     p.add_argument(
         "--site",
         action="append",
@@ -709,6 +712,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         help="serve the web console here (e.g. 127.0.0.1:8080); acknowledgements in it, "
         "by its links or by SMS stop escalations and repeats",
     )
+    add_trusted_proxy_option(p)
     p.add_argument(
         "--metrics",
         metavar="HOST:PORT",
