@@ -67,6 +67,11 @@ log = logging.getLogger(__name__)
 
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
+# A withdrawal at start or after a configuration change: no late reading caused it.
+WITHDRAWN_REBUILT_PREFIX = (
+    "Withdrawn: the engine was rebuilt from the store under the site's current "
+    "configuration, and the stored readings no longer show this. "
+)
 
 
 class EventHandler(Protocol):
@@ -597,20 +602,24 @@ class IngestService:
             opened = round(stored.alert.opened_at.timestamp() * MS_PER_S)
             if stored.withdrawn or stored.alert.id in known or reached is None or opened > reached:
                 continue
-            withdrawn.append(self._withdraw(stored, engine))
+            withdrawn.append(self._withdraw(stored, engine, late=late))
         if self.dispatcher is not None and withdrawn:
             self.dispatcher.handle(withdrawn)
 
-    def _withdraw(self, stored: StoredAlert, engine: Engine) -> AlertEvent:
+    def _withdraw(self, stored: StoredAlert, engine: Engine, *, late: bool = True) -> AlertEvent:
+        """``late``: late readings disproved it; else a rebuild (a changed configuration)."""
+        prefix = WITHDRAWN_PREFIX if late else WITHDRAWN_REBUILT_PREFIX
         alert = stored.alert
         at = engine.processed_to() or 0
         ended = alert.resolved_at or from_ms(max(at, int(alert.opened_at.timestamp() * MS_PER_S)))
-        alert = alert.model_copy(
-            update={"message": WITHDRAWN_PREFIX + alert.message, "resolved_at": ended}
-        )
+        alert = alert.model_copy(update={"message": prefix + alert.message, "resolved_at": ended})
         self.store.withdraw_alert(self.site_id, alert)
         log.warning(
-            "alert %s (%s %s) withdrawn after late data", alert.id, alert.kind, alert.subject
+            "alert %s (%s %s) withdrawn after %s",
+            alert.id,
+            alert.kind,
+            alert.subject,
+            "late data" if late else "a rebuild under the current configuration",
         )
         return AlertEvent("resolved", int(alert.opened_at.timestamp() * MS_PER_S), alert)
 

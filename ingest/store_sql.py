@@ -38,6 +38,10 @@ from siltwatch.schema import Alert, Duty
 # the inspections' record columns are added in place).
 SCHEMA_VERSION = 4
 
+# Rejection reasons that say only that the configuration does not know the message's
+# station or sensor (ingest/decode.py): such messages are held, not lost.
+HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
@@ -294,7 +298,10 @@ class SqlStore(ABC):
     def insert_rejection(
         self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
     ) -> None:
-        text = payload[:10_000].decode("utf-8", errors="replace")
+        # A message refused for the configuration alone is kept whole: a later
+        # configuration takes it back (ingest/held.py). Others keep their first 10 kB.
+        whole = reason.startswith(HELD_REASONS)
+        text = (payload if whole else payload[:10_000]).decode("utf-8", errors="replace")
         self._execute(
             "INSERT INTO rejections (received_at, topic, reason, payload, site) "
             "VALUES (?, ?, ?, ?, ?)",
@@ -315,6 +322,30 @@ class SqlStore(ABC):
 
     def rejection_count(self) -> int:
         return int(self._execute("SELECT count(*) FROM rejections").fetchone()[0])
+
+    def held_rejections(self, site: str) -> list[tuple[int, str, bytes, int]]:
+        """(id, topic, payload, received_at) of ``site``'s messages refused for the
+        configuration alone (unknown station or sensor), oldest first."""
+        rows = self._execute(
+            "SELECT id, topic, payload, received_at FROM rejections WHERE site = ? AND "
+            "(reason LIKE 'unknown station%' OR reason LIKE 'unknown sensor%') ORDER BY id",
+            (site,),
+        ).fetchall()
+        return [(int(i), str(t), str(p).encode("utf-8"), int(r)) for i, t, p, r in rows]
+
+    def drop_rejections(self, ids: Sequence[int]) -> None:
+        """Forget rejections whose messages were taken back (inside the caller's commit)."""
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            self._execute(f"DELETE FROM rejections WHERE id IN ({marks})", chunk)
+
+    def recent_sensors(self, site: str, since_t: int) -> set[str]:
+        """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
+        rows = self._execute(
+            "SELECT DISTINCT sensor FROM readings WHERE site = ? AND t > ?", (site, since_t)
+        ).fetchall()
+        return {str(r[0]) for r in rows}
 
     def insert_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
         """Store an inspection inside the caller's transaction; False for a duplicate

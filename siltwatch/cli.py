@@ -89,6 +89,7 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
+    from ingest.reload_guard import emptiness_warning
     from siltwatch.applicability import scope_warnings
     from siltwatch.config import load_site
 
@@ -111,6 +112,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
             print(f"  site override: {value.key} = {value.value!r} ({value.cite()})")
         for warning in scope_warnings(site):
             print(f"  warning: {warning}")
+        empty = emptiness_warning(site)
+        if empty is not None:
+            print(f"  warning: {empty}")
     return status
 
 
