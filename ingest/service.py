@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, Engine
+from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, NOT_JUDGED, TOO_OLD, Engine
 from analytics.events import (
     AlertEvent,
     DutyEvent,
@@ -67,6 +67,10 @@ log = logging.getLogger(__name__)
 
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
+# A reading dated further before its arrival than this is stored flagged ``too_old`` and
+# never judged: no station keeps readings that long (edge outbox retention is days), so
+# the date is wrong (a 1970 clock), and judging it would rebuild the whole history.
+MAX_READING_AGE_MS = 90 * 86_400_000
 # A withdrawal at start or after a configuration change: no late reading caused it.
 WITHDRAWN_REBUILT_PREFIX = (
     "Withdrawn: the engine was rebuilt from the store under the site's current "
@@ -112,6 +116,7 @@ class IngestStats(Counters):
     site_log: int  # site-log entries stored
     site_log_duplicates: int  # the same entry again (store.insert_site_log)
     clock_ahead: int  # readings flagged clock_ahead, statuses placed at their arrival
+    too_old: int  # readings flagged too_old (dated more than MAX_READING_AGE_MS back)
     late_readings: int
     rebuilds: int
     commits: int
@@ -404,6 +409,8 @@ class IngestService:
         site, store, stats, received_at = self.site_id, self.store, self.stats, msg.received_at
         stats.readings_stored += len(new)
         stats.duplicates += len(rows) - len(new)
+        if len(new) < len(rows):
+            self._conflicts(msg, rows, new)
         new_ins = [ins for ins in inspections if store.insert_inspection(site, ins, received_at)]
         stats.inspections += len(new_ins)
         new_statuses: list[StationReport] = []
@@ -422,6 +429,25 @@ class IngestService:
         if new or new_ins or new_statuses or new_log:
             return _Fresh(received_at, self._fresh_rows(rows, new), new_ins, new_statuses, new_log)
         return None
+
+    def _conflicts(
+        self, msg: Incoming, rows: list[tuple[str, SensorReading]], new: list[SensorReading]
+    ) -> None:
+        """A duplicate (sensor, time) with another value than the stored one is a stored
+        rejection naming both values (the first stays: the store is the truth; a silent
+        drop would hide a station that re-dates or re-measures)."""
+        taken = {(r.sensor, r.t) for r in new}
+        dups = [r for _s, r in rows if (r.sensor, r.t) not in taken]
+        stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
+        for r in dups:
+            first = stored.get((r.sensor, r.t))
+            if first is not None and first != r.value:
+                self._reject(
+                    msg,
+                    f"conflicting duplicate: sensor {r.sensor!r} at {utc_iso(r.t)} is stored "
+                    f"with value {first!r}; this message says {r.value!r} (the stored value "
+                    "stays)",
+                )
 
     @staticmethod
     def _fresh_rows(
@@ -451,10 +477,14 @@ class IngestService:
                 )
                 return [], None
         rows: list[tuple[str, SensorReading]] = []
+        oldest = msg.received_at - MAX_READING_AGE_MS
         for station, r in decoded.readings:
             if r.t > limit and CLOCK_AHEAD not in r.flags:
                 self.stats.clock_ahead += 1
                 r = replace(r, flags=r.flags | {CLOCK_AHEAD})
+            elif r.t < oldest and TOO_OLD not in r.flags:
+                self.stats.too_old += 1
+                r = replace(r, flags=r.flags | {TOO_OLD})
             rows.append((station, r))
         return rows, list(decoded.inspections)
 
@@ -488,7 +518,11 @@ class IngestService:
             processed_to = engine.processed_to()
             on_time: list[SensorReading] = []
             for _station, r in rows:
-                if processed_to is not None and r.t <= processed_to and CLOCK_AHEAD not in r.flags:
+                if (
+                    processed_to is not None
+                    and r.t <= processed_to
+                    and r.flags.isdisjoint(NOT_JUDGED)
+                ):
                     self.stats.late_readings += 1
                     self._late(r.t, received_at)
                 else:

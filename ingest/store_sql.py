@@ -340,6 +340,21 @@ class SqlStore(ABC):
             marks = ", ".join("?" for _ in chunk)
             self._execute(f"DELETE FROM rejections WHERE id IN ({marks})", chunk)
 
+    def stored_values(
+        self, site: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], float]:
+        """The stored value of each (sensor, t) of ``site`` that is stored (one indexed
+        lookup each: duplicates are few, and this is asked only for them)."""
+        out: dict[tuple[str, int], float] = {}
+        for sensor, t in dict.fromkeys(keys):
+            row = self._execute(
+                "SELECT value FROM readings WHERE site = ? AND sensor = ? AND t = ?",
+                (site, sensor, t),
+            ).fetchone()
+            if row is not None:
+                out[(sensor, t)] = float(row[0])
+        return out
+
     def recent_sensors(self, site: str, since_t: int) -> set[str]:
         """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
         rows = self._execute(
