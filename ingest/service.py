@@ -68,9 +68,10 @@ log = logging.getLogger(__name__)
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
 # A reading dated further before its arrival than this is stored flagged ``too_old`` and
-# never judged: no station keeps readings that long (edge outbox retention is days), so
-# the date is wrong (a 1970 clock), and judging it would rebuild the whole history.
-MAX_READING_AGE_MS = 90 * 86_400_000
+# never judged: its clock was reset (1970, a GPS epoch), and judging it would rebuild the
+# whole history. Years, not days: recorded weeks or months replayed live (a demo, an
+# import through the broker) are real data.
+MAX_READING_AGE_MS = 5 * 365 * 86_400_000
 # A withdrawal at start or after a configuration change: no late reading caused it.
 WITHDRAWN_REBUILT_PREFIX = (
     "Withdrawn: the engine was rebuilt from the store under the site's current "
