@@ -529,6 +529,13 @@ class MqttIngest:
             raise MqttStartError(
                 f"the MQTT broker at {self.broker.url} refused the login: {self._connect_result}"
             )
+        fence = getattr(self.service, "fence", None)
+        if callable(fence) and not self.fleet:  # the store's owner token (ingest/fence.py)
+            try:
+                fence(self.token, self.client_id)
+            except StoreUnreachable as exc:
+                self.client.loop_stop()
+                raise MqttStartError(str(exc)) from None
         self.watch.cleared()
         self.watch.start()
         self._worker.start()

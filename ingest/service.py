@@ -219,6 +219,7 @@ class IngestService:
         self._rebuild_noticed_at: int | None = None
         self._late_ids = store.late_alert_ids(self.site_id)
         self._why_not = ""
+        self.fence_token: int | None = None  # set by fence(): every commit checks it
         self.engine = self._recover(now_ms)
 
     # --- start: snapshot + replay from the store ------------------------------------
@@ -345,6 +346,13 @@ class IngestService:
         """The sites this service ingests (one; ingest/sites.py's router has many)."""
         return [self.site_id]
 
+    def fence(self, token: int, owner: str) -> None:
+        """Claim the site in the store under ``token`` (ingest/fence.py); from now on a
+        commit under it is refused once a newer claim is stored (Fenced)."""
+        with self.lock:
+            self.store.claim_site(self.site_id, token, owner)
+            self.fence_token = token
+
     def commit_batch(self, messages: Sequence[Incoming]) -> Committed:
         """The first half of :meth:`handle_batch`: store every message's answer, one commit.
 
@@ -371,6 +379,8 @@ class IngestService:
         decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
         stats = self.stats
         with self.store.transaction():
+            if self.fence_token is not None:  # a replaced owner writes nothing (Fenced)
+                self.store.check_owner(self.site_id, self.fence_token)
             accepted: list[tuple[Incoming, Decoded, list[tuple[str, SensorReading]]]] = []
             inspections: list[list[Inspection]] = []
             for msg, result in decoded:

@@ -130,6 +130,21 @@ class StoreUnreachable(StoreError):
     )
 
 
+class Fenced(StoreUnreachable):
+    """This writer's claim on a site is older than the store's owner token (ingest/fence.py):
+    another owner took the site over, so this one may write nothing more."""
+
+    STOPPING = "stopping: another owner holds this site; nothing more is written or acknowledged"
+
+
+# The owner token per site (created on the first claim, so no schema version changes):
+# every commit of readings checks it in its own transaction.
+_SITE_OWNER = (
+    "CREATE TABLE IF NOT EXISTS site_owner "
+    "(site TEXT PRIMARY KEY, token BIGINT NOT NULL, owner TEXT NOT NULL)"
+)
+
+
 @dataclass(frozen=True)
 class SnapshotRow:
     """One stored engine snapshot and how far it had read the store (the ids of its marks)."""
@@ -354,6 +369,40 @@ class SqlStore(ABC):
             if row is not None:
                 out[(sensor, t)] = float(row[0])
         return out
+
+    def claim_site(self, site: str, token: int, owner: str) -> None:
+        """Record ``token`` as ``site``'s owner token; Fenced when a newer claim is stored."""
+        with self._own_commit():
+            self._execute(_SITE_OWNER)
+            row = self._execute(
+                "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+            ).fetchone()
+            if row is not None and int(row[0]) > token:
+                raise Fenced(
+                    f"site {site!r}: this claim's token {token} is older than the store's "
+                    f"owner {row[1]} (token {row[0]})"
+                )
+            if row is None:
+                self._execute(
+                    "INSERT INTO site_owner (site, token, owner) VALUES (?, ?, ?)",
+                    (site, token, owner),
+                )
+            else:
+                self._execute(
+                    "UPDATE site_owner SET token = ?, owner = ? WHERE site = ?",
+                    (token, owner, site),
+                )
+
+    def check_owner(self, site: str, token: int) -> None:
+        """Inside a commit: Fenced unless ``token`` is still ``site``'s owner token."""
+        row = self._execute(
+            "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+        ).fetchone()
+        if row is not None and int(row[0]) != token:
+            raise Fenced(
+                f"site {site!r} is now owned by {row[1]} (token {row[0]}); a write under the "
+                f"older token {token} is refused"
+            )
 
     def recent_sensors(self, site: str, since_t: int) -> set[str]:
         """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""

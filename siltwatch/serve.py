@@ -651,6 +651,7 @@ def reload_one_site(
     with service.lock:  # no batch between the old engine's snapshot and the new engine
         close_service(service, now, voice)
         fresh = site_service(args, new, service.store, dispatch_for(new), service.mirror, voice)
+        fresh.fence_token = service.fence_token  # the same claim (ingest/fence.py)
         ingest.service = fresh
     later = ""
     if (new.contacts, new.notifications) != (old.contacts, old.notifications):
