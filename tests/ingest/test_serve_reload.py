@@ -130,3 +130,34 @@ def test_readings_held_while_a_forced_cut_down_file_ran_come_back_on_the_next_re
     assert f"{len(second)} held messages taken back" in serve.output, serve.output
     assert _count(db, "SELECT count(*) FROM rejections") == 0
     assert _count(db, "SELECT count(*) FROM readings") == len(first) + len(second)
+
+
+def test_a_fleet_refuses_a_cut_down_file_for_that_site_and_keeps_serving_it(
+    tmp_path: Path, broker: MosquittoServer
+) -> None:
+    sites = tmp_path / "sites"
+    sites.mkdir()
+    site_file = sites / "lake-george.toml"
+    site_file.write_text(_site_file(tmp_path).read_text(encoding="utf-8"), encoding="utf-8")
+    split = len(READINGS) // 2
+    first, second = _storm(slice(None, split)), _storm(slice(split, None))
+    args = fleet_args(broker, tmp_path, "fleet", "--sites", str(sites), "--tick-s", "0.5")
+    serve = ServeProcess(args, tmp_path / "fleet.log")
+    db = tmp_path / "fleet.sqlite3"
+    try:
+        serve.start(wait_s=30.0)
+        publish(broker, first, "fleet-reload-1").close()
+        wait_stored([db], len(first), [serve])
+        site_file.write_text('[site]\nid = "lg-route9n"\n', encoding="utf-8")
+        refused = _hup(serve, "reload refused")
+        assert refused.startswith(
+            f"error: {site_file}: reload refused: the new file has no sensors"
+        )
+        publish(broker, second, "fleet-reload-2").close()
+        wait_stored([db], len(first) + len(second), [serve])
+        assert serve.terminate(timeout=30) == 0, serve.output
+    finally:
+        serve.stop_quietly()
+    assert "changed none; 1 unchanged" in serve.output, serve.output
+    assert _count(db, "SELECT count(*) FROM rejections") == 0
+    assert _count(db, "SELECT count(*) FROM alerts WHERE withdrawn <> 0") == 0
