@@ -38,6 +38,9 @@ MAC_LEN = 10  # 50 bits
 TOKEN_LEN = CODE_LEN + INDEX_LEN + EXPIRY_LEN + MAC_LEN  # 22
 MAX_CONTACTS = len(ALPHABET) ** INDEX_LEN
 DEFAULT_TTL_S = 7 * 86_400
+# The longest a link may live: a token whose expiry lies further ahead is refused
+# however genuine (a link leaked from an old message must not work for years).
+MAX_TTL_S = 30 * 86_400
 
 
 class AckLinkError(ValueError):
@@ -145,6 +148,8 @@ def link_problem(
         return "signature does not match"
     if now_s >= token.expires_s:
         return f"expired on {local_time(token.expires_s * 1000, UTC)}"
+    if token.expires_s > now_s + MAX_TTL_S + 3600:  # + the hour the expiry is rounded up
+        return f"expires too far ahead ({local_time(token.expires_s * 1000, UTC)}; a link lives at most {MAX_TTL_S // 86_400} days)"
     return None
 
 
@@ -162,6 +167,13 @@ class Links:
     site: str
     contacts: tuple[str, ...] = ()
     ttl_s: int = DEFAULT_TTL_S
+
+    def __post_init__(self) -> None:
+        if not 0 < self.ttl_s <= MAX_TTL_S:
+            raise ValueError(
+                f"a link's lifetime of {self.ttl_s} s is not between 1 s and {MAX_TTL_S} s "
+                f"({MAX_TTL_S // 86_400} days)"
+            )
 
     def code(self, alert_id: str) -> str:
         return ack_code(self.secret, self.site, alert_id)

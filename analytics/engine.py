@@ -100,9 +100,13 @@ SNAPSHOT_VERSION = 6
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
+TOO_OLD = QualityFlag.TOO_OLD.value
 # Flags that say the reading's *time* cannot be trusted: such a reading never
 # moves a watermark (a clock ten years ahead must not end the world).
-UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD})
+UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD, TOO_OLD})
+# Readings stored (the store is the truth) but not judged: a time far ahead of its
+# arrival, or so far before it (a 1970 date) that it would rebuild all history.
+NOT_JUDGED = frozenset({CLOCK_AHEAD, TOO_OLD})
 
 # Order of kinds at one instant: readings first, then inspections, then station reports,
 # then site-log entries.
@@ -355,7 +359,7 @@ class Engine(TimerQueue):
                     stats.unknown_sensors[sensor] = stats.unknown_sensors.get(sensor, 0) + 1
                     continue
                 flags = r.flags
-                if flags and CLOCK_AHEAD in flags:
+                if flags and not flags.isdisjoint(NOT_JUDGED):
                     stats.untrusted_time += 1
                     continue
                 key = (sensor, t)
@@ -614,7 +618,7 @@ class Engine(TimerQueue):
                 if r.sensor not in self._sensor_set:
                     self.stats.unknown_sensor += 1
                     continue
-                if r.flags and CLOCK_AHEAD in r.flags:
+                if r.flags and not r.flags.isdisjoint(NOT_JUDGED):
                     self.stats.untrusted_time += 1
                     continue
                 key = (r.sensor, r.t)

@@ -12,6 +12,7 @@ sediment forecast counts, and a reading one detector drops, all drop.
 | ``uncalibrated`` | hard | no | no | no calibration on file and the driver's unit is not the declared one (hardware/calibrated.py): volts are not NTU, and a tipping bucket's millimetres are not the gauge's inches |
 | ``clock_unsynced`` | hard | no | no | the time may be wrong, so the value cannot be placed in a storm, a fill or a window |
 | ``clock_ahead`` | hard | no | no | the time is ahead of its arrival beyond the skew bound (the engine never even places it) |
+| ``too_old`` | hard | no | no | dated more than 5 years before its arrival, a reset clock (1970): the engine never places it either |
 | ``spike`` | soft | no | yes, and counted | see below |
 | ``backfilled`` | informational | yes | yes | sent late from the outbox after an outage: late, not wrong |
 | ``simulated`` | informational | yes | yes | produced by the simulated driver: a test bench is judged like the field |
@@ -54,6 +55,7 @@ HARD_FLAGS: frozenset[str] = frozenset(
         QualityFlag.UNCALIBRATED.value,
         QualityFlag.CLOCK_UNSYNCED.value,
         QualityFlag.CLOCK_AHEAD.value,
+        QualityFlag.TOO_OLD.value,
     }
 )
 #: Marks a median keeps (and counts); detectors without a window median drop them.

@@ -45,15 +45,24 @@ class LinkCheck:
 
 def _refuse(request: Request, status: int, why: str, shown: str) -> Refused:
     console = console_of(request)
-    console.book.audit(
-        console.now_ms(), "(link)", "link_refused", detail=f"{why} from {client_ip(request)}"
-    )
+    now, ip = console.now_ms(), client_ip(request)
+    console.sessions.failed("(link)", ip, now)  # guessing is slowed (console/auth.py)
+    console.book.audit(now, "(link)", "link_refused", detail=f"{why} from {ip}")
     return Refused(status, shown)
+
+
+def _throttled(request: Request) -> None:
+    """Refused with 429, and no audit row, while this source must wait after refusals."""
+    console = console_of(request)
+    wait = console.sessions.source_wait_s("(link)", client_ip(request), console.now_ms())
+    if wait > 0:
+        raise Refused(429, f"Too many links refused from this address. Wait {wait} seconds.")
 
 
 def checked_link(request: Request, token: str) -> LinkCheck:
     """The alert and contact a valid, unexpired, unused link names (else Refused, audited)."""
     console = console_of(request)
+    _throttled(request)
     try:
         parsed = parse_link_token(token)
     except AckLinkError as exc:

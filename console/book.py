@@ -177,10 +177,14 @@ class Accounts:
         return name
 
     def set_password(self, name: str, password: str) -> None:
+        """A new password; every session of ``name`` ends with the old one (a stolen
+        session must not outlive the password change that was meant to stop it)."""
         hashed = self.hasher.hash(_checked_password(password))
-        cur = self.db.execute(
-            "UPDATE console_users SET password_hash = ? WHERE name = ?", (hashed, name)
-        )
+        with self.db.write():
+            cur = self.db.execute(
+                "UPDATE console_users SET password_hash = ? WHERE name = ?", (hashed, name)
+            )
+            self.db.execute('DELETE FROM console_sessions WHERE "user" = ?', (name,))
         if cur.rowcount == 0:
             raise BookError(f"no user {name!r}")
 
@@ -203,8 +207,11 @@ class Accounts:
             ok = self.hasher.verify(hashed, password)
         except (VerifyMismatchError, VerificationError, InvalidHashError):
             return False
-        if row is not None and ok and self.hasher.check_needs_rehash(hashed):
-            self.set_password(name, password)
+        if row is not None and ok and self.hasher.check_needs_rehash(hashed):  # same password
+            self.db.execute(
+                "UPDATE console_users SET password_hash = ? WHERE name = ?",
+                (self.hasher.hash(password), name),
+            )
         return row is not None and ok
 
     def _dummy(self) -> str:

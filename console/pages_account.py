@@ -13,10 +13,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from console.auth import (
+    DEVICE_COOKIE,
+    DEVICE_COOKIE_S,
     LOGIN_COOKIE,
     SESSION_COOKIE,
-    WINDOW_MS,
     Permission,
+    device_cookie,
+    device_of,
     login_form_token,
     same_token,
 )
@@ -80,32 +83,49 @@ async def login(request: Request) -> Response:
     given = form.get("csrf")
     expected = login_form_token(console.book.link_secret(), cookie) if cookie else ""
     if not cookie or not same_token(expected, given if isinstance(given, str) else None):
+        if console.sessions.source_wait_s("(login form)", ip, now) > 0:
+            raise Refused(429, "Too many refused forms from this address. Wait a minute.")
+        console.sessions.failed("(login form)", ip, now)
         console.book.audit(now, name or "?", "csrf_refused", detail=f"POST /login from {ip}")
         raise Refused(
             403,
             "This login form has expired or was not sent from this console. Reload the page and try again.",
         )
-    if console.sessions.blocked(name, ip, now):
-        console.book.audit(now, name or "?", "login_rate_limited", detail=f"from {ip}")
-        minutes = WINDOW_MS // 60_000
+    key = console.book.link_secret()
+    device = device_of(key, name, request.cookies.get(DEVICE_COOKIE))
+    wait = console.sessions.wait_s(name, ip, now, device)
+    if wait > 0:
+        if console.sessions.source_wait_s("(throttled)", ip, now) == 0:  # rows bounded too
+            console.sessions.failed("(throttled)", ip, now)
+            console.book.audit(now, name or "?", "login_rate_limited", detail=f"from {ip}")
         return _login_form(
             request,
             target,
-            f"Too many failed logins for {name!r} from this address. Wait {minutes} minutes "
-            "and try again, or ask your administrator to reset your password.",
+            f"Too many failed logins for {name!r}. Wait {wait} second{'' if wait == 1 else 's'} "
+            "and try again "
+            "(each further failure doubles the wait, up to a minute).",
             429,
         )
     if not isinstance(password, str) or not console.book.accounts.verify(name, password):
-        console.sessions.failed(name, ip, now)
+        console.sessions.failed(name, ip, now, device)
         console.book.audit(now, name or "?", "login_failed", detail=f"from {ip}")
         return _login_form(request, target, "Wrong name or password.", 401)
-    console.sessions.succeeded(name, ip)
+    console.sessions.succeeded(name, ip, device)
     token = console.sessions.open(name, now)
     console.book.audit(now, name, "login", detail=f"from {ip}")
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         SESSION_COOKIE, token, httponly=True, samesite="lax", secure=console.secure_cookies
     )
+    if device is None:  # this browser has now proved it knows the password
+        response.set_cookie(
+            DEVICE_COOKIE,
+            device_cookie(key, name),
+            max_age=DEVICE_COOKIE_S,
+            httponly=True,
+            samesite="lax",
+            secure=console.secure_cookies,
+        )
     response.delete_cookie(LOGIN_COOKIE)
     return response
 

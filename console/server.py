@@ -5,21 +5,41 @@ process that ingests, so it reads the store the service writes and its
 acknowledgements stop the escalations that process schedules. One thread, one
 event loop; the service's own threads are untouched. Port 0 picks a free port
 (tests); ``url`` then says which.
+
+Proxies: uvicorn believes ``X-Forwarded-For`` from 127.0.0.1 unless told
+otherwise, so anyone who can reach the port on loopback (or through a local
+tunnel) could pick the address the login throttle counts. Here it believes no
+proxy unless ``trusted_proxies`` names them (``--trusted-proxy``): behind an
+ingress, give its address, and each person is counted by their own address.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
 
 
 class ConsoleServer:
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        trusted_proxies: Sequence[str] = (),
+    ) -> None:
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="off", access_log=False
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=list(trusted_proxies),
         )
         self.server = uvicorn.Server(config)
         self.host = host
@@ -56,3 +76,16 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
     return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def add_trusted_proxy_option(parser: Any) -> None:
+    """``--trusted-proxy ADDR`` (repeatable) on a command that serves the console."""
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="the address (or CIDR) of a reverse proxy whose X-Forwarded-For is believed; "
+        "repeat for more. Default: none, not even loopback (the login throttle counts the "
+        "TCP peer)",
+    )

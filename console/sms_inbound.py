@@ -51,6 +51,10 @@ def parse_ack(body: str) -> str | None:
 
 
 def _refuse(console: Console, request: Request, why: str) -> Response:
+    ip, now = client_ip(request), console.now_ms()
+    if console.sessions.source_wait_s("(sms gateway)", ip, now) > 0:  # no row, no log line
+        return PlainTextResponse("Too many refused requests: wait.", status_code=429)
+    console.sessions.failed("(sms gateway)", ip, now)
     log.warning("inbound SMS refused (403): %s from %s", why, client_ip(request))
     console.book.audit(
         console.now_ms(), "(sms gateway)", "sms_refused", detail=f"{why} from {client_ip(request)}"
@@ -78,6 +82,9 @@ async def sms_inbound(request: Request) -> Response:
 
 def _answer(console: Console, sender: str, body: str) -> Response:
     now = console.now_ms()
+    if console.sessions.source_wait_s("(sms code)", sender or "?", now) > 0:
+        # A number that keeps sending codes that match nothing is guessing: slowed, no row.
+        return twiml("siltwatch: too many codes that matched no alert. Wait a minute, then retry.")
     code = parse_ack(body)
     if code is None:
         console.book.audit(now, sender or "?", "sms_unrecognised", detail=body[:160])
@@ -95,6 +102,7 @@ def _answer(console: Console, sender: str, body: str) -> Response:
             return twiml(f"siltwatch: acknowledged {subject}. Thank you, {contact.name}.")
         when = local_time(ack.at_ms, found.site.site.zone, short=True)
         return twiml(f"siltwatch: {subject} was already acknowledged by {ack.by} at {when}.")
+    console.sessions.failed("(sms code)", sender or "?", now)
     if candidates:  # a real code from a number that is no contact of its site
         first = candidates[0]
         console.book.audit(

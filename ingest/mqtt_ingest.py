@@ -57,6 +57,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from ingest.fence import FreezeWatch, lease_token
 from ingest.service import Incoming
 from ingest.store_sql import StoreUnreachable
 from siltwatch import backoff
@@ -223,6 +224,8 @@ class MqttIngest:
         self.client.on_message = self._on_message
         self.client.on_subscribe = lambda *args: self.subscribed.set()
         self.client.on_connect_fail = lambda *args: self._schedule_reconnect()
+        self.watch = FreezeWatch()  # ingest/fence.py: a paused owner checks before writing
+        self.token = 0  # this claim's fencing token (set by _check_lease)
 
     # --- the client -----------------------------------------------------------------
 
@@ -275,6 +278,7 @@ class MqttIngest:
                 "host": socket.gethostname(),
                 "pid": os.getpid(),
                 "since": self.clock_ms(),
+                "token": self.token,
             }
         )
 
@@ -287,6 +291,14 @@ class MqttIngest:
     def _check_lease(self, sites: Sequence[str] | None = None) -> None:
         """Refuse to start when another live instance holds one of these sites' leases."""
         sites = self.site_ids if sites is None else list(sites)
+        found = self._read_leases(sites)
+        seen = [t for t in (lease_token(found.get(sid, b"")) for sid in sites) if t is not None]
+        self.token = max([self.clock_ms(), self.token + 1, *(t + 1 for t in seen)])
+        for sid in sites:
+            self._judge_lease(sid, found.get(sid, b""))
+
+    def _read_leases(self, sites: Sequence[str]) -> dict[str, bytes]:
+        """The retained lease of each site (absent: none), read by a throw-away probe."""
         found: dict[str, bytes] = {}
         got = threading.Event()
         connected: list[str] = []
@@ -324,8 +336,43 @@ class MqttIngest:
         finally:
             probe.disconnect()
             probe.loop_stop()
-        for sid in sites:
-            self._judge_lease(sid, found.get(sid, b""))
+        return found
+
+    def _still_owner(self) -> bool:
+        """After a pause or a lost connection: the leases read again before any write.
+
+        Free or our own: published again, and writes go on (True). Another
+        owner's: this instance stops, saying so, with nothing written (False).
+        """
+        try:
+            found = self._read_leases(self.site_ids)
+        except MqttStartError as exc:
+            log.warning("cannot check the leases yet (%s); nothing is written meanwhile", exc)
+            return False
+        for sid in self.site_ids:
+            lease = found.get(sid, b"")
+            try:
+                owner = json.loads(lease) if lease.strip() else {}
+            except ValueError:
+                owner = {"client_id": "?"}
+            other = isinstance(owner, dict) and owner and owner.get("client_id") != self.client_id
+            if other:
+                message = (
+                    f"site {sid!r} was taken over by client {owner.get('client_id')!r} (pid "
+                    f"{owner.get('pid')} on host {owner.get('host')}, token {owner.get('token')}) "
+                    f"while this instance (token {self.token}) was paused or cut off; it stops "
+                    "without writing or acknowledging anything more"
+                )
+                log.error("%s", message)
+                self._fatal.set()
+                self._stop.set()
+                if self.on_fatal is not None:
+                    self.on_fatal(message)
+                return False
+        for sid in self.site_ids:
+            self.client.publish(ingest_owner_topic(sid), self._lease_text(), qos=1, retain=True)
+        self.watch.cleared()
+        return True
 
     def _judge_lease(self, site_id: str, lease: bytes) -> None:
         """Take a free, stale or own lease; MqttStartError naming a live other owner."""
@@ -391,8 +438,11 @@ class MqttIngest:
                 "resumed" if flags.session_present else "new",
             )
         sites = self.site_ids
-        for sid in sites:
-            client.publish(ingest_owner_topic(sid), self._lease_text(), qos=1, retain=True)
+        if self.stats.connects > 1:
+            self.watch.suspect()  # the commit worker checks the leases before writing again
+        else:
+            for sid in sites:
+                client.publish(ingest_owner_topic(sid), self._lease_text(), qos=1, retain=True)
         if sites:
             client.subscribe([(topic, 1) for sid in sites for topic in site_topics(sid)])
         elif self.fleet:
@@ -424,6 +474,7 @@ class MqttIngest:
                 self.on_fatal(message)
             return
         self._schedule_reconnect()
+        self.watch.suspect()
         log.warning("lost the MQTT broker at %s (%s); reconnecting", self.broker.url, reason)
 
     def _on_message(self, client: mqtt.Client, userdata: object, msg: mqtt.MQTTMessage) -> None:
@@ -454,6 +505,10 @@ class MqttIngest:
         acknowledged, so the broker delivers it again to the next session.
         """
         while not self._stop.is_set():
+            if self.watch.suspected() and not self._still_owner():
+                if self._stop.wait(1.0):
+                    return
+                continue
             batch = self._take_batch()
             if batch:
                 self._process(batch)
@@ -495,6 +550,8 @@ class MqttIngest:
 
         self.stats.batches += 1
         self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+        if self.watch.suspected() and not self._still_owner():
+            return  # not stored, not acknowledged: the broker delivers it again elsewhere
         try:
             self.service.handle_batch([m for m, _mid, _qos in batch], on_committed=ack)
         except StoreUnreachable as exc:  # an outage, not a bug: one line, no traceback
@@ -531,6 +588,15 @@ class MqttIngest:
             raise MqttStartError(
                 f"the MQTT broker at {self.broker.url} refused the login: {self._connect_result}"
             )
+        fence = getattr(self.service, "fence", None)
+        if callable(fence) and not self.fleet:  # the store's owner token (ingest/fence.py)
+            try:
+                fence(self.token, self.client_id)
+            except StoreUnreachable as exc:
+                self.client.loop_stop()
+                raise MqttStartError(str(exc)) from None
+        self.watch.cleared()
+        self.watch.start()
         self._worker.start()
 
     def stop(self, drain_s: float = 10.0) -> None:
@@ -540,8 +606,13 @@ class MqttIngest:
         while not self._queue.empty() and time.monotonic() < deadline and self._worker.is_alive():
             time.sleep(0.02)
         self._stop.set()
+        self.watch.stop()
         if self._worker.is_alive():
             self._worker.join()
+        if self._fatal.is_set() and self.watch.suspected():
+            self.client.disconnect()  # replaced: the lease is the new owner's, not ours to clear
+            self.client.loop_stop()
+            return
         for sid in self.site_ids:
             self._release(sid)
         self.client.disconnect()

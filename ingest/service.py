@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, Engine
+from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, NOT_JUDGED, TOO_OLD, Engine
 from analytics.events import (
     AlertEvent,
     DutyEvent,
@@ -67,6 +67,17 @@ from siltwatch.schema import Alert, Duty, ResendRequest, StationStatus
 from siltwatch.timefmt import utc_iso
 
 log = logging.getLogger(__name__)
+
+# A reading dated further before its arrival than this is stored flagged ``too_old`` and
+# never judged: its clock was reset (1970, a GPS epoch), and judging it would rebuild the
+# whole history. Years, not days: recorded weeks or months replayed live (a demo, an
+# import through the broker) are real data.
+MAX_READING_AGE_MS = 5 * 365 * 86_400_000
+# A withdrawal at start or after a configuration change: no late reading caused it.
+WITHDRAWN_REBUILT_PREFIX = (
+    "Withdrawn: the engine was rebuilt from the store under the site's current "
+    "configuration, and the stored readings no longer show this. "
+)
 
 
 class EventHandler(Protocol):
@@ -107,6 +118,7 @@ class IngestStats(Counters):
     site_log: int  # site-log entries stored
     site_log_duplicates: int  # the same entry again (store.insert_site_log)
     clock_ahead: int  # readings flagged clock_ahead, statuses placed at their arrival
+    too_old: int  # readings flagged too_old (dated more than MAX_READING_AGE_MS back)
     late_readings: int
     rebuilds: int
     commits: int
@@ -215,6 +227,7 @@ class IngestService:
         self._late_ids = store.late_alert_ids(self.site_id)
         self._why_not = ""
         self.gaps = None if completeness is None else GapTracker(completeness)
+        self.fence_token: int | None = None  # set by fence(): every commit checks it
         self.engine = self._recover(now_ms)
 
     # --- start: snapshot + replay from the store ------------------------------------
@@ -341,6 +354,13 @@ class IngestService:
         """The sites this service ingests (one; ingest/sites.py's router has many)."""
         return [self.site_id]
 
+    def fence(self, token: int, owner: str) -> None:
+        """Claim the site in the store under ``token`` (ingest/fence.py); from now on a
+        commit under it is refused once a newer claim is stored (Fenced)."""
+        with self.lock:
+            self.store.claim_site(self.site_id, token, owner)
+            self.fence_token = token
+
     def commit_batch(self, messages: Sequence[Incoming]) -> Committed:
         """The first half of :meth:`handle_batch`: store every message's answer, one commit.
 
@@ -367,6 +387,8 @@ class IngestService:
         decoded = [(msg, decode_message(msg.topic, msg.payload, self.site)) for msg in messages]
         stats = self.stats
         with self.store.transaction():
+            if self.fence_token is not None:  # a replaced owner writes nothing (Fenced)
+                self.store.check_owner(self.site_id, self.fence_token)
             accepted: list[tuple[Incoming, Decoded, list[tuple[str, SensorReading]]]] = []
             inspections: list[list[Inspection]] = []
             for msg, result in decoded:
@@ -408,6 +430,8 @@ class IngestService:
         site, store, stats, received_at = self.site_id, self.store, self.stats, msg.received_at
         stats.readings_stored += len(new)
         stats.duplicates += len(rows) - len(new)
+        if len(new) < len(rows):
+            self._conflicts(msg, rows, new)
         new_ins = [ins for ins in inspections if store.insert_inspection(site, ins, received_at)]
         stats.inspections += len(new_ins)
         new_statuses: list[StationReport] = []
@@ -474,6 +498,25 @@ class IngestService:
             self.stats.resend_requests += len(requests)
             return requests
 
+    def _conflicts(
+        self, msg: Incoming, rows: list[tuple[str, SensorReading]], new: list[SensorReading]
+    ) -> None:
+        """A duplicate (sensor, time) with another value than the stored one is a stored
+        rejection naming both values (the first stays: the store is the truth; a silent
+        drop would hide a station that re-dates or re-measures)."""
+        taken = {(r.sensor, r.t) for r in new}
+        dups = [r for _s, r in rows if (r.sensor, r.t) not in taken]
+        stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
+        for r in dups:
+            first = stored.get((r.sensor, r.t))
+            if first is not None and first != r.value:
+                self._reject(
+                    msg,
+                    f"conflicting duplicate: sensor {r.sensor!r} at {utc_iso(r.t)} is stored "
+                    f"with value {first!r}; this message says {r.value!r} (the stored value "
+                    "stays)",
+                )
+
     @staticmethod
     def _fresh_rows(
         rows: list[tuple[str, SensorReading]], new: list[SensorReading]
@@ -502,10 +545,14 @@ class IngestService:
                 )
                 return [], None
         rows: list[tuple[str, SensorReading]] = []
+        oldest = msg.received_at - MAX_READING_AGE_MS
         for station, r in decoded.readings:
             if r.t > limit and CLOCK_AHEAD not in r.flags:
                 self.stats.clock_ahead += 1
                 r = replace(r, flags=r.flags | {CLOCK_AHEAD})
+            elif r.t < oldest and TOO_OLD not in r.flags:
+                self.stats.too_old += 1
+                r = replace(r, flags=r.flags | {TOO_OLD})
             rows.append((station, r))
         return rows, list(decoded.inspections)
 
@@ -539,7 +586,11 @@ class IngestService:
             processed_to = engine.processed_to()
             on_time: list[SensorReading] = []
             for _station, r in rows:
-                if processed_to is not None and r.t <= processed_to and CLOCK_AHEAD not in r.flags:
+                if (
+                    processed_to is not None
+                    and r.t <= processed_to
+                    and r.flags.isdisjoint(NOT_JUDGED)
+                ):
                     self.stats.late_readings += 1
                     self._late(r.t, received_at)
                 else:
@@ -653,20 +704,24 @@ class IngestService:
             opened = round(stored.alert.opened_at.timestamp() * MS_PER_S)
             if stored.withdrawn or stored.alert.id in known or reached is None or opened > reached:
                 continue
-            withdrawn.append(self._withdraw(stored, engine))
+            withdrawn.append(self._withdraw(stored, engine, late=late))
         if self.dispatcher is not None and withdrawn:
             self.dispatcher.handle(withdrawn)
 
-    def _withdraw(self, stored: StoredAlert, engine: Engine) -> AlertEvent:
+    def _withdraw(self, stored: StoredAlert, engine: Engine, *, late: bool = True) -> AlertEvent:
+        """``late``: late readings disproved it; else a rebuild (a changed configuration)."""
+        prefix = WITHDRAWN_PREFIX if late else WITHDRAWN_REBUILT_PREFIX
         alert = stored.alert
         at = engine.processed_to() or 0
         ended = alert.resolved_at or from_ms(max(at, int(alert.opened_at.timestamp() * MS_PER_S)))
-        alert = alert.model_copy(
-            update={"message": WITHDRAWN_PREFIX + alert.message, "resolved_at": ended}
-        )
+        alert = alert.model_copy(update={"message": prefix + alert.message, "resolved_at": ended})
         self.store.withdraw_alert(self.site_id, alert)
         log.warning(
-            "alert %s (%s %s) withdrawn after late data", alert.id, alert.kind, alert.subject
+            "alert %s (%s %s) withdrawn after %s",
+            alert.id,
+            alert.kind,
+            alert.subject,
+            "late data" if late else "a rebuild under the current configuration",
         )
         return AlertEvent("resolved", int(alert.opened_at.timestamp() * MS_PER_S), alert)
 

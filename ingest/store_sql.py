@@ -39,6 +39,10 @@ from siltwatch.schema import Alert, Duty
 # the inspections' record columns are added in place); 5: data_gaps (additive: the table).
 SCHEMA_VERSION = 5
 
+# Rejection reasons that say only that the configuration does not know the message's
+# station or sensor (ingest/decode.py): such messages are held, not lost.
+HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
@@ -132,6 +136,21 @@ class StoreUnreachable(StoreError):
         "stopping without acknowledging what is in hand: the broker keeps it for the next "
         "start, which rebuilds from the store"
     )
+
+
+class Fenced(StoreUnreachable):
+    """This writer's claim on a site is older than the store's owner token (ingest/fence.py):
+    another owner took the site over, so this one may write nothing more."""
+
+    STOPPING = "stopping: another owner holds this site; nothing more is written or acknowledged"
+
+
+# The owner token per site (created on the first claim, so no schema version changes):
+# every commit of readings checks it in its own transaction.
+_SITE_OWNER = (
+    "CREATE TABLE IF NOT EXISTS site_owner "
+    "(site TEXT PRIMARY KEY, token BIGINT NOT NULL, owner TEXT NOT NULL)"
+)
 
 
 @dataclass(frozen=True)
@@ -302,7 +321,10 @@ class SqlStore(ABC):
     def insert_rejection(
         self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
     ) -> None:
-        text = payload[:10_000].decode("utf-8", errors="replace")
+        # A message refused for the configuration alone is kept whole: a later
+        # configuration takes it back (ingest/held.py). Others keep their first 10 kB.
+        whole = reason.startswith(HELD_REASONS)
+        text = (payload if whole else payload[:10_000]).decode("utf-8", errors="replace")
         self._execute(
             "INSERT INTO rejections (received_at, topic, reason, payload, site) "
             "VALUES (?, ?, ?, ?, ?)",
@@ -323,6 +345,79 @@ class SqlStore(ABC):
 
     def rejection_count(self) -> int:
         return int(self._execute("SELECT count(*) FROM rejections").fetchone()[0])
+
+    def held_rejections(self, site: str) -> list[tuple[int, str, bytes, int]]:
+        """(id, topic, payload, received_at) of ``site``'s messages refused for the
+        configuration alone (unknown station or sensor), oldest first."""
+        rows = self._execute(
+            "SELECT id, topic, payload, received_at FROM rejections WHERE site = ? AND "
+            "(reason LIKE 'unknown station%' OR reason LIKE 'unknown sensor%') ORDER BY id",
+            (site,),
+        ).fetchall()
+        return [(int(i), str(t), str(p).encode("utf-8"), int(r)) for i, t, p, r in rows]
+
+    def drop_rejections(self, ids: Sequence[int]) -> None:
+        """Forget rejections whose messages were taken back (inside the caller's commit)."""
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            self._execute(f"DELETE FROM rejections WHERE id IN ({marks})", chunk)
+
+    def stored_values(
+        self, site: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], float]:
+        """The stored value of each (sensor, t) of ``site`` that is stored (one indexed
+        lookup each: duplicates are few, and this is asked only for them)."""
+        out: dict[tuple[str, int], float] = {}
+        for sensor, t in dict.fromkeys(keys):
+            row = self._execute(
+                "SELECT value FROM readings WHERE site = ? AND sensor = ? AND t = ?",
+                (site, sensor, t),
+            ).fetchone()
+            if row is not None:
+                out[(sensor, t)] = float(row[0])
+        return out
+
+    def claim_site(self, site: str, token: int, owner: str) -> None:
+        """Record ``token`` as ``site``'s owner token; Fenced when a newer claim is stored."""
+        with self._own_commit():
+            self._execute(_SITE_OWNER)
+            row = self._execute(
+                "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+            ).fetchone()
+            if row is not None and int(row[0]) > token:
+                raise Fenced(
+                    f"site {site!r}: this claim's token {token} is older than the store's "
+                    f"owner {row[1]} (token {row[0]})"
+                )
+            if row is None:
+                self._execute(
+                    "INSERT INTO site_owner (site, token, owner) VALUES (?, ?, ?)",
+                    (site, token, owner),
+                )
+            else:
+                self._execute(
+                    "UPDATE site_owner SET token = ?, owner = ? WHERE site = ?",
+                    (token, owner, site),
+                )
+
+    def check_owner(self, site: str, token: int) -> None:
+        """Inside a commit: Fenced unless ``token`` is still ``site``'s owner token."""
+        row = self._execute(
+            "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+        ).fetchone()
+        if row is not None and int(row[0]) != token:
+            raise Fenced(
+                f"site {site!r} is now owned by {row[1]} (token {row[0]}); a write under the "
+                f"older token {token} is refused"
+            )
+
+    def recent_sensors(self, site: str, since_t: int) -> set[str]:
+        """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
+        rows = self._execute(
+            "SELECT DISTINCT sensor FROM readings WHERE site = ? AND t > ?", (site, since_t)
+        ).fetchall()
+        return {str(r[0]) for r in rows}
 
     def insert_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
         """Store an inspection inside the caller's transaction; False for a duplicate

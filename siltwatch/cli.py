@@ -88,6 +88,7 @@ def cmd_version(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
+    from ingest.reload_guard import emptiness_warning
     from siltwatch.applicability import applicability, scope_warnings
     from siltwatch.config import load_site
 
@@ -112,6 +113,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
             print(f"  pack {line}")
         for warning in scope_warnings(site):
             print(f"  warning: {warning}")
+        empty = emptiness_warning(site)
+        if empty is not None:
+            print(f"  warning: {empty}")
     return status
 
 

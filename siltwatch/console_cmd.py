@@ -39,6 +39,8 @@ from siltwatch.site_files import read_site_files, site_paths
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
+    from console.server import add_trusted_proxy_option
+
     p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
     p.add_argument(
         "--sites",
@@ -54,6 +56,7 @@ def add_console_options(p: argparse.ArgumentParser) -> None:
         "besides the console's own accounts and notes",
     )
     p.add_argument("--http", required=True, metavar="HOST:PORT", help="serve the console here")
+    add_trusted_proxy_option(p)
     add_broker_options(p)
     p.add_argument(
         "--public-url",
@@ -86,7 +89,7 @@ def run_console(args: argparse.Namespace) -> int:
     except ValueError as exc:
         voice.err([str(exc)])
         return EXIT_FAIL
-    return _serve(app, listen, sites, broker, voice)
+    return _serve(app, listen, sites, broker, voice, args.trusted_proxy)
 
 
 def _checked(args: argparse.Namespace) -> tuple[dict[str, Any], Any, tuple[str, int], str | None]:
@@ -132,11 +135,16 @@ def _app(args: argparse.Namespace, sites: dict[str, Any], broker: Any, token: st
 
 
 def _serve(
-    app: Any, listen: tuple[str, int], sites: dict[str, Any], broker: Any, voice: _Voice
+    app: Any,
+    listen: tuple[str, int],
+    sites: dict[str, Any],
+    broker: Any,
+    voice: _Voice,
+    trusted_proxies: list[str],
 ) -> int:
     from console.server import ConsoleServer
 
-    server = ConsoleServer(app, *listen)
+    server = ConsoleServer(app, *listen, trusted_proxies=trusted_proxies)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -199,7 +200,8 @@ class _People:
         from console.server import ConsoleServer
 
         self.front = front
-        self.server = ConsoleServer(front, *self.listen)
+        trusted = getattr(self.args, "trusted_proxy", None) or []
+        self.server = ConsoleServer(front, *self.listen, trusted_proxies=trusted)
         return self.server
 
     def serve_console(self, service: Any, db: Path | str) -> str | None:
@@ -535,17 +537,26 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         flusher.start()
         parts.threads["influx-mirror"] = lambda: flusher.alive
         voice.say(f"mirroring to {mirror.writer.what}")
-    stop = threading.Event()
+    stop, reload = threading.Event(), threading.Event()
     fatal: list[str] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        (reload if signum == signal.SIGHUP else stop).set()
 
     def on_fatal(why: str) -> None:
         fatal.append(why)
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    def dispatch_for(new_site: Any) -> EventHandler:
+        handler: EventHandler = Dispatcher(new_site, sinks)
+        if mirror is not None:
+            from ingest.influx import EventFanOut
+
+            handler = EventFanOut([handler, mirror])
+        return handler
+
+    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in signals}
     service = None
     ingest = None
     try:
@@ -574,13 +585,18 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
             + (f"; alerts by {delivery.describe()}" if delivery else "")
             + (f"; web console {console_url}" if console_url else "")
             + (f"; metrics {w.endpoints.url}/metrics" if w.endpoints.url else "")
-            + "; Ctrl-C or SIGTERM to stop"
+            + "; Ctrl-C or SIGTERM to stop, SIGHUP to re-read the site file"
         )
+        _readmit_held(service, voice)
         next_tick = time.monotonic() + args.tick_s if args.tick_s > 0 else None
         while not stop.wait(0.2):
+            if reload.is_set():
+                reload.clear()
+                service = reload_one_site(args, service, ingest, dispatch_for, voice)
+                parts.service = service
             if next_tick is not None and time.monotonic() >= next_tick:
                 next_tick = time.monotonic() + args.tick_s
-                ticked(lambda: service.tick(_now_ms()), on_fatal)
+                ticked(partial(_tick, service), on_fatal)
     finally:
         parts.stopping = True  # /readyz: not ready from the first moment of the stop
         for s, handler in previous.items():
@@ -596,6 +612,72 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         w.endpoints.stop()
         people.close()
     return ended(voice, fatal, service.stats if service else "")
+
+
+def _readmit_held(service: Any, voice: _Voice) -> None:
+    """Take back the held messages the site's configuration now knows (ingest/held.py)."""
+    from ingest.held import readmit
+
+    done = readmit(service)
+    if done.messages:
+        voice.note(
+            f"site {service.site_id}: {done.messages} held messages taken back under its "
+            f"configuration ({done.held} still held)"
+        )
+
+
+def reload_one_site(
+    args: argparse.Namespace,
+    service: Any,
+    ingest: Any,
+    dispatch_for: Callable[[Any], Any],
+    voice: _Voice,
+) -> Any:
+    """SIGHUP for ``serve --site FILE``: the file re-read and, when it is acceptable
+    (ingest/reload_guard.py), a new engine over the store; else one line and the
+    running configuration stays. Returns the service that now runs."""
+    from ingest.reload_guard import RECENT_MS, reload_refusal
+    from siltwatch.config import load_site
+
+    path, old = Path(args.site[0]), service.site
+    try:
+        new = load_site(path)
+    except ConfigError as exc:
+        voice.err([*exc.lines, "reload: nothing changed"])
+        return service
+    if new.site.id != old.site.id:
+        voice.err(
+            [
+                f"{path}: reload refused: site.id is now {new.site.id!r}; this serve runs site "
+                f"{old.site.id!r} (start another serve for another site)"
+            ]
+        )
+        return service
+    if new == old:
+        voice.say(f"reloaded the site file {path}: unchanged")
+        return service
+    now = _now_ms()
+    if not getattr(args, "allow_orphaning", False):
+        recent = service.store.recent_sensors(old.site.id, now - RECENT_MS)
+        refusal = reload_refusal(path, old, new, recent)
+        if refusal is not None:
+            voice.err([refusal])
+            return service
+    with service.lock:  # no batch between the old engine's snapshot and the new engine
+        close_service(service, now, voice)
+        fresh = site_service(args, new, service.store, dispatch_for(new), service.mirror, voice)
+        fresh.fence_token = service.fence_token  # the same claim (ingest/fence.py)
+        ingest.service = fresh
+    later = ""
+    if (new.contacts, new.notifications) != (old.contacts, old.notifications):
+        later = "; contacts and notifications take effect at the next restart"
+    voice.say(f"reloaded the site file {path}: configuration changed, new engine{later}")
+    _readmit_held(fresh, voice)
+    return fresh
+
+
+def _tick(service: Any) -> object:
+    return service.tick(_now_ms())
 
 
 def ticked(tick: Callable[[], object], on_fatal: Callable[[str], None]) -> None:
@@ -667,6 +749,8 @@ def broker_settings(args: argparse.Namespace) -> BrokerSettings:
 
 def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
+    from console.server import add_trusted_proxy_option
+
     p.add_argument(
         "--site",
         action="append",
@@ -723,6 +807,13 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="serve the web console here (e.g. 127.0.0.1:8080); acknowledgements in it, "
         "by its links or by SMS stop escalations and repeats",
+    )
+    add_trusted_proxy_option(p)
+    p.add_argument(
+        "--allow-orphaning",
+        action="store_true",
+        help="on SIGHUP, apply a site file even when it drops sensors that delivered readings "
+        "in the last 7 days, or every station (refused by default: docs/live-service.md)",
     )
     p.add_argument(
         "--metrics",

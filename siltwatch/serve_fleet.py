@@ -86,9 +86,29 @@ class _Fleet:
         }
 
     def start_site(self, site: Any, path: Path) -> None:
-        self.router.add(site)
+        self._readmit(self.router.add(site))
         self.configs[site.site.id] = site
         self.paths[site.site.id] = path
+
+    def _readmit(self, service: Any) -> None:
+        """Take back what the site's configuration now knows of its held messages."""
+        from ingest.held import readmit
+
+        done = readmit(service)
+        if done.messages:
+            self.voice.note(
+                f"site {service.site_id}: {done.messages} held messages taken back under "
+                f"its configuration ({done.held} still held)"
+            )
+
+    def _refusal(self, sid: str, path: Path, new: Any, now: int) -> str | None:
+        """Why the reload of ``sid`` is refused (ingest/reload_guard.py), or None."""
+        from ingest.reload_guard import RECENT_MS, reload_refusal
+
+        if getattr(self.args, "allow_orphaning", False):
+            return None
+        recent = self.router.store.recent_sensors(sid, now - RECENT_MS)
+        return reload_refusal(path, self.configs[sid], new, recent)
 
     def reload(self) -> None:
         """SIGHUP: apply what changed in the site files (see the module docstring)."""
@@ -108,6 +128,11 @@ class _Fleet:
         new.update({sid: self.configs[sid] for sid in kept if sid not in new})
         added, removed, changed = changed_sites(self.configs, new)
         now = _now_ms()
+        for sid in list(changed):
+            refusal = self._refusal(sid, found.paths[sid], new[sid], now)
+            if refusal is not None:
+                voice.err([refusal])
+                changed.remove(sid)
         for sid in removed:
             self.ingest.remove_site(sid)
             self.router.remove(sid, now)
@@ -116,8 +141,9 @@ class _Fleet:
             self.paths.pop(sid, None)
         for sid in changed:
             voice.note(f"site {sid}: configuration changed in {found.paths[sid]}; new engine")
-            self.router.replace(new[sid], now)
+            self._readmit(self.router.replace(new[sid], now))
             self.configs[sid] = new[sid]
+            self.paths[sid] = found.paths[sid]
         for sid in list(added):
             self.start_site(new[sid], found.paths[sid])
             try:

@@ -15,6 +15,7 @@ from twilio.request_validator import RequestValidator  # type: ignore[import-unt
 
 from alerts.acklinks import ack_code
 from alerts.acks import Acknowledgement
+from console.auth import MAX_REFUSALS_PER_SOURCE
 from console.sms_inbound import parse_ack
 from tests.console.app_world import OFFICER, SID, World, make_world
 
@@ -113,3 +114,21 @@ def test_without_a_token_inbound_sms_is_refused(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_reading_the_reply(body: str, code: str | None) -> None:
     assert parse_ack(body) == code
+
+
+def test_code_guessing_from_one_number_is_slowed_without_audit_rows(world: World) -> None:
+    # Before (issue 23): 170 guesses/s, never refused, an audit row each.
+    answers = [sms(world, f"ACK {i:06d}".replace("0", "Z")).text for i in range(30)]
+    slowed = [a for a in answers if "too many codes" in a]
+    assert len(slowed) == 30 - MAX_REFUSALS_PER_SOURCE
+    assert len(world.actions("sms_refused")) == MAX_REFUSALS_PER_SOURCE
+    # Another number is not slowed by this one's guesses.
+    assert "too many codes" not in sms(world, "ACK ZZZZZZ", sender="+15185550142").text
+
+
+def test_forged_webhook_requests_are_slowed_without_audit_rows(world: World) -> None:
+    codes = [
+        sms(world, "ACK ZZZZZZ", signature="bm90IGEgc2lnbmF0dXJl").status_code for _ in range(25)
+    ]
+    assert codes.count(403) == MAX_REFUSALS_PER_SOURCE and codes.count(429) == 25 - codes.count(403)
+    assert len(world.actions("sms_refused")) == MAX_REFUSALS_PER_SOURCE
