@@ -191,8 +191,7 @@ def station_rows(site: SiteConfig, store: SqlStore) -> list[StationRow]:
     newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
     rows = []
     for station in site.stations:
-        statuses = store.statuses(sid, station.id)
-        report = statuses[-1][2] if statuses else None
+        report = store.latest_status(sid, station.id)
         clock = "—"
         if report is not None and report.clock_synced is False:
             clock = "not synced"
