@@ -586,6 +586,18 @@ class SqlStore(ABC):
         )
         return [_reading(row) for row in rows]
 
+    def readings_between_of(
+        self, site: str, sensor: str, start: int, end: int
+    ) -> list[SensorReading]:
+        """A sensor's readings with ``start <= t <= end`` in time order: :meth:`readings`
+        over a bounded span (ingest/rain_lead_in.py), one range on the (site, sensor, t) key."""
+        rows = self._execute(
+            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
+            "AND t >= ? AND t <= ? ORDER BY t",
+            (site, sensor, start, end),
+        )
+        return [_reading(row) for row in rows]
+
     def sensor_points(
         self, site: str, sensor: str, start: int, end: int
     ) -> list[tuple[int, float, str]]:
