@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analytics import batch as batch_path
-from analytics import statecodec
+from analytics import batch_catch_up, statecodec
 from analytics.batch_columns import ReadingColumns
 from analytics.detector import Context, Detector, Screen, TimerQueue
 from analytics.detectors import build_detectors
@@ -612,6 +612,9 @@ class Engine(TimerQueue):
         events: list[EngineEvent] = []
         for chunk in readings:
             if not chunk:
+                continue
+            if batch_catch_up.take_chunk(self, chunk, min(until, chunk[-1].t - 1)):
+                events += self._drain()  # the batch path took it (analytics/batch_catch_up.py)
                 continue
             for r in chunk:
                 self.stats.readings_in += 1

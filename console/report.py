@@ -44,6 +44,7 @@ from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, RainDay, Stat
 from analytics.rain import RainDetector, StormRecord
 from console.notes import Note, NoteKind, NotesSource
 from console.plots import site_charts
+from ingest.rain_lead_in import gauge_readings
 from ingest.replay import replay_site
 from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
@@ -197,7 +198,7 @@ def build_report(
     as_of = period.end_ms
     if generated_at is not None:
         as_of = min(as_of, round(generated_at.timestamp() * 1000))
-    rain_log, storms = rain_record(site, store)
+    rain_log, storms = rain_record(site, store, period.start_ms, period.end_ms)
     duties = store.duties(sid)
     alerts = [
         a for a in store.alerts(sid) if period.overlaps(_ms(a.opened_at), _opt_ms(a.resolved_at))
@@ -272,19 +273,22 @@ def _packs(site: SiteConfig) -> list[tuple[str, str]]:
 # --- rain ---------------------------------------------------------------------------------
 
 
-def rain_record(site: SiteConfig, store: SqlStore) -> tuple[list[RainDay], list[StormRecord]]:
+def rain_record(
+    site: SiteConfig, store: SqlStore, start_ms: int | None = None, end_ms: int | None = None
+) -> tuple[list[RainDay], list[StormRecord]]:
     """The daily rain log and the storms of every gauge, by the engine's rain detector.
 
     The stored gauge readings replayed (ingest/replay.py), as ``siltwatch
     records`` derives the log (ingest/records.py ``daily_rain``): the same
     quality policy, local days and storm segmentation the live engine applies.
-    The whole record is replayed, so a storm that began before the period is
-    whole.
+    The record is replayed from a lead-in before ``start_ms`` to a lead-out after
+    ``end_ms`` that hold every storm reaching into the period whole
+    (ingest/rain_lead_in.py; None: from the first / to the last reading): the days
+    and storms of the period are the whole record's.
     """
-    readings = [r for g in site.rain_gauges for r in store.readings(site.site.id, g.sensor)]
+    readings = gauge_readings(site, store, start_ms, end_ms)
     if not readings:
         return [], []
-    readings.sort(key=lambda r: (r.t, r.sensor))
     result = replay_site(site, readings, keep_engine=True)
     engine = result.engine
     rain = engine.detectors.get("rain") if engine is not None else None

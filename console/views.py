@@ -262,8 +262,7 @@ def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -
     gaps = store.data_gap_totals(sid)
     rows = []
     for station in site.stations:
-        statuses = store.statuses(sid, station.id)
-        report = statuses[-1][2] if statuses else None
+        report = store.latest_status(sid, station.id)
         clock = "—"
         if report is not None and report.clock_synced is False:
             clock = "not synced"

@@ -260,7 +260,7 @@ def _site_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
 def _rain_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield [
         (part.id, *rain_row(r))
-        for r in daily_rain(store, part.site)
+        for r in daily_rain(store, part.site, part.window.start, part.window.end)
         if part.window.holds(day_start_ms(r.day, part.zone))
     ]
 

@@ -6,8 +6,9 @@ The two questions differ on purpose (they are what an orchestrator asks):
   running — the MQTT commit worker, the delivery thread, the InfluxDB flusher.
   A dead one means the process must be restarted; a process still rebuilding
   from the store is alive (restarting it would only start the rebuild again).
-* **Ready** (/readyz): the engine is rebuilt from the store and the MQTT
-  session is connected, so what arrives is committed, judged and answered now.
+* **Ready** (/readyz): the engine is rebuilt from the store, the MQTT
+  session is connected and (with ``--http``) the web console answers, so what
+  arrives is committed, judged and answered now, and a person can log in.
   A rebuild, a lost broker or an orderly stop make it not ready, with the reason.
 
 :class:`ServiceParts` is where ``serve`` hands each part over as it starts; the
@@ -102,6 +103,9 @@ class ServiceParts:
     site_deliveries: DeliverySet | None = None
     threads: dict[str, Callable[[], bool]] = field(default_factory=dict)
     stopping: bool = False
+    # With --http: whether the console answers yet. "Ready" includes it, so a login
+    # right after /readyz says ready is served, not refused with a 503 (issue 24).
+    console_attached: Callable[[], bool] | None = None
 
     def per_site(self) -> list[ServiceParts]:
         """One view per site, each with that site's service: what the metrics read.
@@ -176,4 +180,6 @@ def _not_ready_because(parts: ServiceParts) -> str | None:
         return f"connecting to the MQTT broker at {parts.broker_url}"
     if not parts.mqtt.connected:
         return f"not connected to the MQTT broker at {parts.broker_url}"
+    if parts.console_attached is not None and not parts.console_attached():
+        return "attaching the web console"
     return None

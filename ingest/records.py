@@ -18,11 +18,12 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, SensorReading, SiteLogEntry
-from analytics.timeutil import from_ms
+from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, SiteLogEntry
+from analytics.timeutil import from_ms, to_ms
+from ingest.rain_lead_in import gauge_readings
 from ingest.replay import RainLogRow, replay_site
 from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
@@ -65,7 +66,10 @@ def export_records(
         i for i in store.inspections_after(site_id, None) if within(local_day(i.t, zone))
     ]
     log = [e for e in store.site_log(site_id) if within(local_day(e.t, zone))]
-    rain = [r for r in daily_rain(store, site) if within(r.day)]
+    first_ms = None if start is None else to_ms(datetime.combine(start, time(0), tzinfo=zone))
+    after = None if end is None else end + timedelta(days=1)
+    end_ms = None if after is None else to_ms(datetime.combine(after, time(0), tzinfo=zone))
+    rain = [r for r in daily_rain(store, site, first_ms, end_ms) if within(r.day)]
     out.mkdir(parents=True, exist_ok=True)
     _write(
         out / "inspections.csv",
@@ -81,14 +85,16 @@ def export_records(
     return Written(len(inspections), len(rain), len(log), out)
 
 
-def daily_rain(store: SqlStore, site: SiteConfig) -> list[RainLogRow]:
-    """The site's daily rain record from the stored gauge readings (the engine's rule)."""
-    readings: list[SensorReading] = []
-    for gauge in site.rain_gauges:
-        readings += store.readings(site.site.id, gauge.sensor)
+def daily_rain(
+    store: SqlStore, site: SiteConfig, start_ms: int | None = None, end_ms: int | None = None
+) -> list[RainLogRow]:
+    """The site's daily rain record from the stored gauge readings (the engine's rule):
+    every local day in [``start_ms``, ``end_ms``) as the whole record gives it, replayed
+    from a bounded lead-in to a bounded lead-out (ingest/rain_lead_in.py; None: from the
+    first / to the last reading)."""
+    readings = gauge_readings(site, store, start_ms, end_ms)
     if not readings:
         return []
-    readings.sort(key=lambda r: (r.t, r.sensor))
     return replay_site(site, readings).rain_log
 
 

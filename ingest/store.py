@@ -146,7 +146,7 @@ class SqliteStore(SqlStore):
         Version 1 tables are rebuilt (they lacked arrival order); from version 2
         on an upgrade only adds (3: the statuses table, ``snapshots.status_mark``;
         4: the site_log table, ``snapshots.site_log_mark``, the inspections'
-        record columns), so the file is upgraded in place and its rows, ids and
+        record columns; 5: station_clocks, filled once from the readings), so the file is upgraded in place and its rows, ids and
         snapshots stay as they were.
         """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
@@ -189,6 +189,8 @@ class SqliteStore(SqlStore):
                 cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
                 if column not in cols:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            if version < 5:
+                self._fill_station_clocks()
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 

@@ -213,6 +213,8 @@ class PostgresStore(SqlStore):
                     f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} "
                     + postgres_schema(declaration)
                 )
+            if version < 5:
+                self._fill_station_clocks()  # 5: kept with the readings from now on
             self.db.execute("DELETE FROM siltwatch_schema")
             self.db.execute("INSERT INTO siltwatch_schema VALUES (%s)", (SCHEMA_VERSION,))
 

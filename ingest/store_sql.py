@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from analytics.engine import UNTRUSTED_TIME
 from analytics.events import (
     STATION_HEALTH_FIELDS,
     Inspection,
@@ -36,7 +37,9 @@ from siltwatch.schema import Alert, Duty
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
 # gains the statuses table and snapshots.status_mark in place); 4: the site log and the
 # inspection record fields (additive: the site_log table, snapshots.site_log_mark and
-# the inspections' record columns are added in place); 5: data_gaps (additive: the table).
+# the inspections' record columns are added in place); 5: data_gaps, and station_clocks
+# kept with the readings (additive: the tables are created, station_clocks filled from the
+# readings once, in place).
 SCHEMA_VERSION = 5
 
 # Rejection reasons that say only that the configuration does not know the message's
@@ -100,6 +103,10 @@ CREATE TABLE IF NOT EXISTS data_gaps (
     seq_from INTEGER NOT NULL, seq_to INTEGER NOT NULL, time_from INTEGER, time_to INTEGER,
     reason TEXT NOT NULL, recorded_at INTEGER NOT NULL,
     UNIQUE (site, sensor, seq_from)
+);
+CREATE TABLE IF NOT EXISTS station_clocks (
+    site TEXT NOT NULL, station TEXT NOT NULL, t INTEGER NOT NULL, received_at INTEGER NOT NULL,
+    PRIMARY KEY (site, station)
 );
 """
 
@@ -265,6 +272,8 @@ class SqlStore(ABC):
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at),
             )
+            if cur.rowcount:
+                self._advance_clocks(site, [(station, r, received_at)])
             return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
         # The first of each key only: a statement then never meets its own row twice, and
         # each (sensor, t) it returns names exactly one reading of ``groups``.
@@ -277,6 +286,8 @@ class SqlStore(ABC):
         step = self.READINGS_PER_INSERT
         for start in range(0, len(unique), step):
             stored.update(self._insert_reading_rows(site, unique[start : start + step]))
+        if stored:
+            self._advance_clocks(site, [first[key] for key in stored])
         # RETURNING's row order is not promised (SQLite says so): the input sets the order,
         # and a key is new once, in the group that brought it first.
         out: list[list[SensorReading]] = []
@@ -310,6 +321,42 @@ class SqlStore(ABC):
             args,
         )
         return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
+
+    def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
+        """Bring ``station_clocks`` up to the readings just stored (same transaction).
+
+        Each station's latest trustworthy event time and the latest arrival among
+        those readings: what :meth:`station_clocks` answers, kept as readings are
+        stored so that a page or a start never aggregates the whole history. A
+        reading whose time cannot be trusted moves neither (as ``_TRUSTED_TIME_SQL``).
+        """
+        newest: dict[str, tuple[int, int]] = {}
+        for station, r, received_at in stored:
+            if UNTRUSTED_TIME & r.flags:
+                continue
+            t, at = newest.get(station, (r.t, received_at))
+            newest[station] = (max(t, r.t), max(at, received_at))
+        for station, (t, at) in newest.items():
+            self._execute(
+                "INSERT INTO station_clocks (site, station, t, received_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (site, station) DO UPDATE SET "
+                "t = CASE WHEN excluded.t > station_clocks.t "
+                "THEN excluded.t ELSE station_clocks.t END, "
+                "received_at = CASE WHEN excluded.received_at > station_clocks.received_at "
+                "THEN excluded.received_at ELSE station_clocks.received_at END",
+                (site, station, t, at),
+            )
+
+    def _fill_station_clocks(self) -> None:
+        """Fill ``station_clocks`` from the stored readings: once, when a store written
+        before it existed (schema v4 or older) is upgraded."""
+        self._execute("DELETE FROM station_clocks")
+        self._execute(
+            "INSERT INTO station_clocks (site, station, t, received_at) "
+            "SELECT site, station, max(t), max(received_at) FROM readings WHERE "
+            + _TRUSTED_TIME_SQL
+            + " GROUP BY site, station"
+        )
 
     def add_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
@@ -701,6 +748,18 @@ class SqlStore(ABC):
         )
         return [_reading(row) for row in rows]
 
+    def readings_between_of(
+        self, site: str, sensor: str, start: int, end: int
+    ) -> list[SensorReading]:
+        """A sensor's readings with ``start <= t <= end`` in time order: :meth:`readings`
+        over a bounded span (ingest/rain_lead_in.py), one range on the (site, sensor, t) key."""
+        rows = self._execute(
+            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
+            "AND t >= ? AND t <= ? ORDER BY t",
+            (site, sensor, start, end),
+        )
+        return [_reading(row) for row in rows]
+
     def sensor_points(
         self, site: str, sensor: str, start: int, end: int
     ) -> list[tuple[int, float, str]]:
@@ -840,6 +899,16 @@ class SqlStore(ABC):
         rows = self._execute(query + " ORDER BY id", args)
         return [(int(i), int(a), _status(rest)) for i, a, *rest in rows]
 
+    def latest_status(self, site: str, station: str) -> StationReport | None:
+        """The station's newest stored status by arrival (None: none yet): one seek on the
+        (site, station, id) index, not the station's whole history as :meth:`statuses`."""
+        row = self._execute(
+            "SELECT station, t, state, health, timed FROM statuses "
+            "WHERE site = ? AND station = ? ORDER BY id DESC LIMIT 1",
+            (site, station),
+        ).fetchone()
+        return None if row is None else _status(row)
+
     def marks(self) -> Marks:
         """The newest reading, inspection, status and site-log ids: how far a snapshot has
         read the store."""
@@ -875,11 +944,14 @@ class SqlStore(ABC):
         return min(found) if found else None
 
     def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
-        """(station, latest trustworthy event time, latest arrival) of every station."""
+        """(station, latest trustworthy event time, latest arrival among its trustworthy
+        readings) of every station that has one.
+
+        Read from ``station_clocks``, kept as readings are stored
+        (:meth:`_advance_clocks`): a few rows whatever the history's length.
+        """
         rows = self._execute(
-            "SELECT station, max(t), max(received_at) FROM readings WHERE site = ? AND "
-            + _TRUSTED_TIME_SQL
-            + " GROUP BY station",
+            "SELECT station, t, received_at FROM station_clocks WHERE site = ? ORDER BY station",
             (site,),
         )
         return [(str(s), int(t), int(a)) for s, t, a in rows]

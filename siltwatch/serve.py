@@ -291,7 +291,10 @@ class _Endpoints:
             self.server = ConsoleServer(ops, *self.listen)
             servers.append((f"--metrics {self.args.metrics}: cannot listen there", self.server))
             # (ConsoleServer's own reason names the console; uvicorn logged the real one.)
-        http = people.http_server(OpsFront(ops))
+        front = OpsFront(ops)
+        http = people.http_server(front)
+        if http is not None:  # ready only once the console answers (ingest/health.py)
+            parts.console_attached = lambda: front.console is not None
         if http is not None:
             servers.append((f"--http {self.args.http}: the web console cannot listen", http))
         if voice.json_lines:  # uvicorn set up its own handlers when each server was made

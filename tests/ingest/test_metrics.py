@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import httpx
 import paho.mqtt.client as mqtt
@@ -255,6 +257,22 @@ def test_healthz_names_the_worker_that_stopped_and_readyz_says_why_not() -> None
         assert ready.json()["reason"] == "rebuilding the engine from the store"
         parts.stopping = True
         assert client.get("/readyz").json()["reason"] == "stopping"
+
+
+def test_readyz_waits_for_the_web_console_when_there_is_one() -> None:
+    attached = False
+    parts = ServiceParts(SID, broker_url="mqtt://127.0.0.1:1")
+    parts.service = cast(Any, object())  # rebuilt from the store
+    parts.mqtt = cast(Any, SimpleNamespace(connected=True))
+    parts.console_attached = lambda: attached
+    with TestClient(ops_app(parts, lambda: 0)) as client:
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["reason"] == "attaching the web console"
+        attached = True
+        assert client.get("/readyz").status_code == 200
+        parts.console_attached = None  # no --http: nothing to wait for
+        assert client.get("/readyz").status_code == 200
 
 
 def test_delivery_failures_by_channel_and_the_outbox_depth_are_scraped(tmp_path: Path) -> None:

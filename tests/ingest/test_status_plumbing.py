@@ -96,6 +96,10 @@ def test_store_round_trip_and_duplicate_refusal(store: SqlStore) -> None:
     assert store.marks()[2] == rows[-1][0]
     assert store.earliest_stored_after(SITE_ID, *store.marks()[:2], rows[2][0]) == at(1)
     assert store.statuses("another-site") == []
+    # The console's station table reads the newest by arrival, one seek per station.
+    assert store.latest_status(SITE_ID, "up-1") == full
+    assert store.latest_status(SITE_ID, "down-1") == health
+    assert store.latest_status(SITE_ID, "basin-1") is None
 
 
 OLD_SNAPSHOTS = """

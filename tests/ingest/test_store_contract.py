@@ -231,6 +231,68 @@ def test_marks_and_station_clocks_ignore_untrusted_times(store: SqlStore) -> Non
     assert sorted(store.station_clocks(A)) == [("down-1", 4 * H, 7), ("up-1", 5 * H, 8)]
 
 
+def _clocks_from_history(store: SqlStore, site: str) -> list[tuple[str, int, int]]:
+    """station_clocks' answer computed the old way: a GROUP BY over every stored reading."""
+    rows = store._execute(
+        "SELECT station, max(t), max(received_at) FROM readings WHERE site = ? AND "
+        "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%' "
+        "GROUP BY station ORDER BY station",
+        (site,),
+    )
+    return [(str(s), int(t), int(a)) for s, t, a in rows]
+
+
+@both
+def test_station_clocks_are_kept_with_the_readings_not_recomputed(store: SqlStore) -> None:
+    # Out of order, duplicates, untrusted times, a group commit that fails, two sites.
+    store.add_readings(A, [("up-1", r("turb-up", 5 * H)), ("down-1", r("turb-down", 4 * H))], 7)
+    with store.transaction():
+        store.insert_reading_groups(
+            A,
+            [
+                ([("up-1", r("turb-up", 3 * H)), ("up-1", r("turb-up", 5 * H))], 9),
+                ([("down-1", r("turb-down", 6 * H, 1.0, None, "clock_unsynced"))], 11),
+                ([("basin-1", r("rain-1", 2 * H)), ("basin-1", r("lvl", 1 * H))], 12),
+            ],
+        )
+    with pytest.raises(RuntimeError), store.transaction():
+        store.insert_readings(A, [("up-1", r("turb-up", 80 * H))], 99)
+        raise RuntimeError("the process dies mid-batch")
+    store.add_readings(A, [("down-1", r("turb-down", 5 * H, 2.0, None, "spike"))], 13)
+    store.add_readings(B, [("up-1", r("turb-up", 50 * H))], 14)
+    assert store.station_clocks(A) == [
+        ("basin-1", 2 * H, 12),
+        ("down-1", 5 * H, 13),
+        ("up-1", 5 * H, 9),
+    ]
+    assert store.station_clocks(A) == _clocks_from_history(store, A)
+    assert store.station_clocks(B) == [("up-1", 50 * H, 14)] == _clocks_from_history(store, B)
+
+
+@both
+def test_a_store_from_before_station_clocks_fills_them_on_open(store_db: str) -> None:
+    store = open_store(store_db)
+    store.add_readings(A, [("up-1", r("turb-up", 5 * H)), ("down-1", r("turb-down", 4 * H))], 7)
+    store.add_readings(A, [("up-1", r("turb-up", 9 * H, 1.0, None, "clock_ahead"))], 8)
+    # What siltwatch before schema v5 wrote: no station_clocks table.
+    with store.transaction():
+        store._execute("DROP TABLE station_clocks")
+        if is_postgres_url(store_db):
+            store._execute("UPDATE siltwatch_schema SET version = 4")
+        else:
+            store._execute("PRAGMA user_version=4")
+    store.close()
+    with pytest.raises(StoreError, match="schema v4"):
+        open_store_read_only(store_db)  # a reader never migrates: it names the fix
+    store = open_store(store_db)
+    try:
+        assert store.station_clocks(A) == [("down-1", 4 * H, 7), ("up-1", 5 * H, 7)]
+        store.add_readings(A, [("up-1", r("turb-up", 6 * H))], 10)
+        assert store.station_clocks(A) == [("down-1", 4 * H, 7), ("up-1", 6 * H, 10)]
+    finally:
+        store.close()
+
+
 # --- records --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,560 @@
+"""A year of one site: what siltwatch costs when the history is long (issue 24).
+
+Run: ``.venv/bin/python -m benchmarks.year`` (a site-year, a few minutes);
+``--quick`` for one month; ``--sites N`` to rebuild N copies of the site (in
+parallel processes, as a fleet restarts); ``--postgres`` to build and measure
+a PostgreSQL store as well (a throwaway server started as tests/servers.py does).
+
+Why: a site lives for years (post-construction duties run five, records are
+kept longer), so what a page, a report, a rebuild or an export costs must be
+bounded by what is asked, not by what is stored. This script is where those
+costs are measured; the unit tests never time anything.
+
+It generates, seeded, the Lake George example site (examples/lake-george-site.toml)
+for ``--months`` months from 2025-05-01 UTC: both turbidity probes every minute,
+the rain gauge and the basin level every 5 minutes, the sediment depth hourly
+(1,270,200 readings a year), with storms (rain, a basin that fills and drains,
+turbidity plumes downstream, sediment that builds up). Then, each figure next to
+its baseline from the same run:
+
+- ``replay`` of the recording (parse + engine, batch path) vs pandas reading the
+  same CSV and computing the detector's rolling medians (benchmarks/replay.py);
+- a store built from the recording (readings stored in chunks, then the engine
+  rebuilt from the store as after a site change, alerts and duties stored):
+  its bytes per reading beside the CSV's, and the rebuild beside ``replay``;
+- the console (overview, site page 7 and 92 days, an alert page, the one-week
+  report) on that store and on a one-month store: median of ``--repeat`` requests;
+- the report of the whole period built directly (the command line's path);
+- ``siltwatch export`` of the readings as CSV and Parquet vs ``sqlite3 -csv`` and
+  pandas writing the same frame to Parquet.
+
+Benchmarks may read the clock (``time.perf_counter``); the analytics never do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_FILE = ROOT / "examples" / "lake-george-site.toml"
+START = datetime(2025, 5, 1, tzinfo=UTC)
+MS_PER_MIN = 60_000
+PASSWORD = "silt-fence-holds-7"
+CPU_ENV = "SILTWATCH_BENCH_CPU"  # set: the sides measure CPU seconds (--cpu)
+
+
+def clock() -> float:
+    """Wall seconds, or this process's CPU seconds under ``--cpu``."""
+    return time.process_time() if os.environ.get(CPU_ENV) else time.perf_counter()
+
+
+def children_clock() -> float:
+    """What a child process (``sqlite3``) took: wall seconds, or its CPU under ``--cpu``."""
+    if not os.environ.get(CPU_ENV):
+        return time.perf_counter()
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+OPERATOR = "Dana Ruiz"
+# (sensor, period in minutes): the example site's sensors and their intervals.
+SENSORS = (
+    ("turb-up", 1),
+    ("turb-down", 1),
+    ("rain-1", 5),
+    ("lvl-basin-a", 5),
+    ("sed-trap-1", 60),
+)
+
+
+# --- the recording ------------------------------------------------------------------
+
+
+def months_to_minutes(months: int) -> int:
+    """Minutes from START to START + ``months`` calendar months."""
+    year, month = START.year + (START.month - 1 + months) // 12, (START.month - 1 + months) % 12 + 1
+    return int((START.replace(year=year, month=month) - START).total_seconds() // 60)
+
+
+def write_recording(path: Path, months: int, seed: int = 24) -> int:
+    """The seeded site-months as ``time,sensor,value`` CSV in time order; returns the rows."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    minutes = months_to_minutes(months)
+    m = np.arange(minutes)
+    # Storms: about one every five days, 2-10 h of rain at 0.02-0.3 in/h.
+    rain_per_min = np.zeros(minutes)
+    starts = np.sort(rng.choice(minutes, size=max(1, minutes // 7200), replace=False))
+    for s in starts:
+        length = int(rng.integers(120, 600))
+        rain_per_min[s : s + length] += rng.uniform(0.02, 0.3) / 60
+    # The basin: fills with the rain, drains at 0.02 ft/h.
+    level = np.zeros(minutes)
+    depth = 0.0
+    inflow = rain_per_min * 4.0
+    for i in range(minutes):  # a recurrence; 0.5 M steps a year take ~0.3 s
+        depth = max(0.0, depth + inflow[i] - 0.02 / 60)
+        level[i] = depth
+    # Turbidity: a daily cycle upstream; downstream a plume while it rains hard.
+    bg = 6.0 + 2.0 * np.sin(m / 1440.0 * 2 * np.pi)
+    up = bg + rng.normal(0.0, 0.3, minutes)
+    plume = np.convolve(rain_per_min * 60 * 400, np.ones(90) / 90, mode="full")[:minutes]
+    down = bg + 1.0 + rng.normal(0.0, 0.4, minutes) + plume
+    sediment = 0.2 + np.cumsum(rain_per_min) * 0.05
+
+    frames = []
+    for sensor, every in SENSORS:
+        idx = m[::every]
+        if sensor == "turb-up":
+            values = np.round(up[idx], 2)
+        elif sensor == "turb-down":
+            values = np.round(down[idx], 2)
+        elif sensor == "rain-1":
+            depth5 = np.add.reduceat(rain_per_min, idx)
+            values = np.floor(depth5 / 0.01) * 0.01  # whole tips of 0.01 in
+            values = np.round(values, 2)
+        elif sensor == "lvl-basin-a":
+            values = np.round(level[idx], 3)
+        else:
+            values = np.round(sediment[idx], 3)
+        frames.append(pd.DataFrame({"m": idx, "sensor": sensor, "value": values}))
+    frame = pd.concat(frames).sort_values(["m", "sensor"], kind="stable")
+    t0 = pd.Timestamp(START)
+    stamps = (t0 + pd.to_timedelta(frame["m"].to_numpy(), unit="min")).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    out = pd.DataFrame(
+        {"time": stamps, "sensor": frame["sensor"].to_numpy(), "value": frame["value"].to_numpy()}
+    )
+    out.to_csv(path, index=False)
+    return len(out)
+
+
+# --- sides in their own process (own peak RSS, no warm caches) ------------------------
+
+
+def _peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def side(which: str, args: list[str]) -> dict[str, Any]:
+    """One measurement in this process; the result as a dict (printed as JSON)."""
+    if which == "pandas":
+        import pandas
+
+        from benchmarks.replay import run_pandas
+
+        t = clock()
+        run_pandas(Path(args[0]))
+        return {"seconds": clock() - t}
+    if which == "replay":
+        from ingest import columns  # noqa: F401 - before the clock starts
+        from ingest.recording import read_recording
+        from ingest.replay import replay_site
+        from siltwatch.config import load_site
+
+        site = load_site(SITE_FILE)
+        t = clock()
+        readings = read_recording(Path(args[0]), site.sensors()).readings
+        result = replay_site(site, readings)
+        return {
+            "seconds": clock() - t,
+            "readings": len(readings),
+            "alerts": len(result.alerts),
+        }
+    if which == "rebuild":
+        import pandas  # noqa: F401 - the batch path's, before the clock starts
+
+        return {"seconds": rebuild(args[0], args[1] if len(args) > 1 else None)}
+    raise SystemExit(f"unknown side {which!r}")
+
+
+def in_subprocess(which: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.year", "--side", which, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the {which} side failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+def load_readings(db: str, csv_path: Path, site_id: str | None = None) -> float:
+    """Store the recording's readings in chunks of 50,000 (no engine); seconds taken."""
+    from ingest.recording import read_recording
+    from ingest.store_open import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    readings = read_recording(csv_path, site.sensors()).readings
+    station = site.station_of()
+    sid = site_id or site.site.id
+    store = open_store(db)
+    t = clock()
+    try:
+        step = 50_000
+        for start in range(0, len(readings), step):
+            chunk = readings[start : start + step]
+            store.add_readings(sid, [(station[r.sensor], r) for r in chunk], chunk[-1].t)
+    finally:
+        store.close()
+    return clock() - t
+
+
+def rebuild(db: str, site_id: str | None = None) -> float:
+    """The engine rebuilt from the store (no usable snapshot: a site change); seconds.
+
+    Leaves what a service leaves: the alerts and duties stored, and a snapshot.
+    """
+    from ingest.service import IngestService
+    from ingest.store_open import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    if site_id is not None:
+        site = site.model_copy(update={"site": site.site.model_copy(update={"id": site_id})})
+    store = open_store(db)
+    try:
+        for row in store.snapshots(site.site.id):
+            store.drop_snapshot(site.site.id, row)
+        t = clock()
+        service = IngestService(site, store, say=lambda _line: None)
+        seconds = clock() - t
+        service.snapshot(service.engine.clock or 0)
+    finally:
+        store.close()
+    return seconds
+
+
+def store_bytes(db: str) -> int:
+    """The store's size on disk: the SQLite file after a checkpoint, or the PostgreSQL
+    database's readings table with its indexes."""
+    if db.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(db) as conn:
+            row = conn.execute("SELECT pg_total_relation_size('readings')").fetchone()
+            assert row is not None
+            return int(row[0])
+    import sqlite3
+
+    lite = sqlite3.connect(db)
+    try:
+        lite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (pages,) = lite.execute("PRAGMA page_count").fetchone()
+        (size,) = lite.execute("PRAGMA page_size").fetchone()
+        return int(pages * size)
+    finally:
+        lite.close()
+
+
+# --- the console ----------------------------------------------------------------------
+
+
+@dataclass
+class Pages:
+    overview: float
+    site_7: float
+    site_92: float
+    alert: float
+    report_week: float
+
+
+def _median(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = clock()
+        fn()
+        times.append(clock() - t)
+    return statistics.median(times)
+
+
+def console_pages(db: str, repeat: int) -> Pages:
+    """Median seconds of each page on the store ``db`` (the console's own tables added)."""
+    from starlette.testclient import TestClient
+
+    from console.app import make_app
+    from console.book import ConsoleBook
+    from ingest.store_open import open_store
+    from siltwatch.config import load_site
+    from tests.console.app_world import log_in
+
+    site = load_site(SITE_FILE)
+    sid = site.site.id
+    book = ConsoleBook(db)
+    try:
+        if not book.accounts.exists(OPERATOR):
+            book.accounts.add(OPERATOR, PASSWORD, 0)
+            book.accounts.grant(OPERATOR, sid, "operator")
+    finally:
+        book.close()
+    store = open_store(db)
+    try:
+        newest = store.newest_reading_t(sid) or 0
+        alerts = store.alerts(sid)
+    finally:
+        store.close()
+    assert alerts, "the generated period raised no alert: the alert page cannot be timed"
+    alert_id = alerts[len(alerts) // 2].id
+    app = make_app({sid: site}, db, desk=None, clock=lambda: newest / 1000 + 3600)
+    client = TestClient(app, base_url="https://console.test", follow_redirects=False)
+    response = log_in(client, OPERATOR, PASSWORD)
+    assert response.status_code == 303, response.text
+    last = datetime.fromtimestamp(newest / 1000, site.site.zone).date()
+    week = f"from={last - timedelta(days=6)}&to={last}"
+
+    def get(path: str) -> Callable[[], object]:
+        def fetch() -> object:
+            r = client.get(path)
+            assert r.status_code == 200, (path, r.status_code, r.text[:300])
+            return r
+
+        return fetch
+
+    return Pages(
+        overview=_median(get("/"), repeat),
+        site_7=_median(get(f"/sites/{sid}"), repeat),
+        site_92=_median(get(f"/sites/{sid}?hours={92 * 24}"), repeat),
+        alert=_median(get(f"/sites/{sid}/alerts/{alert_id}"), repeat),
+        report_week=_median(get(f"/sites/{sid}/report?{week}"), repeat),
+    )
+
+
+def whole_report(db: str) -> float:
+    """The report of every day the store holds, built as the command line builds it."""
+    from console.report import build_report
+    from ingest.store_open import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    store = open_store(db)
+    try:
+        zone = site.site.zone
+        first = datetime.fromtimestamp(to_ms(START) / 1000, zone).date()
+        last = datetime.fromtimestamp((store.newest_reading_t(site.site.id) or 0) / 1000, zone)
+        t = clock()
+        build_report(site, store, None, first, last.date())
+        return clock() - t
+    finally:
+        store.close()
+
+
+def to_ms(value: datetime) -> int:
+    return round(value.timestamp() * 1000)
+
+
+# --- export ---------------------------------------------------------------------------
+
+
+def export_times(db: str, work: Path) -> dict[str, float]:
+    """``siltwatch export`` of the readings (CSV, Parquet) and the two baselines."""
+    import pandas as pd
+
+    from ingest.export import ExportFormat, SiteSlice, Window, export_tables, tables_named
+    from ingest.store_open import open_store_read_only
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    out: dict[str, float] = {}
+    store = open_store_read_only(db)
+    try:
+        for fmt in (ExportFormat.CSV, ExportFormat.PARQUET):
+            t = clock()
+            export_tables(
+                store,
+                [SiteSlice(site, Window())],
+                work / f"export-{fmt.value}",
+                fmt,
+                tables_named("readings"),
+            )
+            out[fmt.value] = clock() - t
+    finally:
+        store.close()
+    sqlite3_cli = shutil.which("sqlite3")
+    if sqlite3_cli is not None and not db.startswith("postgresql"):
+        t = children_clock()
+        with (work / "sqlite3.csv").open("wb") as fh:
+            subprocess.run(
+                [sqlite3_cli, "-csv", "-header", db, "SELECT * FROM readings ORDER BY t, sensor"],
+                stdout=fh,
+                check=True,
+            )
+        out["sqlite3_csv"] = children_clock() - t
+    frame = pd.read_parquet(work / "export-parquet" / "readings.parquet")
+    t = clock()
+    frame.to_parquet(work / "pandas.parquet", index=False)
+    out["pandas_parquet"] = clock() - t
+    return out
+
+
+# --- PostgreSQL -----------------------------------------------------------------------
+
+
+@contextmanager
+def postgres(work: Path) -> Iterator[tuple[str, str]]:
+    """A throwaway PostgreSQL server (as the tests start one): the URLs of a database for
+    the year and one for the month."""
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import PostgresServer
+
+    server = PostgresServer(work / "pg")
+    server.start()
+    try:
+        yield server.create_database("year"), server.create_database("month")
+    finally:
+        server.stop()
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+def build_store(db: str, csv_path: Path) -> tuple[float, float]:
+    """(seconds loading readings, seconds of the rebuild) for a fresh store ``db``."""
+    loaded = load_readings(db, csv_path)
+    rebuilt = in_subprocess("rebuild", db)["seconds"]
+    return loaded, float(rebuilt)
+
+
+def fleet_rebuild(db_folder: Path, csv_path: Path, sites: int, workers: int) -> float:
+    """``sites`` copies of the site (own ids) in one SQLite file each, rebuilt in parallel."""
+    dbs = []
+    for n in range(sites):
+        db = str(db_folder / f"site-{n:03d}.sqlite3")
+        load_readings(db, csv_path, f"lg-{n:03d}")
+        dbs.append((db, f"lg-{n:03d}"))
+    t = time.perf_counter()  # wall seconds even under --cpu: the work is in the pool
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(rebuild, *zip(*dbs, strict=True)))
+    return time.perf_counter() - t
+
+
+def row(name: str, measured: str, baseline: str, ratio: str = "") -> str:
+    return f"| {name:<44} | {measured:>22} | {baseline:>34} | {ratio:>7} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--months", type=int, default=12)
+    parser.add_argument("--quick", action="store_true", help="one month")
+    parser.add_argument("--sites", type=int, default=0, help="also rebuild N site copies")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeat", type=int, default=5, help="requests per page")
+    parser.add_argument("--postgres", action="store_true", help="measure PostgreSQL too")
+    parser.add_argument("--no-export", action="store_true", help="skip the export figures")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds instead of wall seconds")
+    parser.add_argument("--side", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.cpu:
+        os.environ[CPU_ENV] = "1"  # the sides' processes inherit it
+    if args.side:
+        print(json.dumps(side(args.side[0], args.side[1:]) | {"rss_mb": _peak_rss_mb()}))
+        return 0
+    months = 1 if args.quick else args.months
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="siltwatch-year-") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o755)  # the postgres account enters it (tests/servers.py)
+        csv_path, month_csv = work / "year.csv", work / "month.csv"
+        t = clock()
+        rows = write_recording(csv_path, months)
+        print(f"recording: {months} month(s), {rows:,} readings, "
+              f"{csv_path.stat().st_size / rows:.1f} B/reading as CSV "
+              f"(written in {clock() - t:.1f} s)", flush=True)  # fmt: skip
+        replay = in_subprocess("replay", str(csv_path))
+        pandas_s = float(in_subprocess("pandas", str(csv_path))["seconds"])
+        lines.append(row("replay (parse + engine)", f"{replay['seconds']:.2f} s",
+                         f"pandas read + medians {pandas_s:.2f} s",
+                         f"{replay['seconds'] / pandas_s:.2f}x"))  # fmt: skip
+        print(f"replay: {replay['readings']:,} readings, {replay['alerts']} alerts", flush=True)
+
+        backends = [("SQLite", str(work / "year.sqlite3"), str(work / "month.sqlite3"))]
+        pg = postgres(work) if args.postgres else None
+        if pg is not None:
+            backends.append(("PostgreSQL", *pg.__enter__()))
+        try:
+            if months > 1:
+                write_recording(month_csv, 1)
+            for name, db, month_db in backends:
+                if months > 1:
+                    build_store(month_db, month_csv)
+                loaded, rebuilt = build_store(db, csv_path)
+                print(f"{name}: readings stored in {loaded:.1f} s, rebuilt in {rebuilt:.1f} s",
+                      flush=True)  # fmt: skip
+                size = store_bytes(db) / rows
+                lines.append(row(f"{name} store size", f"{size:.1f} B/reading",
+                                 f"the CSV {csv_path.stat().st_size / rows:.1f} B",
+                                 f"{size / (csv_path.stat().st_size / rows):.2f}x"))  # fmt: skip
+                lines.append(row(f"{name} rebuild (a site change)", f"{rebuilt:.2f} s",
+                                 f"replay {replay['seconds']:.2f} s",
+                                 f"{rebuilt / replay['seconds']:.2f}x"))  # fmt: skip
+                pages = console_pages(db, args.repeat)
+                base = pages if months == 1 else console_pages(month_db, args.repeat)
+                for label, key in (
+                    ("overview", "overview"),
+                    ("site page, 7 days", "site_7"),
+                    ("site page, 92 days", "site_92"),
+                    ("alert page", "alert"),
+                    ("report, 1 week", "report_week"),
+                ):
+                    here, there = getattr(pages, key), getattr(base, key)
+                    lines.append(row(f"{name} console {label} (median)", f"{here * 1000:.0f} ms",
+                                     f"one-month store {there * 1000:.0f} ms",
+                                     f"{here / there:.2f}x"))  # fmt: skip
+                whole = whole_report(db)
+                lines.append(row(f"{name} report of all {months} month(s)", f"{whole:.2f} s", "—"))
+                if not args.no_export:
+                    ex = export_times(db, work)
+                    if "sqlite3_csv" in ex:
+                        lines.append(row(f"{name} export CSV", f"{ex['csv']:.2f} s",
+                                         f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
+                                         f"{ex['csv'] / ex['sqlite3_csv']:.2f}x"))  # fmt: skip
+                    lines.append(row(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
+                                     f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
+                                     f"{ex['parquet'] / ex['pandas_parquet']:.2f}x"))  # fmt: skip
+        finally:
+            if pg is not None:
+                pg.__exit__(None, None, None)
+        if args.sites:
+            fleet = work / "fleet"
+            fleet.mkdir()
+            seconds = fleet_rebuild(fleet, csv_path, args.sites, args.workers)
+            lines.append(row(f"{args.sites} sites rebuilt, {args.workers} processes",
+                             f"{seconds:.1f} s", f"replay x {args.sites} "
+                             f"{replay['seconds'] * args.sites:.0f} s",
+                             f"{seconds / (replay['seconds'] * args.sites):.2f}x"))  # fmt: skip
+    print()
+    print(row("figure", "measured", "baseline, same run", "ratio"))
+    print(f"|{'-' * 46}|{'-' * 24}|{'-' * 36}|{'-' * 9}|")
+    for line in lines:
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
