@@ -350,6 +350,13 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
 STANDBY_POLL_S = 0.5
 
 
+def publisher(ingest: Any) -> Callable[[str, bytes, bool], object]:
+    """Publish on the ingest's own MQTT session (QoS 1; paho queues, never blocks)."""
+    return lambda topic, payload, retain: ingest.client.publish(
+        topic, payload, qos=1, retain=retain
+    )
+
+
 def site_service(
     args: argparse.Namespace,
     site: Any,
@@ -510,10 +517,14 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         delivery.start()
         parts.delivery = delivery
         parts.threads["delivery"] = lambda: bool(delivery.alive)
-    dispatcher: EventHandler = Dispatcher(site, sinks)
+    from ingest.alert_topic import AlertTopic
+    from ingest.influx import EventFanOut
+
+    alert_topic = AlertTopic(site.site.id)  # siltwatch/v1/{site}/alerts/{id}, once connected
+    dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
     if mirror is not None:
-        from ingest.influx import EventFanOut, MirrorFlusher
+        from ingest.influx import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
         flusher = MirrorFlusher(mirror)
@@ -552,6 +563,8 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         if not connect(ingest, start_error, parts, voice):
             ingest = None
             return EXIT_FAIL
+        alert_topic.publish = publisher(ingest)
+        alert_topic.sync(store.alerts(site.site.id))  # the store is the truth
         console_url = people.serve_console(service, args.db)
         voice.say(
             f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {store.where}; "
