@@ -58,7 +58,7 @@ def _page(
     context: dict[str, Any] = {
         "site": site,
         "alert": alert,
-        "row": views.alert_row(alert, site, console.book),
+        "row": views.alert_row(alert, site, console.book, console.now_ms()),
         "evidence": views.evidence_view(alert, site),
         "timeline": views.timeline(alert, site, console.book),
         "may_act": user.may(sid, Permission.ACKNOWLEDGE),
