@@ -31,7 +31,7 @@ from console.desk import DeskError
 from console.web import Console, console_of, field_text, page_user, posted_form, render, site_for
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
-from siltwatch.vocabulary import SiteEvent
+from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -109,7 +109,8 @@ def _problems(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+        msg = str(err["msg"]).removeprefix("Value error, ")  # pydantic's words, not ours
+        parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts)
 
 
@@ -214,6 +215,12 @@ def site_log_record(
         raise FormProblem(
             f"area {area!r} is not an area of {site.site.id} ({', '.join(areas) or 'none'})"
         )
+    detail = field_text(form, "detail", 2000) or None
+    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE):  # typed in words, or as its id
+        milestone = milestone_of(detail or "")
+        if milestone is None:
+            raise FormProblem(f"detail: the {event} {milestone_problem(detail)}")
+        detail = milestone.value
     try:
         return SiteLogRecord(
             site=site.site.id,
@@ -221,7 +228,7 @@ def site_log_record(
             event=SiteEvent(event),
             area=area or None,
             by=user.name,
-            detail=field_text(form, "detail", 2000) or None,
+            detail=detail,
         )
     except ValidationError as exc:
         raise FormProblem(_problems(exc)) from None
