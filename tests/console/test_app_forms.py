@@ -67,6 +67,7 @@ def test_an_inspection_reaches_the_desk_as_the_record_a_tablet_would_send(world:
     }
     (who, _a, _i, detail) = world.actions("inspection")[-1]
     assert who == INSPECTOR and duty in detail
+    assert "at 2026-05-12 09:30 EDT" in detail  # the audit log is read in the site's time
 
 
 def test_a_full_site_inspection_names_no_duty_and_defaults_to_the_person(world: World) -> None:
