@@ -640,6 +640,7 @@ def sms_text(
         when = f"due {day_time(due, site.zone)}"
     elif note.event == "resolved" and a.resolved_at is not None:
         when = span(a.opened_at, a.resolved_at, site.zone)
+        amount = _peak_of(amount)
     else:
         when = "since " + day_time(a.opened_at, site.zone)
     sms = _Sms(
@@ -671,6 +672,13 @@ def sms_text(
     )
     text = _fit(sms, steps, limit).text()
     return text if gsm7_septets(text) <= limit else gsm_cut(text, limit)
+
+
+def _peak_of(amount: str) -> str:
+    """For an episode that ended, how bad it got: "peak 170.6 vs 54.3" from "26.7 NTU vs
+    limit 33.7 (peak 170.6 vs 54.3)"; the amount as it is when it names no peak."""
+    found = re.search(r"\((peak [^()]*)\)", amount)
+    return found.group(1) if found else amount
 
 
 def sms_citation(rule: str) -> str:

@@ -215,3 +215,20 @@ def test_every_summary_is_one_segment_with_a_link_and_a_date(
     body = sms_summary(held, site, "2026-05-05T03:00:00Z", link=link)
     assert is_gsm7(body) and segments(body) == 1 and gsm7_septets(body) <= 160, body
     assert body.endswith(link) and "May 4 23:00" in body, body
+
+
+def test_a_cleared_text_says_how_bad_it_got_not_the_value_at_clearing() -> None:
+    plume = alert(resolved=True)
+    plume = plume.model_copy(
+        update={
+            "evidence": {
+                **plume.evidence,
+                "downstream_level": 26.66,
+                "limit": 33.7,
+                "peak_downstream_level": 170.58,
+                "peak_limit": 54.31,
+            }
+        }
+    )
+    text = sms_text(Notification("resolved", "2026-05-06T00:58:00Z", plume, ()), NY, link=LINK)
+    assert "peak 170.6 vs 54.3" in text and "26.7" not in text, text
