@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from analytics.events import AlertEvent, EngineEvent
 from siltwatch.schema import Alert, AlertMessage, alert_episode_topic
@@ -32,6 +33,20 @@ log = logging.getLogger(__name__)
 
 # (topic, payload, retain) -> anything; paho's ``client.publish`` with qos=1 in the wiring.
 Publish = Callable[[str, bytes, bool], object]
+
+
+class ClientPublisher:
+    """:data:`Publish` on the service's own MQTT client (QoS 1; paho queues it, never
+    blocks), once that client exists: the services are built before the ingest connects.
+    Until ``client`` is set nothing is sent (:meth:`AlertTopic.sync` catches up)."""
+
+    def __init__(self) -> None:
+        self.client: Any = None  # paho.mqtt.client.Client, set after the connect
+
+    def __call__(self, topic: str, payload: bytes, retain: bool) -> object:
+        if self.client is None:
+            return None
+        return self.client.publish(topic, payload, qos=1, retain=retain)
 
 
 def alert_payload(site_id: str, alert: Alert) -> bytes:

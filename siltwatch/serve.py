@@ -350,13 +350,6 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
 STANDBY_POLL_S = 0.5
 
 
-def publisher(ingest: Any) -> Callable[[str, bytes, bool], object]:
-    """Publish on the ingest's own MQTT session (QoS 1; paho queues, never blocks)."""
-    return lambda topic, payload, retain: ingest.client.publish(
-        topic, payload, qos=1, retain=retain
-    )
-
-
 def site_service(
     args: argparse.Namespace,
     site: Any,
@@ -517,10 +510,11 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         delivery.start()
         parts.delivery = delivery
         parts.threads["delivery"] = lambda: bool(delivery.alive)
-    from ingest.alert_topic import AlertTopic
+    from ingest.alert_topic import AlertTopic, ClientPublisher
     from ingest.influx import EventFanOut
 
-    alert_topic = AlertTopic(site.site.id)  # siltwatch/v1/{site}/alerts/{id}, once connected
+    publisher = ClientPublisher()  # siltwatch/v1/{site}/alerts/{id}, once connected
+    alert_topic = AlertTopic(site.site.id, publisher)
     dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
     if mirror is not None:
@@ -563,8 +557,8 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         if not connect(ingest, start_error, parts, voice):
             ingest = None
             return EXIT_FAIL
-        alert_topic.publish = publisher(ingest)
-        alert_topic.sync(store.alerts(site.site.id))  # the store is the truth
+        publisher.client = ingest.client
+        alert_topic.sync(store.open_alerts(site.site.id))  # the store is the truth
         console_url = people.serve_console(service, args.db)
         voice.say(
             f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {store.where}; "

@@ -28,7 +28,7 @@ from ingest.store import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import AlertMessage, alert_episode_topic
 from tests.conftest import BrokerInfo
-from tests.ingest.live import EXAMPLES, reading_messages
+from tests.ingest.live import EXAMPLES, interrupt, reading_messages, serve_lake_george
 
 pytestmark = pytest.mark.integration
 
@@ -141,3 +141,42 @@ def test_an_episode_is_retained_while_open_and_cleared_when_it_ends(
     # The store is the truth: a restart re-publishes exactly the open episodes.
     open_ids = {a.id for a in store.alerts(SID) if a.resolved_at is None}
     assert alerts.sync(store.alerts(SID)) == len(open_ids)
+    for alert_id in open_ids:  # the session's broker is shared: leave nothing retained
+        send(alert_episode_topic(SID, alert_id), b"", True)
+
+
+def test_serve_publishes_the_open_episodes_of_its_store_when_it_starts(
+    mosquitto: BrokerInfo, tmp_path: Path
+) -> None:
+    """`siltwatch serve` (a real process) on a store holding an open and a resolved episode:
+    a consumer finds the open one retained on its own topic, and nothing for the other."""
+    readings = sorted(
+        read_csv_readings(EXAMPLES / "lake-george-storm.csv", SITE.sensors()),
+        key=lambda r: (r.t, r.sensor),
+    )
+    alerts = replay_site(SITE, readings).alerts
+    ended = next(a for a in alerts if a.resolved_at is not None)
+    still = ended.model_copy(update={"id": "al-open-for-the-topic", "resolved_at": None})
+    db = tmp_path / "site.sqlite3"
+    store = SqliteStore(db)
+    store.save_alert(SID, ended)
+    store.save_alert(SID, still)
+    store.close()
+    proc = serve_lake_george(mosquitto, tmp_path, db, f"alert-topic-serve-{tmp_path.name}")
+    try:
+        assert proc.stdout is not None
+        assert "siltwatch serving site 'lg-route9n'" in proc.stdout.readline()
+        watcher, got = consumer(mosquitto, "alert-topic-serve-watcher")
+        seen = {t: (p, r) for t, p, r in drain(got, 1.0)}
+        close(watcher)
+    finally:
+        rest = interrupt(proc)
+    assert proc.returncode == 0, rest
+    open_topic = alert_episode_topic(SID, still.id)
+    assert open_topic in seen and seen[open_topic][1] is True, seen.keys()
+    assert AlertMessage.model_validate_json(seen[open_topic][0]).id == still.id
+    assert alert_episode_topic(SID, ended.id) not in seen
+    # The session's broker is shared: leave no retained message behind.
+    cleaner = client(mosquitto, "alert-topic-serve-cleaner", "admin")
+    cleaner.publish(open_topic, b"", qos=1, retain=True).wait_for_publish(5)
+    close(cleaner)
