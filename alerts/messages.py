@@ -594,7 +594,7 @@ def _sms_heads(note: Notification) -> tuple[str, ...]:
             return (f"NOW {sev}, found late:",) if late else (f"NOW {sev}",)
         case "resolved":
             if late:
-                return (f"FOUND LATE, already ended: {sev}", f"FOUND LATE, ended: {sev}")
+                return (f"FOUND LATE, ended: {sev}", f"FOUND LATE: {sev}")
             return ("CLEARED",)
         case "reminder":
             return (f"STILL {sev}, not acknowledged:", f"STILL {sev}, no ACK:", f"STILL {sev}")
