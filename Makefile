@@ -1,10 +1,13 @@
 # siltwatch — the two commands of the README's quick start, and their helpers.
 #   make demo   run siltwatch on its embedded defaults, then serve the web console until Ctrl-C
+#               (on 127.0.0.1:$(PORT), 8080 unless PORT= says otherwise)
 #   make test   ruff, mypy, pytest
 # Both create .venv at the repo root and install siltwatch with all its extras first
 # (edge: the Pi's hardware drivers, server: the service's heavy parts, dev: the tools).
 
 PYTHON ?= python3
+# make demo's console port: PORT=8081 make demo when 8080 is taken (checked before the run)
+PORT ?= 8080
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -18,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/siltwatch demo --web 127.0.0.1:8080
+	$(BIN)/siltwatch demo --web 127.0.0.1:$(PORT)
 
 test: lint typecheck pytest
 

@@ -195,10 +195,12 @@ class FollowUps:
                 db, "site = ? AND alert_id = ? AND state = 'pending'", (sid, note.alert.id)
             ):
                 if self._found_late_step(f, note.alert):
-                    why = f"found late, already ended at {note.at}: told once"
+                    ended = local_time(note.alert.resolved_at or note.at, self.site.site.zone)
+                    why = f"found late, already ended at {ended}: told once"
                     self._settle(db, f, "sent", "notified", why, now)
                 else:
-                    self._settle(db, f, "cancelled", "not_sent", f"resolved at {note.at}", now)
+                    resolved = local_time(note.at, self.site.site.zone)
+                    self._settle(db, f, "cancelled", "not_sent", f"resolved at {resolved}", now)
             reached = self._reached(db, note.alert.id)
         told = {c.name for c in note.recipients}
         late = tuple(c for c in reached if c.name not in told)

@@ -45,7 +45,15 @@ from alerts.routing import Notification
 from siltwatch.detections import alert_spec
 from siltwatch.detections.base import short_number
 from siltwatch.latemarks import found_late, withdrawn_reason
-from siltwatch.naming import alert_subject, day_time, duty_of, names_of, overdue_words, span
+from siltwatch.naming import (
+    OVERDUE_SUFFIX,
+    alert_subject,
+    day_time,
+    duty_of,
+    names_of,
+    overdue_words,
+    span,
+)
 from siltwatch.schema import Alert
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import Severity, severity_rank
@@ -578,7 +586,7 @@ def _sms_heads(note: Notification) -> tuple[str, ...]:
             return (f"NOW {sev}, found late:",) if late else (f"NOW {sev}",)
         case "resolved":
             if late:
-                return (f"FOUND LATE, already ended: {sev}", f"FOUND LATE, ended: {sev}")
+                return (f"FOUND LATE, ended: {sev}", f"FOUND LATE: {sev}")
             return ("CLEARED",)
         case "reminder":
             return (f"STILL {sev}, not acknowledged:", f"STILL {sev}, no ACK:", f"STILL {sev}")
@@ -624,6 +632,7 @@ def sms_text(
         when = f"due {day_time(due, site.zone)}"
     elif note.event == "resolved" and a.resolved_at is not None:
         when = span(a.opened_at, a.resolved_at, site.zone)
+        amount = _peak_of(amount)
     else:
         when = "since " + day_time(a.opened_at, site.zone)
     sms = _Sms(
@@ -637,15 +646,15 @@ def sms_text(
         code=_gsm(code or ""),
         link=_gsm(link or ""),
     )
-    # The amount (its parenthesis, then all of it), the site's name (to its id), the
-    # event's words; then cut the subject, the label, the site id, the citation; the
-    # time (with its date), the code and the link are never cut.
+    # The amount's parenthesis, the site's name (to its id), the citation's words before
+    # its section, the event's words, the amount; then cut the subject, the label, the
+    # site id, the citation; the time (with its date), the code and the link stay.
     steps: tuple[Step, ...] = (
         lambda s, _o: replace(s, amount=s.amount.split(" (")[0]),
-        lambda s, _o: replace(s, amount=""),
         lambda s, _o: replace(s, site=_gsm(site.id)),
-        *([_step_down_head] * (len(sms.heads) - 1)),
         lambda s, _o: replace(s, rule=section_only(s.rule)),
+        *([_step_down_head] * (len(sms.heads) - 1)),
+        lambda s, _o: replace(s, amount=""),
         lambda s, over: replace(s, subject=_shorter(s.subject, over)),
         lambda s, over: replace(s, what=_shorter(s.what, over)),
         lambda s, over: replace(s, site=_shorter(s.site, over)),
@@ -655,6 +664,13 @@ def sms_text(
     )
     text = _fit(sms, steps, limit).text()
     return text if gsm7_septets(text) <= limit else gsm_cut(text, limit)
+
+
+def _peak_of(amount: str) -> str:
+    """For an episode that ended, how bad it got: "peak 170.6 vs 54.3" from "26.7 NTU vs
+    limit 33.7 (peak 170.6 vs 54.3)"; the amount as it is when it names no peak."""
+    found = re.search(r"\((peak [^()]*)\)", amount)
+    return found.group(1) if found else amount
 
 
 def sms_citation(rule: str) -> str:
@@ -727,22 +743,39 @@ def sms_summary(
     # Most severe first (an unknown severity ranks below info), openings first within one.
     items = sorted(held, key=lambda h: (-severity_rank(h.severity), h.event != "opened"))
     crit = sum(1 for h in held if h.severity == Severity.CRITICAL)
-    head = _gsm(
-        f"{site.short_name}: {len(held)} alert updates held since {day_time(since, site.zone)}"
-        + (f" ({crit} critical)" if crit else "")
-        + "."
-    )
-    closing = " Details by email."
+    crit_words = f" ({crit} critical)" if crit else ""
+    closing = "" if link else " Details by email."  # the link leads to them
+    text = ""
+    for name in (site.short_name, site.id):  # the id when the name leaves no room for items
+        head = _gsm(
+            f"{name}: {len(held)} updates held since {day_time(since, site.zone)}{crit_words}."
+        )
+        text, shown = _summary_items(head, items, limit)
+        if shown:
+            break
+    if gsm7_septets(text + closing) <= limit:
+        text += closing
+    return gsm_cut(text, limit) + tail
+
+
+def _summary_items(head: str, items: Sequence[Held], limit: int) -> tuple[str, int]:
+    """``head`` and as many items as fit, then "+N more."; (the text, items shown)."""
     text = head
     shown = 0
     for i, h in enumerate(items):
         more = f" +{len(items) - i - 1} more." if len(items) - i - 1 else ""
-        entries = [f"{h.severity.upper()} {h.event} {kind_label(h.kind)} {h.subject}"]
+        # A duty alert's subject is the duty's id: its label says what it is about.
+        subject = "" if h.kind.endswith(OVERDUE_SUFFIX) else f" {h.subject}"
+        event = "" if h.event == "opened" else f" {h.event}"  # an opening is the default
+        what = f"{h.severity.upper()}{event} {kind_label(h.kind)}"
+        entries = [f"{what}{subject}"]
         if not shown:  # the first item, the most severe, is worth dropping its subject for
-            entries.append(f"{h.severity.upper()} {h.event} {kind_label(h.kind)}")
+            entries.append(what)
+        citation = section_only(sms_citation(h.rule))
+        cited = f" ({citation});" if citation else ";"
         fitting = [
             e
-            for e in (" " + _gsm(f"{entry} ({sms_citation(h.rule)});") for entry in entries)
+            for e in (" " + _gsm(entry + cited) for entry in entries)
             if gsm7_septets(text + e + more) <= limit
         ]
         if not fitting:
@@ -752,9 +785,7 @@ def sms_summary(
     rest = len(items) - shown
     if rest:
         text += f" +{rest} more."
-    if gsm7_septets(text + closing) <= limit:
-        text += closing
-    return gsm_cut(text, limit) + tail
+    return text, shown
 
 
 # --- webhook ---------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def _context(check: LinkCheck, request: Request) -> dict[str, object]:
     site, alert = check.found.site, check.found.alert
     return {
         "site": site,
-        "row": views.alert_row(alert, site, console.book),
+        "row": views.alert_row(alert, site, console.book, now_ms=console.now_ms()),
         "contact": check.contact,
         "token": request.path_params["token"],
         "message_text": alert.message,

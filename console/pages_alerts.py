@@ -91,7 +91,7 @@ def _in_state(row: views.AlertRow, state: str) -> bool:
 def _rows(console: Console, sites: tuple[str, ...]) -> list[views.AlertRow]:
     rows: list[views.AlertRow] = []
     for sid in sites:
-        rows += views.all_alerts(console.sites[sid], console.store, console.book)
+        rows += views.all_alerts(console.sites[sid], console.store, console.book, console.now_ms())
     return rows
 
 

@@ -31,7 +31,8 @@ from console.desk import DeskError
 from console.web import Console, console_of, field_text, page_user, posted_form, render, site_for
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
-from siltwatch.vocabulary import SiteEvent
+from siltwatch.timefmt import local_time
+from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -109,7 +110,8 @@ def _problems(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"])
-        parts.append(f"{where}: {err['msg']}" if where else str(err["msg"]))
+        msg = str(err["msg"]).removeprefix("Value error, ")  # pydantic's words, not ours
+        parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts)
 
 
@@ -151,7 +153,7 @@ async def _record(
     kind: str,
     topic: Callable[[str], str],
     build: Callable[[Console, FormData, SiteConfig, SessionUser, int], R],
-    describe: Callable[[R], str],
+    describe: Callable[[R, SiteConfig], str],
     typed_prefix: str = "",
 ) -> Response:
     """Build a record from the posted form and hand it to the desk; say what was refused.
@@ -181,7 +183,7 @@ async def _record(
             typed=typed,
             status=400,
         )
-    console.book.audit(now, user.name, kind, site=sid, detail=describe(record))
+    console.book.audit(now, user.name, kind, site=sid, detail=describe(record, site))
     return RedirectResponse(f"/sites/{sid}/duties?done={kind}", status_code=303)
 
 
@@ -198,7 +200,10 @@ async def record_inspection(request: Request) -> Response:
         "inspection",
         inspections_topic,
         _inspection_from_form,
-        lambda r: f"{r.inspector} at {r.time.isoformat()} duty {r.duty or 'all open'}",
+        # The audit log is read by people: the site's local time, not UTC.
+        lambda r, site: (
+            f"{r.inspector} at {local_time(r.time, site.site.zone)} duty {r.duty or 'all open'}"
+        ),
     )
 
 
@@ -214,6 +219,12 @@ def site_log_record(
         raise FormProblem(
             f"area {area!r} is not an area of {site.site.id} ({', '.join(areas) or 'none'})"
         )
+    detail = field_text(form, "detail", 2000) or None
+    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE):  # typed in words, or as its id
+        milestone = milestone_of(detail or "")
+        if milestone is None:
+            raise FormProblem(f"detail: the {event} {milestone_problem(detail)}")
+        detail = milestone.value
     try:
         return SiteLogRecord(
             site=site.site.id,
@@ -221,7 +232,7 @@ def site_log_record(
             event=SiteEvent(event),
             area=area or None,
             by=user.name,
-            detail=field_text(form, "detail", 2000) or None,
+            detail=detail,
         )
     except ValidationError as exc:
         raise FormProblem(_problems(exc)) from None
@@ -233,6 +244,6 @@ async def record_site_log(request: Request) -> Response:
         "site_log",
         site_log_topic,
         lambda _console, form, site, user, now: site_log_record(form, site, user, now),
-        lambda r: f"{r.event} {r.area or ''} {r.detail or ''}".strip(),
+        lambda r, _site: " ".join(p for p in (r.event, r.area, r.detail) if p),
         typed_prefix="log_",
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from alerts.acks import Acknowledgement
@@ -32,6 +32,7 @@ from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
+from siltwatch.naming import alert_thing, names_of, overdue_words, thing_name
 from siltwatch.schema import Alert, Duty
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import DutyKind, Severity, severity_rank
@@ -66,6 +67,7 @@ class AlertRow:
     def live(self) -> bool:
         """Still open: its severity is the present one, not its peak."""
         return self.resolved is None
+    subject_name: str = ""  # what people call the subject (siltwatch/naming.py)
 
 
 def kind_label(kind: str) -> str:
@@ -92,13 +94,19 @@ def silence_of(alert: Alert, silences: Sequence[Silence]) -> str:
 
 
 def alert_row(
-    alert: Alert, site: SiteConfig, book: ConsoleBook, silences: Sequence[Silence] | None = None
+    alert: Alert,
+    site: SiteConfig,
+    book: ConsoleBook,
+    silences: Sequence[Silence] | None = None,
+    now_ms: int | None = None,
 ) -> AlertRow:
+    """``now_ms``: a duty alert's lateness is counted to it (not frozen at its opening)."""
     spec = alert_spec(alert.kind)
     zone = site.site.zone
     ack = book.acknowledged(site.site.id, alert.id)
     if silences is None:
         silences = book.silences(site.site.id)
+    late = "" if now_ms is None else overdue_words(alert, _at(now_ms), zone)
     return AlertRow(
         id=alert.id,
         kind=alert.kind,
@@ -107,7 +115,7 @@ def alert_row(
         severity=str(alert.severity),
         opened=local_time(alert.opened_at, zone),
         resolved=None if alert.resolved_at is None else local_time(alert.resolved_at, zone),
-        amount=spec.how_much(alert.evidence, zone) if spec is not None else "",
+        amount=late or (spec.how_much(alert.evidence, zone) if spec is not None else ""),
         regulatory=bool(spec and spec.regulatory),
         ack=ack,
         ack_text=ack_words(ack, site),
@@ -115,22 +123,31 @@ def alert_row(
         opened_ms=_ms(alert.opened_at),
         resolved_ms=None if alert.resolved_at is None else _ms(alert.resolved_at),
         silenced=silence_of(alert, silences),
+        subject_name=alert_thing(alert, names_of(site), zone),
     )
 
 
-def open_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
+def _at(now_ms: int) -> datetime:
+    return datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+
+
+def open_alerts(
+    site: SiteConfig, store: SqlStore, book: ConsoleBook, now_ms: int | None = None
+) -> list[AlertRow]:
     """The site's unresolved episodes, most severe first, then oldest first."""
     alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
     alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences) for a in alerts]
+    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
 
 
-def all_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
+def all_alerts(
+    site: SiteConfig, store: SqlStore, book: ConsoleBook, now_ms: int | None = None
+) -> list[AlertRow]:
     """Every episode, newest first (resolved ones included: they may need an action)."""
     alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences) for a in alerts]
+    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
 
 
 def severity_counts(rows: list[AlertRow]) -> list[tuple[str, int]]:
@@ -153,6 +170,7 @@ class DutyRow:
     state: str  # overdue | due_soon | open | done
     when: str  # "due in 5 h 10 min", "overdue by 2.5 days", "done"
     rule: str
+    subject_name: str = ""  # what people call the subject (siltwatch/naming.py)
 
 
 def duty_row(duty: Duty, site: SiteConfig, now_ms: int) -> DutyRow:
@@ -178,6 +196,7 @@ def duty_row(duty: Duty, site: SiteConfig, now_ms: int) -> DutyRow:
         state=state,
         when=words,
         rule=duty.rule,
+        subject_name=thing_name(duty.subject, names_of(site), zone),
     )
 
 

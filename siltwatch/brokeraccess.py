@@ -11,8 +11,8 @@ Accounts:
 
 ``ingest``
     The siltwatch services: read ``siltwatch/#`` (readings, status, inspections),
-    write ``siltwatch/v1/+/alerts`` and the stations' resend requests
-    (``siltwatch/v1/+/+/cmd/resend``, ingest/gaps.py).
+    write ``siltwatch/v1/+/alerts/#`` (one topic per episode, ingest/alert_topic.py)
+    and the stations' resend requests (``siltwatch/v1/+/+/cmd/resend``, ingest/gaps.py).
 ``{site}/{station}``
     One per edge station: write only its readings
     (``siltwatch/v1/{site}/{station}/+/reading``) and its retained status and last
@@ -154,7 +154,7 @@ def acl_text(
         "",
         f"user {ingest_user}",
         f"topic read {'siltwatch/#'}",
-        f"topic write {_topic('+', 'alerts')}",
+        f"topic write {_topic('+', 'alerts', '#')}",  # one retained topic per episode
         # The one-owner lease of each site's ingest service (ingest/mqtt_ingest.py).
         f"topic write {_topic('+', 'ingest', 'owner')}",
         # Resend requests for what a broker lost (ingest/gaps.py, edge/publisher.py).
@@ -176,7 +176,7 @@ def acl_text(
         lines += ([] if i == 0 else [""]) + [f"user {account.user}"]
         for site in sorted(set(account.sites)):
             lines += [f"topic write {_topic(site, record)}" for record in FIELD_RECORDS]
-            lines.append(f"topic read {_topic(site, 'alerts')}")
+            lines.append(f"topic read {_topic(site, 'alerts', '#')}")
     return "\n".join(lines) + "\n"
 
 

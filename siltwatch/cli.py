@@ -315,9 +315,14 @@ def _site_log_record(args: argparse.Namespace, site: Any, *, now_ms: int) -> Any
     from analytics.timeutil import from_ms
     from ingest.recording import parse_time
     from siltwatch.schema import SiteLogRecord, site_log_problem
-    from siltwatch.vocabulary import SiteEvent
+    from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
 
     event = SiteEvent(args.event)
+    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE):  # typed in words, or as its id
+        milestone = milestone_of(args.detail or "")
+        if milestone is None:
+            raise ValueError(f"--detail: the {event} {milestone_problem(args.detail)}")
+        args.detail = milestone.value
     areas = [area.id for area in site.areas]
     known = f"the areas of site {site.site.id!r}: {', '.join(areas) or 'none'}"
     problem = site_log_problem(event, args.area, args.detail)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
 # The reason a withdrawal gives, short enough for an SMS.
-WITHDRAWN_REASON = "late readings show it did not happen"
+WITHDRAWN_REASON = "late readings disprove it"
 
 
 def found_late(alert: Alert) -> bool:

@@ -126,6 +126,14 @@ def alert_subject(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
     return thing_name(alert.subject, names, zone)
 
 
+def alert_thing(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
+    """What the alert is about as the "at" of a heading ("stabilization overdue at
+    Topsoil stockpile by West Brook"): for a duty alert the duty's own subject in
+    words (its area, its storm, the site), never the duty's id."""
+    duty = duty_of(alert)
+    return thing_name(duty[2] if duty is not None else alert.subject, names, zone)
+
+
 def overdue_words(alert: Alert, at: datetime | str, zone: tzinfo) -> str:
     """How late a duty alert is at ``at`` (not at its opening, when it was 0 h): "4.5
     days overdue (due May 6 11:00)", or "due May 6 11:00, not done" at its deadline;

@@ -573,6 +573,12 @@ def alerts_topic(site: str) -> str:
     return f"{TOPIC_ROOT}/{_check_id('site', site)}/alerts"
 
 
+def alert_episode_topic(site: str, alert_id: str) -> str:
+    """One alert episode's own topic under the site's alerts topic: its retained message
+    is the episode as it stands (ingest/alert_topic.py; docs/wire-format.md)."""
+    return f"{alerts_topic(site)}/{_check_id('alert', alert_id)}"
+
+
 def readings_subscription(site: str = "+") -> str:
     """The filter ingest subscribes with: every reading of one site (or all sites)."""
     return f"{TOPIC_ROOT}/{site}/+/+/reading"

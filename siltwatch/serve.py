@@ -530,10 +530,15 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         delivery.start()
         parts.delivery = delivery
         parts.threads["delivery"] = lambda: bool(delivery.alive)
-    dispatcher: EventHandler = Dispatcher(site, sinks)
+    from ingest.alert_topic import AlertTopic, ClientPublisher
+    from ingest.influx import EventFanOut
+
+    publisher = ClientPublisher()  # siltwatch/v1/{site}/alerts/{id}, once connected
+    alert_topic = AlertTopic(site.site.id, publisher)
+    dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
     if mirror is not None:
-        from ingest.influx import EventFanOut, MirrorFlusher
+        from ingest.influx import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
         flusher = MirrorFlusher(mirror)
@@ -581,6 +586,8 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         if not connect(ingest, start_error, parts, voice):
             ingest = None
             return EXIT_FAIL
+        publisher.client = ingest.client
+        alert_topic.sync(store.open_alerts(site.site.id))  # the store is the truth
         console_url = people.serve_console(service, args.db)
         voice.say(
             f"siltwatch serving site {site.site.id!r} from {w.broker.url}; store {store.where}; "

@@ -283,6 +283,7 @@ def _run_fleet(
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
+    from ingest.alert_topic import AlertTopic, ClientPublisher
     from ingest.health import ServiceParts
     from ingest.influx import EventFanOut
     from ingest.mqtt_ingest import MqttIngest, MqttStartError
@@ -297,15 +298,18 @@ def _run_fleet(
         fleet.draining.close()
         fleet.draining = None
     fleet.deliveries = deliveries = _fleet_deliveries(args, people)
+    publisher = ClientPublisher()  # each site's siltwatch/v1/{site}/alerts/{id}, once connected
 
     def build(site: Any, lock: Any) -> IngestService:
         # A changed site's delivery is replaced here, after its old service has closed.
         own = [] if deliveries is None else [deliveries.for_site(site).sink]
-        handler: EventHandler = Dispatcher(site, [*sinks, *own])
+        topic = AlertTopic(site.site.id, publisher)
+        handler: EventHandler = EventFanOut([Dispatcher(site, [*sinks, *own]), topic])
         mirror = None if mirrors is None else mirrors.for_site(site)
         if mirror is not None:
             handler = EventFanOut([handler, mirror])
         service: IngestService = site_service(args, site, store, handler, mirror, voice, lock)
+        topic.sync(store.open_alerts(site.site.id))  # a site added by a reload, once connected
         return service
 
     parts = ServiceParts(
@@ -352,6 +356,9 @@ def _run_fleet(
             ingest = None
             return EXIT_FAIL
         fleet.ingest = ingest
+        publisher.client = ingest.client
+        for sid in sorted(fleet.configs):  # the store is the truth: the open episodes again
+            AlertTopic(sid, publisher).sync(store.open_alerts(sid))
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
         console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))

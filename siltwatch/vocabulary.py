@@ -118,6 +118,25 @@ class Milestone(StrEnum):
     FINAL_LANDSCAPING_COMPLETED = "final_landscaping_completed"
     LANDSCAPING_ESTABLISHED = "landscaping_established"  # in public areas (§148-12 A(8))
 
+    @property
+    def words(self) -> str:
+        """What a person calls it: "clearing completed"."""
+        return self.value.replace("_", " ")
+
+
+def milestone_of(text: str) -> Milestone | None:
+    """The milestone a person typed, in words or as its id ("Clearing completed",
+    "clearing-completed", "clearing_completed"); None when it names none."""
+    key = "_".join(text.replace("-", " ").replace("_", " ").lower().split())
+    return Milestone(key) if key in Milestone._value2member_map_ else None
+
+
+def milestone_problem(text: str | None) -> str:
+    """Why ``text`` names no milestone, for a person: the phases in words."""
+    phases = ", ".join(m.words for m in Milestone)
+    given = f"{text[:60]!r} is not" if text else "none given; it names"
+    return f"{given} one of the plan's phases: {phases}"
+
 
 class Severity(StrEnum):
     """How bad an alert is. Declared in rising order: ``info < warning < critical``."""

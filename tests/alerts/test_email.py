@@ -22,6 +22,7 @@ from alerts.channel import DeliveryFailed
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
+from alerts.routing import Notification
 from alerts.worker import DeliveryWorker, OutboxSink
 from console.plots import Chart, RefLine, Series
 from siltwatch.schema import Alert
@@ -343,6 +344,43 @@ def test_an_episode_is_one_thread_per_recipient(tmp_path: Path) -> None:
         assert str(resolved["Subject"]) == f"Re: {opened['Subject']}"
         ids.add(opened["Message-ID"])
     assert len(ids) == 2  # one thread per recipient
+
+
+def test_an_escalation_gets_a_new_subject_in_the_same_thread(tmp_path: Path) -> None:
+    """Opened as a warning, then critical: the inbox shows "NOW CRITICAL" as a new subject,
+    and the mail client keeps it in the episode's thread (the same References)."""
+    clock = FakeClock()
+    with SmtpServer(free_port()) as server:
+        channel = EmailSink(
+            SmtpSettings(LOOPBACK, server.port, "siltwatch@town.example", "none"), SITE, clock
+        )
+        outbox = Outbox(tmp_path / "outbox.sqlite3")
+        sink = OutboxSink(outbox, [channel], clock)
+        worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
+        opened = note(event="opened", at="2026-05-05T16:26:00Z", severity="warning")
+        sink.send(opened)
+        worker.run_once()
+        clock.advance(3600)
+        was = opened.alert.model_dump(mode="json")
+        up = Alert.model_validate(
+            {
+                **was,
+                "severity": "critical",
+                "escalations": [
+                    *was["escalations"],
+                    {"at": "2026-05-05T17:26:00Z", "severity": "critical"},
+                ],
+            }
+        )
+        sink.send(Notification("escalated", "2026-05-05T17:26:00Z", up, (OFFICER,)))
+        worker.run_once()
+        outbox.close()
+    mails = [m for _f, rcpt, m in server.handler.received if rcpt == [OFFICER.email]]
+    first, second = mails
+    assert str(first["Subject"]).startswith("[siltwatch] WARNING: turbidity contrast")
+    assert str(second["Subject"]).startswith("[siltwatch] NOW CRITICAL: turbidity contrast")
+    assert second["References"] == first["Message-ID"] == second["In-Reply-To"]
+    assert second["Importance"] == "high"
 
 
 def test_the_email_has_text_and_html_with_the_ack_link_and_an_inline_png(tmp_path: Path) -> None:

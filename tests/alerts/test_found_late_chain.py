@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from alerts.acklinks import Links
 from alerts.acks import Acknowledgement
 from alerts.channel import Channel
 from alerts.dispatch import Dispatcher
@@ -41,6 +42,7 @@ pytestmark = pytest.mark.integration
 
 SID, TOKEN, FROM = "AC0123456789abcdef", "s3cr3t-token", "+15185550100"
 OFFICER_PHONE, OFFICER_MAIL = "+15185550199", "officer@town.example"
+CONSOLE = "https://sw.lakegeorge.example"
 
 
 def chained_site() -> SiteConfig:
@@ -96,12 +98,13 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
 
     clock = FakeClock()
     label = SiteLabel.of(site)
+    links = Links(CONSOLE, b"k" * 32, site.site.id, tuple(c.name for c in site.contacts))
     with SmtpServer(free_port()) as smtp:
         channels: list[Channel] = [
             EmailSink(SmtpSettings("127.0.0.1", smtp.port, "siltwatch@town.example", "none"),
-                      label, clock),
+                      label, clock, links=links),
             SmsSink(SmsSettings(gateway.url, SID, TOKEN, FROM, allow_insecure_http=True),
-                    label, clock),
+                    label, clock, links=links),
         ]  # fmt: skip
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, channels, clock, site=site)
@@ -136,6 +139,7 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
     assert len(mails) == 1, [m["Subject"] for m in mails]
     (text,), (mail,) = texts, mails
     assert text.startswith("FOUND LATE") and "May 5 " in text, text
+    assert f"{CONSOLE}/a/" in text and f"ACK {links.code(late.id)}" in text, text
     assert "found late" in str(mail["Subject"]), mail["Subject"]
     body = mail.get_body(("plain",))
     assert body is not None

@@ -63,7 +63,7 @@ def test_without_links_there_is_no_code() -> None:
     assert "ACK" not in body and body.endswith(f"{CITATION}.")
 
 
-def test_the_amount_goes_first_then_the_site_name_never_the_link_citation_code_or_date() -> None:
+def test_what_is_cut_for_the_link_comes_in_order_never_the_link_code_or_date() -> None:
     def with_link(length: int) -> str:
         link = ("https://s.ex/a/" + "X" * 100)[:length]
         return sms_text(note(), NY, code=CODE, link=link)
@@ -72,13 +72,23 @@ def test_the_amount_goes_first_then_the_site_name_never_the_link_citation_code_o
     assert gsm7_septets(full) == 150  # what the sizes below are chosen for
     roomy = with_link(9)  # 150 + 1 + 9 = 160: everything fits
     assert "170.6 NTU vs limit 54.3" in roomy and "Route 9N mixed-use" in roomy
-    no_amount = with_link(34)
-    assert "NTU" not in no_amount and "Route 9N mixed-use" in no_amount
-    no_name = with_link(42)
-    assert "Route 9N" not in no_name and ", lg-route9n:" in no_name
+    assert CITATION in roomy
+    no_name = with_link(17)  # first the site's name goes to its id
+    assert "170.6 NTU vs limit 54.3" in no_name and ", lg-route9n:" in no_name
+    assert CITATION in no_name
+    section = with_link(40)  # then the citation's words before its section
+    assert "170.6 NTU vs limit 54.3" in section and "site proxy" not in section
+    no_amount = with_link(50)  # then the amount (and what fits again comes back)
+    assert "NTU" not in no_amount
     # A long link stays: the subject and the label are cut for it instead.
     long_link = with_link(70)
-    for body, length in ((roomy, 9), (no_amount, 34), (no_name, 42), (long_link, 70)):
+    for body, length in (
+        (roomy, 9),
+        (no_name, 17),
+        (section, 40),
+        (no_amount, 50),
+        (long_link, 70),
+    ):
         assert one_segment(body) and f"§148-9 B. ACK {CODE}" in body
         assert body.endswith(("https://s.ex/a/" + "X" * 100)[:length])
         assert "May 5 12:26" in body
@@ -92,7 +102,7 @@ def test_the_follow_ups_say_why_they_come() -> None:
         "Escalated to you: not acknowledged after 30 min. CRITICAL turbidity contrast outfall-a"
     ) or escalated.startswith("No ACK after 30 min: CRITICAL turbidity contrast outfall-a")
     for body in (reminder, escalated):
-        assert one_segment(body) and CITATION in body and f"ACK {CODE}" in body
+        assert one_segment(body) and "§148-9 B." in body and f"ACK {CODE}" in body
 
 
 def test_resolved_and_escalated_words() -> None:
@@ -137,20 +147,17 @@ def test_summary_is_one_segment(items: list[tuple[str, str, str, str]]) -> None:
     held = [Held(ev, sev, "turbidity_contrast", subj, rule) for sev, ev, subj, rule in items]
     body = sms_summary(held, SITE, "2026-05-05T03:00:00Z")
     assert one_segment(body)
-    assert f"{len(held)} alert updates held" in body
+    assert f"{len(held)} updates held" in body
 
 
 def test_summary_names_the_critical_items_with_their_citation() -> None:
     held = [Held("opened", "warning", "drain_time", f"basin-{i}", "§148-11 I(3)") for i in range(9)]
     held.insert(5, Held("opened", "critical", "turbidity_contrast", "outfall-a", CITATION))
     body = sms_summary(held, NY, "2026-05-05T03:00:00Z")
-    assert body.startswith(
-        "Route 9N mixed-use: 10 alert updates held since May 4 23:00 (1 critical)."
-    )
-    first = body.index("CRITICAL opened turbidity contrast")
-    assert body[first:].startswith("CRITICAL opened turbidity contrast")
-    assert f"({CITATION});" in body[first:]
-    assert body.endswith("); +9 more.")  # the warnings are counted, the critical named
+    assert body.startswith("Route 9N mixed-use: 10 updates held since May 4 23:00 (1 critical).")
+    first = body.index("CRITICAL turbidity contrast")
+    assert body[first:].startswith("CRITICAL turbidity contrast outfall-a (§148-9 B);")
+    assert "); +9 more." in body  # the warnings are counted, the critical named
     assert one_segment(body)
 
 

@@ -76,9 +76,8 @@ def test_forty_notifications_in_an_hour_become_three_sms_and_one_summary(tmp_pat
         summary = form(gateway.requests[3])["Body"]
         assert clock.t == start + HOUR  # the first SMS aged out of the window
     assert is_gsm7(summary) and segments(summary) == 1
-    assert "37 alert updates held" in summary and "(1 critical)" in summary
-    assert "CRITICAL opened turbidity contrast" in summary
-    assert "(site proxy for Lake George §148-9 B)" in summary
+    assert "37 updates held" in summary and "(1 critical)" in summary
+    assert "CRITICAL turbidity contrast pair-17 (§148-9 B);" in summary
     # Every one of the 40 is accounted for: sent alone or in the summary, with an audit row.
     states = [d.state for d in outbox.deliveries() if d.alert_id != "summary"]
     assert states == ["sent"] * 40
@@ -166,7 +165,7 @@ def test_a_summary_that_failed_is_folded_again_with_what_came_since(tmp_path: Pa
     drive(worker, clock, clock.t + 2 * HOUR)
     assert len(channel.sent) == 2
     body = channel.sent[1][3]
-    assert "4 alert updates held" in body and "(1 critical)" in body
+    assert "4 updates held" in body and "(1 critical)" in body
     states = {d.alert_id: d.state for d in outbox.deliveries()}
     assert {k: v for k, v in states.items() if k != "summary"} == {
         "first": "sent", "held0": "sent", "held1": "sent", "held2": "sent", "late": "sent"

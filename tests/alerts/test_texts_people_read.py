@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from alerts.gsm7 import gsm7_septets, is_gsm7, segments
 from alerts.messages import (
+    Held,
     SiteLabel,
     email_body,
     email_subject,
+    evidence_table,
     section_only,
     sms_citation,
+    sms_summary,
     sms_text,
 )
 from alerts.routing import Notification
@@ -100,10 +103,10 @@ def test_found_late_and_withdrawn_say_so_in_the_text_and_the_email_subject() -> 
     gone = alert(message=WITHDRAWN_PREFIX + "Turbidity ...", resolved=True)
     withdrawn = Notification("resolved", "2026-05-07T10:00:00Z", gone, (OFFICER,))
     text = sms_text(withdrawn, NY, code=CODE, link=LINK)
-    assert text.startswith("Withdrawn: late readings show it did not happen.")
+    assert text.startswith("Withdrawn: late readings disprove it.")
     assert "CLEARED" not in text and text.endswith(LINK)
     subject = email_subject(withdrawn, NY)
-    assert "withdrawn: late readings show it did not happen" in subject
+    assert "withdrawn: late readings disprove it" in subject
     assert "What to do" not in email_body(withdrawn, NY)
 
 
@@ -146,3 +149,86 @@ def test_every_text_is_one_segment_with_a_link_and_a_date(
     assert body.endswith(link) and f"ACK {CODE}" in body, body
     assert "May " in body, body  # every time with its date
     assert "siltwatch default" not in body
+
+
+def test_a_summary_never_shows_a_duty_id() -> None:
+    held = [
+        Held("opened", "critical", "stabilization_overdue", "du-dad6971507091ccf", "§148-11"),
+        Held("opened", "warning", "drain_time", "basin-a", "§148-11 I(3)"),
+    ]
+    body = sms_summary(held, NY, "2026-05-06T15:00:00Z", link=LINK)
+    assert "du-" not in body and "stabilization overdue" in body and body.endswith(LINK)
+    assert "May 6 11:00" in body
+
+
+def test_email_evidence_is_in_peoples_words_and_the_sites_units() -> None:
+    trap = alert(kind="sediment_capacity", subject="trap-1").model_copy(
+        update={
+            "evidence": {
+                "trap": "trap-1",
+                "sensor": "sed-trap-1",
+                "unit": "ft",
+                "fraction_lost": 0.53,
+                "cleanout_fraction": 0.5,
+                "warn_fraction": 0.4,
+                "sediment_depth_m": 0.6096,
+                "sediment_volume_m3": 19.28,
+                "design_volume_m3": 36.36,
+                "ignored_readings": 0,
+            }
+        }
+    )
+    rows = dict(evidence_table(trap, NY.zone).rows)
+    assert rows["Sediment depth"] == "2 ft"
+    assert rows["Sediment volume"] == "680.87 ft³" and rows["Design volume"] == "1284.04 ft³"
+    assert not [k for k in rows if "ignored" in k.lower() or "Warn" in k or k == "Sensor"]
+    plume = dict(evidence_table(alert(), NY.zone).rows)
+    assert plume["Downstream level"] == "170.58 NTU"
+    spiky = alert().model_copy(
+        update={"evidence": {**alert().evidence, "spike_flagged_in_window": 0, "window_s": 900}}
+    )
+    assert not [k for k, _v in evidence_table(spiky, NY.zone).rows if "Spike" in k or "Window" in k]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(["critical", "warning", "info"]),
+            st.sampled_from(["opened", "escalated", "resolved", "reminder", "unacknowledged"]),
+            st.sampled_from(alert_kinds()),
+            names,
+            st.text(max_size=120),
+        ),
+        min_size=1,
+        max_size=50,
+    ),
+    site_name=names,
+    link_len=st.integers(20, 70),
+)
+def test_every_summary_is_one_segment_with_a_link_and_a_date(
+    items: list[tuple[str, str, str, str, str]], site_name: str, link_len: int
+) -> None:
+    held = [Held(ev, sev, kind, subj, rule) for sev, ev, kind, subj, rule in items]
+    site = SiteLabel("site-1", site_name, ZoneInfo("America/New_York"))
+    link = ("https://t.example/s/" + "Z" * 80)[:link_len]
+    body = sms_summary(held, site, "2026-05-05T03:00:00Z", link=link)
+    assert is_gsm7(body) and segments(body) == 1 and gsm7_septets(body) <= 160, body
+    assert body.endswith(link) and "May 4 23:00" in body, body
+
+
+def test_a_cleared_text_says_how_bad_it_got_not_the_value_at_clearing() -> None:
+    plume = alert(resolved=True)
+    plume = plume.model_copy(
+        update={
+            "evidence": {
+                **plume.evidence,
+                "downstream_level": 26.66,
+                "limit": 33.7,
+                "peak_downstream_level": 170.58,
+                "peak_limit": 54.31,
+            }
+        }
+    )
+    text = sms_text(Notification("resolved", "2026-05-06T00:58:00Z", plume, ()), NY, link=LINK)
+    assert "peak 170.6 vs 54.3" in text and "26.7" not in text, text

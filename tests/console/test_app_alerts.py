@@ -32,6 +32,21 @@ def test_the_overview_shows_open_alerts_duties_station_health_and_last_readings(
     assert "turb-down" in page and "2026-05-11 00:00 EDT" in page
 
 
+def test_a_duty_alert_is_named_by_its_area_and_late_as_of_now(world: World) -> None:
+    """No duty id in a heading; lateness counted to the console's now (the day after the
+    week: 2026-05-12 16:00Z), not the "0 h overdue" frozen at the opening."""
+    client = world.login()
+    page = client.get("/").text
+    assert "stabilization overdue</strong> at Topsoil stockpile by West Brook" in page
+    assert "du-" not in page.split("stabilization overdue</strong>")[1][:200]
+    assert "6.0 days overdue (due May 6 11:00)" in page and "0 h overdue" not in page
+    duty_alert = next(
+        a for a in world.console.store.alerts(SID) if a.kind == "stabilization_overdue"
+    )
+    alert_page = client.get(f"/sites/{SID}/alerts/{duty_alert.id}").text
+    assert "stabilization overdue at Topsoil stockpile by West Brook</h1>" in alert_page
+
+
 def test_the_site_page_opens_on_the_week_before_the_newest_reading(world: World) -> None:
     page = world.login().get(f"/sites/{SID}")
     assert page.status_code == 200

@@ -67,6 +67,7 @@ def test_an_inspection_reaches_the_desk_as_the_record_a_tablet_would_send(world:
     }
     (who, _a, _i, detail) = world.actions("inspection")[-1]
     assert who == INSPECTOR and duty in detail
+    assert "at 2026-05-12 09:30 EDT" in detail  # the audit log is read in the site's time
 
 
 def test_a_full_site_inspection_names_no_duty_and_defaults_to_the_person(world: World) -> None:
@@ -144,7 +145,10 @@ def test_a_site_log_entry_reaches_the_desk(world: World) -> None:
     ("form", "why"),
     [
         ({"event": "cleared", "area": ""}, "names the area it concerns"),
-        ({"event": "milestone", "detail": "lunch"}, "names a milestone"),
+        (
+            {"event": "milestone", "detail": "lunch"},
+            "is not one of the plan&#39;s phases: start of",
+        ),
         ({"event": "cleared", "area": "moon"}, "is not an area of lg-route9n"),
         ({"event": "dug", "area": "pad-b"}, "choose one of the listed events"),
     ],
@@ -155,6 +159,28 @@ def test_a_wrong_site_log_entry_is_explained(world: World, form: dict[str, str],
     )
     assert response.status_code == 400 and why in response.text
     assert world.desk.submitted == []
+
+
+def test_a_milestone_is_typed_in_words_and_a_refusal_says_the_phases_in_words(
+    world: World,
+) -> None:
+    ok = submit(
+        world,
+        OPERATOR,
+        f"/sites/{SID}/site-log",
+        {"time": "2026-05-12T11:00", "event": "milestone", "detail": "Clearing completed"},
+    )
+    assert ok.status_code == 303
+    assert world.actions("site_log")[-1][3].split() == ["milestone", "clearing_completed"]
+    refused = submit(
+        world,
+        OPERATOR,
+        f"/sites/{SID}/site-log",
+        {"time": "2026-05-12T11:00", "event": "notice", "detail": "clearing done"},
+    )
+    assert refused.status_code == 400
+    assert "clearing completed, rough grading completed" in refused.text
+    assert "Value error" not in refused.text and "clearing_completed" not in refused.text
 
 
 def test_without_a_desk_the_forms_say_so(tmp_path: Path) -> None:

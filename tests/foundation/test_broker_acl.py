@@ -94,6 +94,7 @@ def test_a_station_may_publish_only_under_its_own_station_of_its_own_site(
         "other station, own site": READING.format(site="lg-route9n", station="down-1"),
         "inspections of its site": "siltwatch/v1/lg-route9n/inspections",
         "alerts of its site": "siltwatch/v1/lg-route9n/alerts",
+        "an alert episode of its site": "siltwatch/v1/lg-route9n/alerts/al-1",
     }
     seen = {why: station.publish(topic, b"{}").value for why, topic in refused.items()}
     assert seen == {why: NOT_AUTHORIZED for why in refused}
@@ -129,13 +130,14 @@ def test_a_person_records_inspections_only_for_their_own_sites(connect: dict[str
 @pytest.mark.integration
 def test_a_person_reads_the_alerts_of_their_sites_only(connect: dict[str, Probe]) -> None:
     ingest, dana = connect["ingest"], connect["dana.ruiz"]
-    dana.subscribe("siltwatch/v1/+/alerts")
-    for site in ("lg-route9n", "lg-annex"):
-        assert not ingest.publish(f"siltwatch/v1/{site}/alerts", site.encode()).is_failure
+    dana.subscribe("siltwatch/v1/+/alerts/#")
+    for site in ("lg-route9n", "lg-annex"):  # one topic per episode (ingest/alert_topic.py)
+        episode = f"siltwatch/v1/{site}/alerts/al-1"
+        assert not ingest.publish(episode, site.encode()).is_failure
     assert ingest.publish(READING.format(site="lg-annex", station="up-1"), b"{}").value == (
         NOT_AUTHORIZED  # the services read readings, they do not write them
     )
-    assert received(dana) == ["siltwatch/v1/lg-route9n/alerts"]
+    assert received(dana) == ["siltwatch/v1/lg-route9n/alerts/al-1"]
 
 
 def test_every_account_is_an_explicit_user_block_without_wildcard_patterns() -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +24,65 @@ from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+FORM_WITHIN_S = 10.0  # issue 25: a form submitted in the demo completes its duty this fast
+
+
+def _open_duty(db: Path, site: str, kind: str, reason: str) -> tuple[str, str | None]:
+    """(id, completed_at) of the site's latest duty of that kind and reason."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+        rows = con.execute(
+            "SELECT id, completed_at, body FROM duties WHERE site = ? ORDER BY created_at",
+            (site,),
+        ).fetchall()
+    found = [
+        (str(i), c)
+        for i, c, body in rows
+        if json.loads(body)["kind"] == kind and json.loads(body)["reason"] == reason
+    ]
+    return found[-1]
+
+
+def _completed_at(db: Path, site: str, duty: str) -> str | None:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+        row = con.execute(
+            "SELECT completed_at FROM duties WHERE site = ? AND id = ?", (site, duty)
+        ).fetchone()
+    return None if row is None else row[0]
+
+
+def _submit_inspection(client: httpx.Client, out_dir: Path) -> str:
+    """Sign a full-site inspection at the demo's now in the console; "" when the open
+    routine inspection duty it completes is done within FORM_WITHIN_S, else why not."""
+    db = out_dir / "siltwatch.sqlite3"
+    duty, done = _open_duty(db, "lg-route9n", "inspection", "routine")
+    if done is not None:
+        return f"the routine inspection {duty} was done before the form"
+    page = client.get("/sites/lg-route9n/duties")
+    token = CSRF.search(page.text)
+    if token is None:
+        return "the duties page has no form"
+    if re.search(r"overdue by \d{3} days", page.text):
+        return "the duties page counts from the wall clock, not the demo's"
+    form = {
+        "csrf": token.group(1),
+        "time": "2026-05-11T00:00",  # the end of the demo's week, site local time (EDT)
+        "inspector": "Jo Whitaker",
+        "affiliation": "Whitaker Erosion Control",
+        "address": "12 Canada St, Lake George NY",
+        "phone": "+15185550102",
+        "deviations": "none",
+        "corrective_actions": "none needed",
+        "signed": "yes",
+    }
+    sent = time.monotonic()
+    answer = client.post("/sites/lg-route9n/inspections", data=form)
+    if answer.status_code != 303:
+        return f"the inspection form was refused: {answer.status_code} {answer.text[-500:]}"
+    while time.monotonic() - sent < FORM_WITHIN_S:
+        if _completed_at(db, "lg-route9n", duty) is not None:
+            return ""
+        time.sleep(0.2)
+    return f"the routine inspection {duty} was not done {FORM_WITHIN_S:.0f} s after the form"
 
 
 def _run_demo_with_web(out_dir: Path) -> tuple[int, str, str]:
@@ -64,12 +125,15 @@ def _run_demo_with_web(out_dir: Path) -> tuple[int, str, str]:
                 login = client.post("/login", data={**form, "next": "/"})
                 overview = client.get("/")
                 site = client.get("/sites/lg-route9n")
+                form_problem = _submit_inspection(client, out_dir)
             if login.status_code != 303 or overview.status_code != 200:
                 problem = f"login {login.status_code}, overview {overview.status_code}"
             elif not ("lg-route9n" in overview.text and "ll-boulevard" in overview.text):
                 problem = "the overview lacks a site"
             elif site.text.count("<svg") < 4:
                 problem = "the site page lacks its plots"
+            elif form_problem:
+                problem = form_problem
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -122,3 +186,12 @@ def test_demo_runs_the_whole_pipeline_then_serves_the_console(tmp_path: Path) ->
     assert [d["due_at"] for d in storm] == ["2026-05-11T12:00:00Z"]
     log = (tmp_path / "alert-log.jsonl").read_text().splitlines()
     assert log and all("recipients" in json.loads(line) for line in log)
+    # The demo lives in its own time: its week ends now, and its stations said how they are.
+    assert "as of the demo's now, 2026-05-11" in stdout
+    with sqlite3.connect(f"file:{tmp_path / 'siltwatch.sqlite3'}?mode=ro", uri=True) as con:
+        reported = {r[0] for r in con.execute("SELECT DISTINCT station FROM statuses")}
+    assert {"up-1", "down-1"} <= reported, reported
+    # Every text has a link and a date, and says no siltwatch disclaimer.
+    bodies = re.findall(r"SMS to [^:]+: \d+ segments? \(\d+ GSM-7 characters\): (.*)", stdout)
+    assert bodies and all("http://127.0.0.1:" in b and "May " in b for b in bodies), bodies
+    assert not [b for b in bodies if "siltwatch default" in b or " du-" in b]

@@ -620,8 +620,8 @@ def test_log_refuses_what_the_site_does_not_have_before_any_broker(tmp_path: Pat
          f"site (the areas of site 'lg-route9n': {AREAS})"),
         (("cleared",), "error: --area: event 'cleared' names the area it concerns; none given "
          f"(the areas of site 'lg-route9n': {AREAS})"),
-        (("milestone", "--detail", "fence_up"), "error: --detail: event 'milestone' names a "
-         "milestone, one of start_of_development,"),
+        (("milestone", "--detail", "fence_up"), "error: --detail: the milestone 'fence_up' is "
+         "not one of the plan's phases: start of development, controls installed,"),
         (("active", "--area", "pad-b", "--time", "2026-05-04T10:00:00"), "error: --time: "
          "'2026-05-04T10:00:00' has no UTC offset"),
         (("active", "--area", "pad-b", "--time", "2099-05-04T10:00:00Z"), "error: --time: "
@@ -634,10 +634,12 @@ def test_log_refuses_what_the_site_does_not_have_before_any_broker(tmp_path: Pat
         assert len(done.stderr.splitlines()) == 1, done.stderr
     done = run_cli("log", "planted", "--site", str(SITE_FILE))
     assert done.returncode == 2 and "invalid choice: 'planted'" in done.stderr
-    done = run_cli("log", "active", "--area", "pad-b", "--site", str(SITE_FILE),
-                   "--broker", unreachable, "--by", "D")  # fmt: skip
-    assert done.returncode == 1
-    assert done.stderr.startswith("error: cannot reach the MQTT broker at mqtt://127.0.0.1:9:")
+    for args in (("active", "--area", "pad-b"), ("milestone", "--detail", "Clearing completed")):
+        # Well formed (a milestone may be typed in words): only the broker is missing.
+        done = run_cli("log", *args, "--site", str(SITE_FILE), "--broker", unreachable,
+                       "--by", "D")  # fmt: skip
+        assert done.returncode == 1
+        assert done.stderr.startswith("error: cannot reach the MQTT broker at mqtt://127.0.0.1:9:")
 
 
 @pytest.fixture
