@@ -64,7 +64,7 @@ def _choice(request: Request, name: str, allowed: tuple[str, ...], default: str 
 
 
 def filters_of(request: Request, sites: tuple[str, ...], kinds: tuple[str, ...]) -> Filters:
-    severities = tuple(s.value for s in Severity)
+    severities = tuple(s.value for s in reversed(Severity))
     site = request.query_params.get("site", "")
     if site and site not in sites:
         # The same answer for a site that does not exist and one not yours.
