@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from starlette.applications import Starlette
 
@@ -109,7 +110,12 @@ class Delivery:
         )
         self.dispatcher = Dispatcher(self.site, [self.held])
 
-    def announce(self, event: str, alert: Alert, at_ms: int | None = None) -> None:
+    def announce(
+        self,
+        event: Literal["opened", "escalated", "resolved"],
+        alert: Alert,
+        at_ms: int | None = None,
+    ) -> None:
         at = self.world.now_ms() if at_ms is None else at_ms
         self.dispatcher.handle([AlertEvent(type=event, at=at, alert=alert)])
         self.worker.run_once()
