@@ -87,7 +87,7 @@ def silence_of(alert: Alert, silences: Sequence[Silence]) -> str:
     opened = _ms(alert.opened_at)
     for s in silences:
         if s.covers(alert.subject, alert.kind, opened):
-            return f"silenced by {s.by}: {s.reason}"
+            return f"by {s.by}: {s.reason}"
     return ""
 
 

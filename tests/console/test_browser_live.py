@@ -17,7 +17,8 @@ operator:
    scheduled and then fired, the plot of the episode, and its critical peak
    as history (it has ended);
 5. silences the downstream probe for servicing; a new plume at its outfall
-   is recorded and listed, marked silenced, and nobody is texted.
+   is recorded and listed, marked silenced, and nobody is texted;
+6. opens the duties, the audit log (the silence is in it) and a refused filter.
 
 axe-core (tests/console/vendor/axe.min.js, injected by the driver, never
 served) checks every page opened: no serious or critical violation. Each step
@@ -189,6 +190,7 @@ def live(tmp_path: Path) -> Iterator[tuple[LiveWorld, str]]:
 
 def log_in(visit: Visit) -> None:
     visit.open("/", "#login")
+    visit.check("login")
     visit.driver.find_element(By.NAME, "name").send_keys(OPERATOR)
     visit.driver.find_element(By.NAME, "password").send_keys(PASSWORD)
     visit.driver.find_element(By.ID, "login").click()
@@ -272,13 +274,23 @@ def a_silence_holds_a_new_plume(visit: Visit, world: LiveWorld, delivery: Delive
     assert about == [], "nobody is texted or emailed about a silenced alert"
     visit.open("/alerts?state=silenced", "#alert-list li.alert.silenced")
     marked = visit.driver.find_element(By.ID, "alert-list").text
-    assert (
-        "silenced by Dana Ruiz: downstream probe sent for calibration (held from people)" in marked
-    )
+    assert "by Dana Ruiz: downstream probe sent for calibration (held from people)" in marked
     visit.check("alerts-silenced")
     visit.open(f"/sites/{SID}/alerts/{held.id}", "#silenced")
     assert "Nobody: a silence held this alert from people" in visit.body()
     visit.check("alert-held")
+
+
+def the_other_pages(visit: Visit) -> None:
+    """The duties and their forms, the audit log, and a refusal, checked the same way."""
+    visit.open(f"/sites/{SID}/duties", "#inspection")
+    visit.check("duties")
+    visit.open("/audit", "main h1")
+    assert "of sensor turb-down by Dana Ruiz: downstream probe sent for calibration" in visit.body()
+    visit.check("audit-log")
+    visit.open("/alerts?severity=dire", "p.refusal")
+    assert "expected one of critical, warning, info" in visit.body()
+    visit.check("refused")
 
 
 @pytest.mark.parametrize("width", list(WIDTHS))
@@ -295,10 +307,12 @@ def test_the_live_console_at_a_glance(
         the_site_page_updates_itself(visit, world)
         the_plume_and_who_was_told(visit, world, delivery)
         a_silence_holds_a_new_plume(visit, world, delivery)
+        the_other_pages(visit)
     finally:
         driver.quit()
         delivery.close()
     assert visit.pages == [
+        "login",
         "overview",
         "alerts-critical",
         "site-updated-itself",
@@ -306,5 +320,8 @@ def test_the_live_console_at_a_glance(
         "silence-created",
         "alerts-silenced",
         "alert-held",
+        "duties",
+        "audit-log",
+        "refused",
     ]
     print(f"screenshots: {visit.shots.folder}")
