@@ -230,7 +230,7 @@ def the_site_page_updates_itself(visit: Visit, world: LiveWorld) -> None:
         store.close()
     WebDriverWait(driver, 10).until(lambda d: "7.77 NTU" in d.find_element(By.ID, "health").text)
     assert driver.execute_script("return window.sameSiltwatchPage === true"), "not reloaded"
-    assert "Up to date at" in driver.find_element(By.ID, "live-status").text
+    assert "Up to date (checked" in driver.find_element(By.ID, "live-status").text
     visit.check("site-updated-itself")
 
 
