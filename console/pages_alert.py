@@ -75,7 +75,7 @@ def _page(
     context: dict[str, Any] = {
         "site": site,
         "alert": alert,
-        "row": views.alert_row(alert, site, console.book),
+        "row": views.alert_row(alert, site, console.book, now_ms=console.now_ms()),
         "deliveries": delivery_lines(console.outboxes.get(sid), site, alert.id),
         "chart": _episode_chart(site, console, alert),
         "evidence": views.evidence_view(alert, site),

@@ -102,7 +102,7 @@ def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: i
 
 
 def _site_summary(console: Console, site: SiteConfig, role: str) -> dict[str, object]:
-    alerts = views.open_alerts(site, console.store, console.book)
+    alerts = views.open_alerts(site, console.store, console.book, console.now_ms())
     return {
         "site": site,
         "role": role,
@@ -144,7 +144,7 @@ async def site_page(request: Request) -> Response:
         **_site_summary(console, site, user.roles[sid]),
         "window": window,
         "charts": _charts(site, console.store, window),
-        "all_alerts": views.all_alerts(site, console.store, console.book),
+        "all_alerts": views.all_alerts(site, console.store, console.book, console.now_ms()),
         "site_log": [{"entry": e, "at": local_time(e.t, site.site.zone)} for e in reversed(log)],
         "may_record": user.may(sid, Permission.RECORD),
         "silences": [s for s in console.book.silences(sid, since_ms=console.now_ms())],

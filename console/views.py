@@ -91,9 +91,31 @@ def silence_of(alert: Alert, silences: Sequence[Silence]) -> str:
     return ""
 
 
+def live_amount(alert: Alert, site: SiteConfig, now_ms: int) -> str | None:
+    """How overdue a still-open missed deadline is *now* (its evidence says how overdue
+    it was when it opened: "0 h overdue"), or None for any other alert."""
+    due = alert.evidence.get("due_at")
+    if alert.resolved_at is not None or not alert.kind.endswith("_overdue"):
+        return None
+    if not isinstance(due, str) or duty_spec(alert.kind.removesuffix("_overdue")) is None:
+        return None
+    try:
+        due_ms = _ms(datetime.fromisoformat(due.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+    late = duration(max(0, now_ms - due_ms) / 1000)
+    return f"overdue by {late} (due {local_time(due, site.site.zone, short=True)})"
+
+
 def alert_row(
-    alert: Alert, site: SiteConfig, book: ConsoleBook, silences: Sequence[Silence] | None = None
+    alert: Alert,
+    site: SiteConfig,
+    book: ConsoleBook,
+    silences: Sequence[Silence] | None = None,
+    now_ms: int | None = None,
 ) -> AlertRow:
+    """The alert in people's words; with ``now_ms`` an open missed deadline says how
+    overdue it is now (:func:`live_amount`)."""
     spec = alert_spec(alert.kind)
     zone = site.site.zone
     ack = book.acknowledged(site.site.id, alert.id)
@@ -107,7 +129,8 @@ def alert_row(
         severity=str(alert.severity),
         opened=local_time(alert.opened_at, zone),
         resolved=None if alert.resolved_at is None else local_time(alert.resolved_at, zone),
-        amount=spec.how_much(alert.evidence, zone) if spec is not None else "",
+        amount=(None if now_ms is None else live_amount(alert, site, now_ms))
+        or (spec.how_much(alert.evidence, zone) if spec is not None else ""),
         regulatory=bool(spec and spec.regulatory),
         ack=ack,
         ack_text=ack_words(ack, site),
@@ -118,19 +141,23 @@ def alert_row(
     )
 
 
-def open_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
+def open_alerts(
+    site: SiteConfig, store: SqlStore, book: ConsoleBook, now_ms: int | None = None
+) -> list[AlertRow]:
     """The site's unresolved episodes, most severe first, then oldest first."""
     alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
     alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences) for a in alerts]
+    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
 
 
-def all_alerts(site: SiteConfig, store: SqlStore, book: ConsoleBook) -> list[AlertRow]:
+def all_alerts(
+    site: SiteConfig, store: SqlStore, book: ConsoleBook, now_ms: int | None = None
+) -> list[AlertRow]:
     """Every episode, newest first (resolved ones included: they may need an action)."""
     alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences) for a in alerts]
+    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
 
 
 def severity_counts(rows: list[AlertRow]) -> list[tuple[str, int]]:
