@@ -41,7 +41,7 @@ EVENTS = {
     "escalated": "escalation",
     "resolved": "resolution",
     "reminder": "reminder",
-    "unacknowledged": "not acknowledged in time",
+    "unacknowledged": "escalation: not acknowledged in time",
 }
 
 
@@ -58,11 +58,10 @@ class DeliveryLine:
 def _line(site: SiteConfig, row: tuple[object, ...]) -> DeliveryLine:
     at, channel, recipient, event, result, error = (str(v) if v is not None else "" for v in row)
     at_ms = round(float(at) * 1000)
-    if channel in FOLLOW_UPS:
+    if channel in FOLLOW_UPS:  # its event is the one it will send: "unacknowledged"
         what = f"{FOLLOW_UPS[channel]} to {recipient}"
     else:
-        what = f"{CHANNELS.get(channel, channel)} to {recipient}"
-    what += f" ({EVENTS.get(event, event)})"
+        what = f"{CHANNELS.get(channel, channel)} to {recipient} ({EVENTS.get(event, event)})"
     return DeliveryLine(
         at_ms=at_ms,
         at=local_time(at_ms, site.site.zone),

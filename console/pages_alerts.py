@@ -64,7 +64,7 @@ def _choice(request: Request, name: str, allowed: tuple[str, ...], default: str 
 
 
 def filters_of(request: Request, sites: tuple[str, ...], kinds: tuple[str, ...]) -> Filters:
-    severities = tuple(s.value for s in Severity)
+    severities = tuple(s.value for s in reversed(Severity))
     site = request.query_params.get("site", "")
     if site and site not in sites:
         # The same answer for a site that does not exist and one not yours.
@@ -88,10 +88,10 @@ def _in_state(row: views.AlertRow, state: str) -> bool:
     }[state]
 
 
-def _rows(console: Console, sites: tuple[str, ...]) -> list[views.AlertRow]:
+def _rows(console: Console, sites: tuple[str, ...], now_ms: int) -> list[views.AlertRow]:
     rows: list[views.AlertRow] = []
     for sid in sites:
-        rows += views.all_alerts(console.sites[sid], console.store, console.book, console.now_ms())
+        rows += views.all_alerts(console.sites[sid], console.store, console.book, now_ms)
     return rows
 
 
@@ -101,10 +101,10 @@ async def alert_list(request: Request) -> Response:
     sites = tuple(
         sid for sid in console.sites if sid in user.roles and user.may(sid, Permission.READ)
     )
-    every = _rows(console, sites)
+    now = console.now_ms()
+    every = _rows(console, sites, now)
     kinds = tuple(sorted({r.kind for r in every}))
     f = filters_of(request, sites, kinds)
-    now = console.now_ms()
     since = None if f.days == "all" else now - int(f.days) * MS_PER_DAY
 
     def wanted(row: views.AlertRow, *, severity: bool = True) -> bool:

@@ -81,7 +81,9 @@ def targets(site: SiteConfig) -> dict[Scope, list[tuple[str, str]]]:
     """What may be silenced at ``site``: (id, what people see) per scope, in file order."""
     sensors = [(s.id, f"{s.id} ({s.kind.replace('_', ' ')})") for s in site.sensors().values()]
     return {
-        Scope.STATION: [(st.id, st.name or st.id) for st in site.stations],
+        Scope.STATION: [
+            (st.id, f"{st.id} ({st.name})" if st.name else st.id) for st in site.stations
+        ],
         Scope.PRACTICE: [(p, p) for p in _practices(site)],
         Scope.SENSOR: sensors,
     }

@@ -89,8 +89,24 @@ def silence_of(alert: Alert, silences: Sequence[Silence]) -> str:
     opened = _ms(alert.opened_at)
     for s in silences:
         if s.covers(alert.subject, alert.kind, opened):
-            return f"silenced by {s.by}: {s.reason}"
+            return f"by {s.by}: {s.reason}"
     return ""
+
+
+def live_amount(alert: Alert, site: SiteConfig, now_ms: int) -> str | None:
+    """How overdue a still-open missed deadline is *now* (its evidence says how overdue
+    it was when it opened: "0 h overdue"), or None for any other alert."""
+    due = alert.evidence.get("due_at")
+    if alert.resolved_at is not None or not alert.kind.endswith("_overdue"):
+        return None
+    if not isinstance(due, str) or duty_spec(alert.kind.removesuffix("_overdue")) is None:
+        return None
+    try:
+        due_ms = _ms(datetime.fromisoformat(due.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+    late = duration(max(0, now_ms - due_ms) / 1000)
+    return f"overdue by {late} (due {local_time(due, site.site.zone, short=True)})"
 
 
 def alert_row(
@@ -100,7 +116,8 @@ def alert_row(
     silences: Sequence[Silence] | None = None,
     now_ms: int | None = None,
 ) -> AlertRow:
-    """``now_ms``: a duty alert's lateness is counted to it (not frozen at its opening)."""
+    """The alert in people's words; with ``now_ms`` an open missed deadline says how
+    overdue it is now (:func:`live_amount`)."""
     spec = alert_spec(alert.kind)
     zone = site.site.zone
     ack = book.acknowledged(site.site.id, alert.id)

@@ -61,8 +61,9 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         var changed = swap(doc);
         document.body.setAttribute("data-updated", String(Date.now()));
-        status("Up to date at " + clock() + (changed ? " (" + changed + " part" + (changed > 1 ? "s" : "") + " changed)" : "") +
-               " · updates itself every " + every / 1000 + " s");
+        status("Up to date (checked " + clock() + " by this device's clock" +
+               (changed ? "; " + changed + " part" + (changed > 1 ? "s" : "") + " changed" : "") +
+               ") · updates itself every " + every / 1000 + " s");
       })
       .catch(function (err) {
         status("Not updating since " + clock() + ": " + (err && err.message ? err.message : "the console did not answer"), true);

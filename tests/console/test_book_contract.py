@@ -5,7 +5,7 @@ Every test runs on both backends (``store_db`` parametrized, as the store's own
 contract in tests/ingest/test_store_contract.py): accounts, sessions, the login
 rate limit, one acknowledgement per episode (two books racing on one database,
 as two processes would), notes, the audit log, single-use links, the link
-secret, binary values. A SQLite file made with the first schema (``user`` and
+secret, binary values, silences. A SQLite file made with the first schema (``user`` and
 ``by`` unquoted) still opens and reads.
 """
 
@@ -27,6 +27,7 @@ from console.auth import MAX_FAILURES, MAX_FAILURES_PER_IP, SESSION_MS, WINDOW_M
 from console.book import AuditEntry, BookError, ConsoleBook, UserInfo, token_digest
 from console.notes import Note, NoteKind
 from console.report_cli import notes_in
+from console.silences import Silence
 from console.users_cli import main as users_main
 from ingest.store_open import is_postgres_url, open_store, open_store_read_only
 from tests.conftest import BACKENDS
@@ -491,3 +492,36 @@ def test_a_book_file_made_with_the_first_schema_opens_reads_and_writes(tmp_path:
         assert book.accounts.all() == [] and Sessions(book).user("cookie", 1) is None
     finally:
         book.close()
+
+
+@both
+def test_a_silence_is_kept_covers_its_subjects_in_its_window_and_ends_once(
+    book: ConsoleBook, other: ConsoleBook
+) -> None:
+    made = book.add_silence(
+        Silence(0, A, "sensor", "turb-down", "", ("turb-down", "outfall-a"), "probe serviced",
+                DANA, 1_000, 2_000, 10_000)
+    )  # fmt: skip
+    assert made.id > 0 and other.silence(A, made.id) == made
+    # Another process (the delivery worker) sees it: inside its window, on its subjects only.
+    assert other.silence_covering(A, "outfall-a", "turbidity_contrast", 2_000) == (
+        f"silence #{made.id} of sensor turb-down by {DANA}: probe serviced"
+    )
+    assert other.silence_covering(A, "outfall-a", "turbidity_contrast", 1_999) is None
+    assert other.silence_covering(A, "outfall-a", "turbidity_contrast", 10_000) is None
+    assert other.silence_covering(A, "basin-a", "drain_time", 5_000) is None
+    assert other.silence_covering(B, "outfall-a", "turbidity_contrast", 5_000) is None
+    one_kind = other.add_silence(
+        Silence(0, A, "practice", "trap-1", "sediment_capacity", ("trap-1",), "cleaned out", JO,
+                1_000, 1_000, 5_000)
+    )  # fmt: skip
+    assert book.silence_covering(A, "trap-1", "sediment_capacity", 3_000) is not None
+    assert book.silence_covering(A, "trap-1", "sensor_offline", 3_000) is None
+    assert [s.id for s in book.silences(A)] == [one_kind.id, made.id]
+    ended = other.end_silence(A, made.id, JO, 4_000)
+    assert ended is not None and (ended.ended_ms, ended.ended_by) == (4_000, JO)
+    assert book.end_silence(A, made.id, DANA, 4_500) is None, "ended once"
+    assert book.silence_covering(A, "outfall-a", "turbidity_contrast", 5_000) is None
+    assert [s.id for s in book.silences(A, since_ms=4_000)] == [one_kind.id]
+    audit = [(e.action, e.who) for e in reversed(book.audit_log([A]))]
+    assert audit == [("silence_created", DANA), ("silence_created", JO), ("silence_ended", JO)]

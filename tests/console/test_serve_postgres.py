@@ -119,6 +119,11 @@ def test_serve_on_postgresql_emails_a_link_that_acknowledges_in_the_database(
             assert officer.post("/login", data={**fields, "next": "/"}).status_code == 303
             overview = officer.get("/")
             assert overview.status_code == 200 and SID in overview.text
+            # Each alert page reads serve's outbox: who was emailed, and when.
+            listed = officer.get("/alerts?days=all").text
+            links = re.findall(r'href="(/sites/[^"]+/alerts/[^"]+)"', listed)
+            told = [officer.get(link).text for link in links]
+            assert any(re.search(r"Email to [^<]+: <strong>sent</strong>", t) for t in told)
     finally:
         publisher.close()
         code = serve.terminate()
