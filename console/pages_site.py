@@ -165,7 +165,7 @@ async def report(request: Request) -> Response:
     )
     if request.query_params.get("format") != "pdf":
         return HTMLResponse(
-            html, headers={"Content-Disposition": f'attachment; filename="{stem}.html"'}
+            html, headers={"Content-Disposition": f'inline; filename="{stem}.html"'}
         )
     with tempfile.TemporaryDirectory(prefix="siltwatch-report-") as work:
         out = Path(work) / f"{stem}.pdf"
@@ -174,5 +174,5 @@ async def report(request: Request) -> Response:
     return Response(
         data,
         media_type="application/pdf",
-        headers={"Content-Disposition": f'attachment; filename="{stem}.pdf"'},
+        headers={"Content-Disposition": f'inline; filename="{stem}.pdf"'},
     )
