@@ -148,6 +148,10 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
     left = 8 + TEXT_PX * 1.2 + 6 + max(len(t) for t in tick_texts) * TEXT_PX * 0.64 + 8
     right = 14.0
     top = TITLE_PX * 1.3 + 12
+    # A unit longer than the plot is high ("% of design storage") goes above the plot.
+    unit_above = len(chart.unit) * TEXT_PX * 0.62 > height * 0.5
+    if unit_above:
+        top += TEXT_PX * 1.4
     bottom = 8 + rows * LEGEND_ROW_PX + TEXT_PX * 1.3 + 6 + TEXT_PX * 1.3 + 8
     plot_w, plot_h = width - left - right, max(total_h - top - bottom, 20)
     parts.plot = (left, top, plot_w, plot_h)
@@ -159,10 +163,13 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
         ha="left", va="top",
     )  # fmt: skip
     _gid(title, "text-title", parts.texts, "chart-title")
-    unit = fig.text(
-        8 / width, (total_h - top - plot_h / 2) / total_h, chart.unit, rotation=90,
-        ha="left", va="center", rotation_mode="anchor",
-    )  # fmt: skip
+    if unit_above:
+        unit = fig.text(8 / width, 1 - (top - 4) / total_h, chart.unit, ha="left", va="bottom")
+    else:
+        unit = fig.text(
+            4 / width, (total_h - top - plot_h / 2) / total_h, chart.unit, rotation=90,
+            ha="center", va="top", rotation_mode="anchor",
+        )  # fmt: skip
     _gid(unit, "text-unit", parts.texts, "unit")
 
     ax.set_xlim(start, end)
@@ -176,8 +183,15 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
 
     xt = time_ticks(start, end, chart.zone, max(int(plot_w // TICK_SPACING_PX), 2))
     ax.set_xticks([t for t, _ in xt], [label for _, label in xt])
-    for (t, _label), text in zip(xt, ax.get_xticklabels(), strict=True):
+    for (t, label), text in zip(xt, ax.get_xticklabels(), strict=True):
         _gid(text, f"xtick-{t}", parts.texts, "xtick")
+        # A label at an end of the axis would run off the figure: it ends (or starts) at its tick.
+        x_px = left + (t - start) * plot_w / (end - start)
+        half = len(label) * TEXT_PX * 0.62 / 2
+        if x_px + half > width - 2:
+            text.set_horizontalalignment("right")
+        elif x_px - half < 2:
+            text.set_horizontalalignment("left")
         parts.xticks[f"xtick-{t}"] = t
     zone = fig.text(
         1 - right / width, (8 + rows * LEGEND_ROW_PX + TEXT_PX * 0.3) / total_h,
