@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -153,7 +153,12 @@ async def report(request: Request) -> Response:
     console = console_of(request)
     window = chosen_window(request, site, console.store, console.now_ms())
     html = console.reports.html(
-        site, console.store, console.book, window.first_day, window.last_day
+        site,
+        console.store,
+        console.book,
+        window.first_day,
+        window.last_day,
+        generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
     )
     stem = f"siltwatch-report-{site.site.id}-{window.first_day}-{window.last_day}"
     console.book.audit(

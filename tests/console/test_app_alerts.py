@@ -69,6 +69,7 @@ def test_the_report_button_serves_the_inspectors_report(tmp_path: Path) -> None:
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
     assert "Route 9N mixed-use" in report.text and "<svg" in report.text
     assert "Dana Ruiz" in report.text, "the acknowledgement recorded in the console is in it"
+    assert "· generated 2026-05-12 12:00 EDT" in report.text  # the footer, on the console's clock
 
 
 def test_the_alert_page_reads_as_evidence_citation_and_timeline(world: World) -> None:

@@ -43,7 +43,7 @@ SECTIONS = (
     "Duties met and missed",
     "Alerts",
     "Station health",
-    "Plots",
+    "Plots (appendix)",
     "Certification",
 )
 # One plot per turbidity pair, rain gauge, infiltration practice and trap of the site.
