@@ -195,7 +195,7 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
         parts.xticks[f"xtick-{t}"] = t
     zone = fig.text(
         1 - right / width, (8 + rows * LEGEND_ROW_PX + TEXT_PX * 0.3) / total_h,
-        f"local time ({zone_names(start, end, chart.zone)})", color="#555555", ha="right",
+        f"local time ({zone_names(start, end, chart.zone)}){_days_if_unlabelled(xt, start, end, chart.zone)}", color="#555555", ha="right",
         va="bottom",
     )  # fmt: skip
     _gid(zone, "text-time-zone", parts.texts, "time-zone")
@@ -236,6 +236,17 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
 
 def chart_ymin(parts: _Parts) -> float:
     return parts.ymin
+
+
+def _days_if_unlabelled(
+    ticks: Sequence[tuple[int, str]], start: int, end: int, zone: tzinfo
+) -> str:
+    """The window's day(s) when no tick names one (a window within a day shows only hours)."""
+    if any("-" in label for _, label in ticks):
+        return ""
+    first = datetime.fromtimestamp(start / 1000, tz=zone).strftime("%a %Y-%m-%d")
+    last = datetime.fromtimestamp(end / 1000, tz=zone).strftime("%a %Y-%m-%d")
+    return f", {first}" if first == last else f", {first} – {last}"
 
 
 def _gid(artist: Artist, gid: str, texts: dict[str, str], cls: str) -> None:

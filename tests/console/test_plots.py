@@ -340,3 +340,11 @@ def test_the_email_png_is_a_phone_sized_picture_of_the_same_chart() -> None:
 
 def test_the_same_chart_gives_the_same_bytes() -> None:
     assert simple_chart().svg() == simple_chart().svg()
+
+
+def test_a_window_within_one_day_names_its_day_beside_the_zone() -> None:
+    root = parse(simple_chart(zone=NEW_YORK))  # 2026-05-04 20:00 .. 21:40 EDT: ticks are hours
+    ticks = tick_labels(root)
+    assert ticks and all(":" in label for label in ticks.values())
+    zone = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "time-zone")
+    assert zone == "local time (EDT), Mon 2026-05-04"
