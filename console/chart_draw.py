@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
@@ -91,9 +92,14 @@ def _rc() -> dict[Any, Any]:
     }
 
 
+# matplotlib's settings (rcParams) are process-wide and rc_context swaps them: the console's
+# request threads and the email worker draw one chart at a time (a chart takes milliseconds).
+_DRAWING = threading.Lock()
+
+
 def svg_text(chart: Chart, width: int, height: int) -> str:
     """The chart as a standalone ``<svg>`` element, ``width`` x ``height`` CSS px."""
-    with matplotlib.rc_context({**_rc(), "svg.hashsalt": f"{chart.id}:{width}x{height}"}):
+    with _DRAWING, matplotlib.rc_context({**_rc(), "svg.hashsalt": f"{chart.id}:{width}x{height}"}):
         fig, parts = _figure(chart, width, height)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -102,7 +108,7 @@ def svg_text(chart: Chart, width: int, height: int) -> str:
 
 def png_bytes(chart: Chart, width: int, height: int, scale: int = EMAIL_SCALE) -> bytes:
     """The chart as a PNG of ``width * scale`` x ``height * scale`` pixels (8-bit RGBA)."""
-    with matplotlib.rc_context(_rc()):
+    with _DRAWING, matplotlib.rc_context(_rc()):
         fig, _parts = _figure(chart, width, height, hover=False)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=72 * scale, metadata={"Software": None})

@@ -348,3 +348,15 @@ def test_a_window_within_one_day_names_its_day_beside_the_zone() -> None:
     assert ticks and all(":" in label for label in ticks.values())
     zone = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "time-zone")
     assert zone == "local time (EDT), Mon 2026-05-04"
+
+
+def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone() -> None:
+    """The console's request threads and the email worker draw at the same time; matplotlib's
+    settings are process-wide, so each drawing must still come out as it does alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    charts = [simple_chart(id=f"chart-{i}", title=f"Chart {i}") for i in range(4)]
+    alone = [c.svg(340, 250) for c in charts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda c: c.svg(340, 250), charts * 4))
+    assert together == alone * 4
