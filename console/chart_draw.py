@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -65,7 +66,8 @@ TITLE_PX = 13.0
 FONT = ["DejaVu Sans", "Arial", "Helvetica", "sans-serif"]
 LEGEND_ROW_PX = 18
 TICK_SPACING_PX = 82  # room for one time label ("Mon 05-04" at 12 px) and a gap
-HOVER_POINTS = 160  # hover targets per series at most (the highest point of each group)
+HOVER_POINTS = 120  # hover targets per series at most (the highest point of each group)
+HOVER_SPACING_PX = 6  # and no closer than this: a pointer cannot tell them apart
 DASHED = (0.0, (6.0, 4.0))  # reference lines and limit series
 DOTTED = (0.0, (4.0, 3.0))  # markers (an instant)
 EPISODE_FILL = "#c62828"
@@ -352,13 +354,13 @@ def _draw_series(
         style: LineStyleType = DASHED if series.dashed else "-"
         (line,) = ax.plot(xs, ys, color=color, linewidth=1.8, linestyle=style)
         line.set_gid(gid)
-        single = [(t, v) for t, v in zip(xs, ys, strict=True) if _alone(xs, t)]
+        single = [(xs[k], ys[k]) for k in range(len(xs)) if _alone(xs, k)]
         if single:
             dots = ax.scatter([t for t, _ in single], [v for _, v in single], s=9, color=color)
             dots.set_gid(f"{gid}-dots")
         shown = list(points)
     if hover:
-        targets = _hover_targets(shown, HOVER_POINTS)
+        targets = _hover_targets(shown, min(HOVER_POINTS, int(plot_w // HOVER_SPACING_PX)))
         dots = ax.scatter(
             [t for t, _ in targets], [v for _, v in targets], s=64, color=color, alpha=0.0,
             linewidths=0,
@@ -369,9 +371,10 @@ def _draw_series(
         ]
 
 
-def _alone(xs: Sequence[float], t: float) -> bool:
-    """Whether the point at ``t`` has no neighbour in its run (a line would not show it)."""
-    k = xs.index(t)
+def _alone(xs: Sequence[float], k: int) -> bool:
+    """Whether point ``k`` has no neighbour in its run (a line would not show it)."""
+    if math.isnan(xs[k]):
+        return False
     before = math.isnan(xs[k - 1]) if k > 0 else True
     after = math.isnan(xs[k + 1]) if k + 1 < len(xs) else True
     return before and after
@@ -458,8 +461,10 @@ def _finish_svg(raw: str, chart: Chart, parts: _Parts) -> str:
         if gid in parts.series:
             _mark(group, {"class": "series", "data-series": parts.series[gid]})
         elif gid in parts.hover:
-            _mark(group, {"class": "hover"})
+            # Invisible but painted (so it takes the pointer): one style for the group.
+            _mark(group, {"class": "hover", "style": "fill: #000000; fill-opacity: 0"})
             for use, text in zip(group.iter(_q("use")), parts.hover[gid], strict=False):
+                use.attrib.pop("style", None)
                 tip = ET.SubElement(use, _q("title"))
                 tip.text = text
         elif gid in parts.reflines:
@@ -482,7 +487,17 @@ def _finish_svg(raw: str, chart: Chart, parts: _Parts) -> str:
             del group.attrib["id"]
         elif gid.startswith("series-") and gid.endswith("-dots"):
             _mark(group, {"class": "dots"})
+    for element in root.iter():
+        for key in _COORDINATES:
+            coord = element.get(key)
+            if coord is not None:
+                element.set(key, _DECIMALS.sub(r"\1", coord))
     return ET.tostring(root, encoding="unicode")
+
+
+# Coordinates to a tenth of a pixel: finer cannot be seen, and it halves the page's bytes.
+_COORDINATES = ("d", "x", "y", "transform")
+_DECIMALS = re.compile(r"(\d\.\d)\d+")
 
 
 def _mark(group: ET.Element, attrs: dict[str, str]) -> None:
