@@ -29,11 +29,13 @@ data-t=...>``. Deterministic: the same chart gives the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import re
 import threading
 import xml.etree.ElementTree as ET
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -99,8 +101,28 @@ def _rc() -> dict[Any, Any]:
 _DRAWING = threading.Lock()
 
 
+# The last drawings, by what was drawn: a page shown again over the same window, or the
+# report's HTML and then its PDF, draw nothing twice (a drawing costs tens of ms).
+_DRAWN: OrderedDict[bytes, str] = OrderedDict()
+DRAWN_KEEP = 64
+
+
 def svg_text(chart: Chart, width: int, height: int) -> str:
     """The chart as a standalone ``<svg>`` element, ``width`` x ``height`` CSS px."""
+    key = hashlib.sha256(repr((chart, width, height)).encode()).digest()
+    with _DRAWING:
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+    text = _draw_svg(chart, width, height)
+    with _DRAWING:
+        _DRAWN[key] = text
+        while len(_DRAWN) > DRAWN_KEEP:
+            _DRAWN.popitem(last=False)
+    return text
+
+
+def _draw_svg(chart: Chart, width: int, height: int) -> str:
     with _DRAWING, matplotlib.rc_context({**_rc(), "svg.hashsalt": f"{chart.id}:{width}x{height}"}):
         fig, parts = _figure(chart, width, height)
         buf = io.StringIO()

@@ -16,6 +16,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from console.chart_draw import TEXT_PX
 from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
 from tests.pngread import colours, decode
@@ -350,13 +352,36 @@ def test_a_window_within_one_day_names_its_day_beside_the_zone() -> None:
     assert zone == "local time (EDT), Mon 2026-05-04"
 
 
-def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone() -> None:
+def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The console's request threads and the email worker draw at the same time; matplotlib's
     settings are process-wide, so each drawing must still come out as it does alone."""
     from concurrent.futures import ThreadPoolExecutor
+
+    from console import chart_draw
+
+    monkeypatch.setattr(chart_draw, "DRAWN_KEEP", 0)  # every call draws: none kept
 
     charts = [simple_chart(id=f"chart-{i}", title=f"Chart {i}") for i in range(4)]
     alone = [c.svg(340, 250) for c in charts]
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = list(pool.map(lambda c: c.svg(340, 250), charts * 4))
     assert together == alone * 4
+
+
+def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from console import chart_draw
+
+    drawn: list[str] = []
+    real = chart_draw._draw_svg
+
+    def counting(chart: Chart, width: int, height: int) -> str:
+        drawn.append(chart.id)
+        return real(chart, width, height)
+
+    monkeypatch.setattr(chart_draw, "_draw_svg", counting)
+    first = simple_chart(id="drawn-once").svg(340, 250)
+    assert simple_chart(id="drawn-once").svg(340, 250) == first
+    assert simple_chart(id="drawn-once", lines=[]).svg(340, 250) != first  # other data: drawn
+    assert drawn == ["drawn-once", "drawn-once"]
