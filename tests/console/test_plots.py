@@ -385,3 +385,17 @@ def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch)
     assert simple_chart(id="drawn-once").svg(340, 250) == first
     assert simple_chart(id="drawn-once", lines=[]).svg(340, 250) != first  # other data: drawn
     assert drawn == ["drawn-once", "drawn-once"]
+
+
+def test_a_level_chart_cites_the_sites_own_drain_rule_or_says_there_is_none() -> None:
+    from console.plots import _drain_limit_text
+    from siltwatch.config import load_site
+    from tests.console.app_world import EXAMPLES
+
+    george = load_site(EXAMPLES / "lake-george-site.toml")
+    lure = load_site(EXAMPLES / "lake-lure-site.toml")
+    assert _drain_limit_text(george, george.infiltration_practices[0]) == (
+        "a deadline is the peak plus 120 h (Lake George §148-11 I(3))."
+    )
+    text = _drain_limit_text(lure, lure.infiltration_practices[0])
+    assert "Lake George" not in text and "no rule pack of this site sets" in text
