@@ -94,7 +94,7 @@ def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
             "%",
             f"Share of the design storage volume filled, from {trap.depth_sensor}'s sediment "
             f"depth and the trap's shape. Dashed lines: {warn:.0%} (warning) and {clean:.0%} "
-            "(cleanout due, Lake George §148-10 A).",
+            f"(cleanout due, {site.rules().require('sediment.cleanout_fraction').cite()}).",
             Series(trap.depth_sensor, "storage lost", expression=share, reference=False),
             ((warn * 100, "orange"), (clean * 100, "red")),
         )
