@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.replay
 	$(BIN)/python -m benchmarks.edge
 	$(BIN)/python -m benchmarks.ingest
+	$(BIN)/python -m benchmarks.plots
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache .hypothesis

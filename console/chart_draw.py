@@ -29,9 +29,13 @@ data-t=...>``. Deterministic: the same chart gives the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
+import re
+import threading
 import xml.etree.ElementTree as ET
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -64,7 +68,8 @@ TITLE_PX = 13.0
 FONT = ["DejaVu Sans", "Arial", "Helvetica", "sans-serif"]
 LEGEND_ROW_PX = 18
 TICK_SPACING_PX = 82  # room for one time label ("Mon 05-04" at 12 px) and a gap
-HOVER_POINTS = 160  # hover targets per series at most (the highest point of each group)
+HOVER_POINTS = 120  # hover targets per series at most (the highest point of each group)
+HOVER_SPACING_PX = 6  # and no closer than this: a pointer cannot tell them apart
 DASHED = (0.0, (6.0, 4.0))  # reference lines and limit series
 DOTTED = (0.0, (4.0, 3.0))  # markers (an instant)
 EPISODE_FILL = "#c62828"
@@ -91,9 +96,34 @@ def _rc() -> dict[Any, Any]:
     }
 
 
+# matplotlib's settings (rcParams) are process-wide and rc_context swaps them: the console's
+# request threads and the email worker draw one chart at a time (a chart takes milliseconds).
+_DRAWING = threading.Lock()
+
+
+# The last drawings, by what was drawn: a page shown again over the same window, or the
+# report's HTML and then its PDF, draw nothing twice (a drawing costs tens of ms).
+_DRAWN: OrderedDict[bytes, str] = OrderedDict()
+DRAWN_KEEP = 64
+
+
 def svg_text(chart: Chart, width: int, height: int) -> str:
     """The chart as a standalone ``<svg>`` element, ``width`` x ``height`` CSS px."""
-    with matplotlib.rc_context({**_rc(), "svg.hashsalt": f"{chart.id}:{width}x{height}"}):
+    key = hashlib.sha256(repr((chart, width, height)).encode()).digest()
+    with _DRAWING:
+        if key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+    text = _draw_svg(chart, width, height)
+    with _DRAWING:
+        _DRAWN[key] = text
+        while len(_DRAWN) > DRAWN_KEEP:
+            _DRAWN.popitem(last=False)
+    return text
+
+
+def _draw_svg(chart: Chart, width: int, height: int) -> str:
+    with _DRAWING, matplotlib.rc_context({**_rc(), "svg.hashsalt": f"{chart.id}:{width}x{height}"}):
         fig, parts = _figure(chart, width, height)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
@@ -102,7 +132,7 @@ def svg_text(chart: Chart, width: int, height: int) -> str:
 
 def png_bytes(chart: Chart, width: int, height: int, scale: int = EMAIL_SCALE) -> bytes:
     """The chart as a PNG of ``width * scale`` x ``height * scale`` pixels (8-bit RGBA)."""
-    with matplotlib.rc_context(_rc()):
+    with _DRAWING, matplotlib.rc_context(_rc()):
         fig, _parts = _figure(chart, width, height, hover=False)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=72 * scale, metadata={"Software": None})
@@ -148,6 +178,10 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
     left = 8 + TEXT_PX * 1.2 + 6 + max(len(t) for t in tick_texts) * TEXT_PX * 0.64 + 8
     right = 14.0
     top = TITLE_PX * 1.3 + 12
+    # A unit longer than the plot is high ("% of design storage") goes above the plot.
+    unit_above = len(chart.unit) * TEXT_PX * 0.62 > height * 0.5
+    if unit_above:
+        top += TEXT_PX * 1.4
     bottom = 8 + rows * LEGEND_ROW_PX + TEXT_PX * 1.3 + 6 + TEXT_PX * 1.3 + 8
     plot_w, plot_h = width - left - right, max(total_h - top - bottom, 20)
     parts.plot = (left, top, plot_w, plot_h)
@@ -159,10 +193,13 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
         ha="left", va="top",
     )  # fmt: skip
     _gid(title, "text-title", parts.texts, "chart-title")
-    unit = fig.text(
-        8 / width, (total_h - top - plot_h / 2) / total_h, chart.unit, rotation=90,
-        ha="left", va="center", rotation_mode="anchor",
-    )  # fmt: skip
+    if unit_above:
+        unit = fig.text(8 / width, 1 - (top - 4) / total_h, chart.unit, ha="left", va="bottom")
+    else:
+        unit = fig.text(
+            4 / width, (total_h - top - plot_h / 2) / total_h, chart.unit, rotation=90,
+            ha="center", va="top", rotation_mode="anchor",
+        )  # fmt: skip
     _gid(unit, "text-unit", parts.texts, "unit")
 
     ax.set_xlim(start, end)
@@ -176,12 +213,19 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
 
     xt = time_ticks(start, end, chart.zone, max(int(plot_w // TICK_SPACING_PX), 2))
     ax.set_xticks([t for t, _ in xt], [label for _, label in xt])
-    for (t, _label), text in zip(xt, ax.get_xticklabels(), strict=True):
+    for (t, label), text in zip(xt, ax.get_xticklabels(), strict=True):
         _gid(text, f"xtick-{t}", parts.texts, "xtick")
+        # A label at an end of the axis would run off the figure: it ends (or starts) at its tick.
+        x_px = left + (t - start) * plot_w / (end - start)
+        half = len(label) * TEXT_PX * 0.62 / 2
+        if x_px + half > width - 2:
+            text.set_horizontalalignment("right")
+        elif x_px - half < 2:
+            text.set_horizontalalignment("left")
         parts.xticks[f"xtick-{t}"] = t
     zone = fig.text(
         1 - right / width, (8 + rows * LEGEND_ROW_PX + TEXT_PX * 0.3) / total_h,
-        f"local time ({zone_names(start, end, chart.zone)})", color="#555555", ha="right",
+        f"local time ({zone_names(start, end, chart.zone)}){_days_if_unlabelled(xt, start, end, chart.zone)}", color="#555555", ha="right",
         va="bottom",
     )  # fmt: skip
     _gid(zone, "text-time-zone", parts.texts, "time-zone")
@@ -222,6 +266,17 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
 
 def chart_ymin(parts: _Parts) -> float:
     return parts.ymin
+
+
+def _days_if_unlabelled(
+    ticks: Sequence[tuple[int, str]], start: int, end: int, zone: tzinfo
+) -> str:
+    """The window's day(s) when no tick names one (a window within a day shows only hours)."""
+    if any("-" in label for _, label in ticks):
+        return ""
+    first = datetime.fromtimestamp(start / 1000, tz=zone).strftime("%a %Y-%m-%d")
+    last = datetime.fromtimestamp(end / 1000, tz=zone).strftime("%a %Y-%m-%d")
+    return f", {first}" if first == last else f", {first} – {last}"
 
 
 def _gid(artist: Artist, gid: str, texts: dict[str, str], cls: str) -> None:
@@ -321,13 +376,13 @@ def _draw_series(
         style: LineStyleType = DASHED if series.dashed else "-"
         (line,) = ax.plot(xs, ys, color=color, linewidth=1.8, linestyle=style)
         line.set_gid(gid)
-        single = [(t, v) for t, v in zip(xs, ys, strict=True) if _alone(xs, t)]
+        single = [(xs[k], ys[k]) for k in range(len(xs)) if _alone(xs, k)]
         if single:
             dots = ax.scatter([t for t, _ in single], [v for _, v in single], s=9, color=color)
             dots.set_gid(f"{gid}-dots")
         shown = list(points)
     if hover:
-        targets = _hover_targets(shown, HOVER_POINTS)
+        targets = _hover_targets(shown, min(HOVER_POINTS, int(plot_w // HOVER_SPACING_PX)))
         dots = ax.scatter(
             [t for t, _ in targets], [v for _, v in targets], s=64, color=color, alpha=0.0,
             linewidths=0,
@@ -338,9 +393,10 @@ def _draw_series(
         ]
 
 
-def _alone(xs: Sequence[float], t: float) -> bool:
-    """Whether the point at ``t`` has no neighbour in its run (a line would not show it)."""
-    k = xs.index(t)
+def _alone(xs: Sequence[float], k: int) -> bool:
+    """Whether point ``k`` has no neighbour in its run (a line would not show it)."""
+    if math.isnan(xs[k]):
+        return False
     before = math.isnan(xs[k - 1]) if k > 0 else True
     after = math.isnan(xs[k + 1]) if k + 1 < len(xs) else True
     return before and after
@@ -427,8 +483,10 @@ def _finish_svg(raw: str, chart: Chart, parts: _Parts) -> str:
         if gid in parts.series:
             _mark(group, {"class": "series", "data-series": parts.series[gid]})
         elif gid in parts.hover:
-            _mark(group, {"class": "hover"})
+            # Invisible but painted (so it takes the pointer): one style for the group.
+            _mark(group, {"class": "hover", "style": "fill: #000000; fill-opacity: 0"})
             for use, text in zip(group.iter(_q("use")), parts.hover[gid], strict=False):
+                use.attrib.pop("style", None)
                 tip = ET.SubElement(use, _q("title"))
                 tip.text = text
         elif gid in parts.reflines:
@@ -451,7 +509,17 @@ def _finish_svg(raw: str, chart: Chart, parts: _Parts) -> str:
             del group.attrib["id"]
         elif gid.startswith("series-") and gid.endswith("-dots"):
             _mark(group, {"class": "dots"})
+    for element in root.iter():
+        for key in _COORDINATES:
+            coord = element.get(key)
+            if coord is not None:
+                element.set(key, _DECIMALS.sub(r"\1", coord))
     return ET.tostring(root, encoding="unicode")
+
+
+# Coordinates to a tenth of a pixel: finer cannot be seen, and it halves the page's bytes.
+_COORDINATES = ("d", "x", "y", "transform")
+_DECIMALS = re.compile(r"(\d\.\d)\d+")
 
 
 def _mark(group: ET.Element, attrs: dict[str, str]) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -159,7 +159,12 @@ async def report(request: Request) -> Response:
     console = console_of(request)
     window = chosen_window(request, site, console.store, console.now_ms())
     html = console.reports.html(
-        site, console.store, console.book, window.first_day, window.last_day
+        site,
+        console.store,
+        console.book,
+        window.first_day,
+        window.last_day,
+        generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
     )
     stem = f"siltwatch-report-{site.site.id}-{window.first_day}-{window.last_day}"
     console.book.audit(
@@ -171,7 +176,7 @@ async def report(request: Request) -> Response:
     )
     if request.query_params.get("format") != "pdf":
         return HTMLResponse(
-            html, headers={"Content-Disposition": f'attachment; filename="{stem}.html"'}
+            html, headers={"Content-Disposition": f'inline; filename="{stem}.html"'}
         )
     with tempfile.TemporaryDirectory(prefix="siltwatch-report-") as work:
         out = Path(work) / f"{stem}.pdf"
@@ -180,5 +185,5 @@ async def report(request: Request) -> Response:
     return Response(
         data,
         media_type="application/pdf",
-        headers={"Content-Disposition": f'attachment; filename="{stem}.pdf"'},
+        headers={"Content-Disposition": f'inline; filename="{stem}.pdf"'},
     )

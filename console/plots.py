@@ -626,10 +626,19 @@ def level_chart(
         description=(
             f"Mean level of {practice.level_sensor} per {_dur(width)}. The practice counts as "
             f"drained at or below the design level plus its tolerance ({drained:g} {unit}); "
-            "a deadline is the peak plus the drain-time limit of its type (Lake George "
-            "§148-11 I(3) and the site's packs)."
+            f"{_drain_limit_text(site, practice)}"
         ),
     )
+
+
+def _drain_limit_text(site: SiteConfig, practice: InfiltrationPractice) -> str:
+    """The drain-time limit the site's packs set for the practice's type, with its citation
+    (a Lake Lure trench has none: saying so, not borrowing another town's section)."""
+    rule = site.rules().get(f"drain.limit_h.{practice.type}")
+    if rule is None:
+        kind = practice.type.replace("_", " ")
+        return f"no rule pack of this site sets a drain-time limit for its type ({kind})."
+    return f"a deadline is the peak plus {float(rule.value):g} h ({rule.cite()})."
 
 
 def trap_chart(

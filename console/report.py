@@ -16,7 +16,13 @@ people recorded about the alerts (console/notes.py):
 * the alerts with their citations, escalations, acknowledgements, comments
   and corrective actions (the console's notes and the site log's
   ``corrective_action`` entries);
-* the stations' last health reports, and the plots (console/plots.py).
+* the stations' last health reports, the certification and signature lines
+  the site's law asks of an inspection record, and the plots (console/plots.py).
+
+A filing, not an appendix (console/report_parts.py): a one-line verdict first,
+sections that flow on from each other, page numbers and a footer (site,
+period, when generated) on every printed page, people's names for what an
+alert or duty is about, each corrective action once, dates never wrapped.
 
 Times are the site's local time with the zone's abbreviation
 (siltwatch/timefmt.py). :func:`build_report` reads no wall clock: the caller
@@ -31,7 +37,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from functools import cache
@@ -45,6 +51,14 @@ from analytics.rain import RainDetector, StormRecord
 from console.notes import Note, NoteKind, NotesSource
 from console.plots import site_charts
 from ingest.rain_lead_in import gauge_readings
+from console.report_parts import (
+    Verdict,
+    certifications,
+    css_string,
+    same_text,
+    subject_name,
+    verdict,
+)
 from ingest.replay import replay_site
 from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig
@@ -59,6 +73,7 @@ TEMPLATES = HERE / "templates"
 STYLESHEET = HERE / "static" / "report.css"
 RAIN_LOG_CITE = "NCG01 Part III §A item 1"
 PDF_TIMEOUT_S = 120.0
+REPORT_CHART = (340, 250)  # two charts side by side on a Letter page, text at 12 px (9 pt)
 
 
 class ReportError(Exception):
@@ -156,6 +171,10 @@ class AlertBlock:
     escalations: list[str]
     notes: list[NoteRow] = field(default_factory=list)
 
+    def acted(self) -> bool:
+        """Whether a corrective action is recorded for it."""
+        return any(n.kind == "corrective action" for n in self.notes)
+
 
 @dataclass(frozen=True)
 class StationRow:
@@ -207,13 +226,23 @@ def build_report(
         i for i in store.inspections_after(sid, period.start_ms - 1) if i.t < period.end_ms
     ]
     charts = site_charts(site, store, period.start_ms, period.end_ms)
+    by_id = {d.id: d for d in duties}
+    duty_list = duty_rows(site, duties, period, as_of)
+    alert_list = [alert_block(site, a, notes, store, by_id) for a in alerts]
+    site_name = site.site.name or site.site.id
+    period_text = f"{_day(period.start)} – {_day(period.end)}"
+    generated = local_time(generated_at, zone) if generated_at is not None else None
+    footer = f"{site_name} · {period_text}" + (f" · generated {generated}" if generated else "")
     context = {
         "site": site.site,
         "zone_names": _zone_names(site, period),
         "packs": _packs(site),
         "period": period,
-        "period_text": f"{_day(period.start)} – {_day(period.end)}",
-        "generated": local_time(generated_at, zone) if generated_at is not None else None,
+        "period_text": period_text,
+        "generated": generated,
+        "footer_css": Markup(css_string(footer)),
+        "verdict": report_verdict(duty_list, alert_list),
+        "certifications": certifications(site.rules().packs),
         "as_of": local_time(as_of, zone),
         "rain_cite": RAIN_LOG_CITE,
         "gauges": [f"{g.id} ({site.sensor(g.sensor).unit})" for g in site.rain_gauges],
@@ -221,13 +250,22 @@ def build_report(
         "rain_totals": rain_totals(site, rain_log, period),
         "storms": storm_rows(site, storms, duties, period),
         "inspections": [inspection_row(i, site) for i in inspections],
-        "duties": duty_rows(site, duties, period, as_of),
-        "alerts": [alert_block(site, a, notes, store) for a in alerts],
+        "duties": duty_list,
+        "alerts": alert_list,
         "stations": station_rows(site, store, period),
-        "figures": [Figure(c.id, c.title, Markup(c.svg()), c.description) for c in charts],
+        "figures": [
+            Figure(c.id, c.title, Markup(c.svg(*REPORT_CHART)), c.description) for c in charts
+        ],
         "stylesheet": Markup(STYLESHEET.read_text(encoding="utf-8")),
     }
     return _template().render(context)
+
+
+def report_verdict(duties: Sequence[DutyRow], alerts: Sequence[AlertBlock]) -> Verdict:
+    """The report's first line (console/report_parts.py ``verdict``)."""
+    return verdict(
+        [d.state for d in duties], [(a.regulatory, not a.resolved, a.acted()) for a in alerts]
+    )
 
 
 @cache
@@ -412,7 +450,7 @@ def duty_rows(
             DutyRow(
                 spec.label if spec is not None else d.kind,
                 d.reason.replace("_", " "),
-                d.subject,
+                subject_name(site, d.subject, {}, zone),
                 local_time(d.created_at, zone),
                 local_time(d.due_at, zone),
                 outcome,
@@ -436,24 +474,29 @@ def duty_outcome(due: int, done: int | None, as_of: int, zone: tzinfo) -> tuple[
     if due < as_of:
         return (
             "missed",
-            f"missed: not done, {duration((as_of - due) / 1000)} overdue as of {local_time(as_of, zone)}",
+            f"missed: not done, {duration((as_of - due) / 1000)} overdue",
         )
-    return "open", f"open, not yet due as of {local_time(as_of, zone)}"
+    return "open", "open, not yet due"
 
 
 # --- alerts -----------------------------------------------------------------------------------
 
 
 def alert_block(
-    site: SiteConfig, alert: Alert, notes: NotesSource | None, store: SqlStore
+    site: SiteConfig,
+    alert: Alert,
+    notes: NotesSource | None,
+    store: SqlStore,
+    duties: Mapping[str, Duty] | None = None,
 ) -> AlertBlock:
-    """An alert episode with its citation, escalations and what people recorded about it."""
+    """An alert episode with its citation, escalations and what people recorded about it;
+    its subject by people's name (a duty's alert: the area the duty is about)."""
     zone = site.site.zone
     spec = alert_spec(alert.kind)
     return AlertBlock(
         id=alert.id,
         label=spec.label if spec is not None else alert.kind.replace("_", " "),
-        subject=alert.subject,
+        subject=subject_name(site, alert.subject, duties or {}, zone),
         severity=str(alert.severity),
         regulatory=bool(spec is not None and spec.regulatory),
         opened=local_time(alert.opened_at, zone),
@@ -492,6 +535,8 @@ def alert_notes(
         if entry.event != SiteEvent.CORRECTIVE_ACTION or not entry.detail.startswith(alert.id):
             continue
         text = entry.detail[len(alert.id) :].lstrip(" :,;-–—")
+        if any(row.kind == "corrective action" and same_text(row.text, text) for _, row in found):
+            continue  # the same action recorded in the console and the site log: printed once
         row = NoteRow("corrective action", entry.by, local_time(entry.t, zone), text, "site log")
         found.append((entry.t, row))
     return [row for _, row in sorted(found, key=lambda item: item[0])]

@@ -8,7 +8,7 @@ out of the import of every page: it is loaded on the first report asked for.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -19,9 +19,17 @@ from siltwatch.config import SiteConfig
 
 class ReportRenderer(Protocol):
     def html(
-        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
+        self,
+        site: SiteConfig,
+        store: SqlStore,
+        notes: NotesSource,
+        start: date,
+        end: date,
+        *,
+        generated_at: datetime | None = None,
     ) -> str:
-        """The report of the local days ``start`` .. ``end`` (inclusive) as one HTML page."""
+        """The report of the local days ``start`` .. ``end`` (inclusive) as one HTML page;
+        ``generated_at`` (the console's clock) is printed in its footer."""
         ...
 
     def pdf(self, html: str, out_path: Path) -> None:
@@ -33,11 +41,18 @@ class InspectorReport:
     """The real report (console/report.py ``build_report`` and ``render_pdf``)."""
 
     def html(
-        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
+        self,
+        site: SiteConfig,
+        store: SqlStore,
+        notes: NotesSource,
+        start: date,
+        end: date,
+        *,
+        generated_at: datetime | None = None,
     ) -> str:
         from console.report import build_report
 
-        return build_report(site, store, notes, start, end)
+        return build_report(site, store, notes, start, end, generated_at=generated_at)
 
     def pdf(self, html: str, out_path: Path) -> None:
         from console.report import render_pdf

@@ -128,9 +128,13 @@ def _ts(title: str, unit: str, description: str) -> timeseries.Panel:
 
 def _unit(sensor_unit: str) -> str:
     """Grafana's unit id for a sensor unit (it has lengths; NTU is shown as a suffix)."""
-    return {"m": "lengthm", "ft": "lengthft", "mm": "lengthmm", "in": "lengthin"}.get(
-        sensor_unit, f"suffix: {sensor_unit}"
-    )
+    return {
+        "m": "lengthm",
+        "ft": "lengthft",
+        "mm": "lengthmm",
+        "in": "lengthin",
+        "%": "percent",
+    }.get(sensor_unit, f"suffix: {sensor_unit}")
 
 
 _DASHED_RED = [
@@ -160,7 +164,7 @@ def render_panel(spec: Panel) -> timeseries.Panel:
         panel = panel.interval(f"{round(spec.interval_s)}s")
     for i, series in enumerate(spec.series):
         panel = panel.with_target(InfluxQL(chr(ord("A") + i), _query(series)))
-        if series.expression is not None:
+        if series.expression is not None and series.reference:
             panel = panel.override_by_name(series.alias, _DASHED_RED)
         elif series.right_axis:
             panel = panel.override_by_name(series.alias, _LINE_ON_RIGHT)
@@ -175,13 +179,37 @@ def _date_column(name: str) -> list[dash_m.DynamicConfigValue]:
     return [dash_m.DynamicConfigValue(id_val="unit", value="dateTimeAsIso")]
 
 
+# The console's severity colours (console/static/console.css badges), as cell backgrounds.
+SEVERITY_COLOURS = {"critical": "red", "warning": "orange", "info": "blue"}
+_SEVERITY_CELL = [
+    dash_m.DynamicConfigValue(id_val="custom.cellOptions", value={"type": "color-background"}),
+    dash_m.DynamicConfigValue(
+        id_val="mappings",
+        value=[
+            {
+                "type": "value",
+                "options": {
+                    name: {"color": colour, "index": i, "text": name.upper()}
+                    for i, (name, colour) in enumerate(SEVERITY_COLOURS.items())
+                },
+            }
+        ],
+    ),
+]
+
+
 def alerts_table() -> table.Panel:
     return (
         table.Panel()
         .title("Open alerts")
-        .description("Alert episodes not yet resolved, whenever they opened; Time is the opening.")
+        .description(
+            "Alert episodes not yet resolved, whenever they opened; Time is the opening. "
+            "Acknowledgements are kept in the console's book, not in this InfluxDB mirror: "
+            "see the console's alert page for who acknowledged."
+        )
         .datasource(DATASOURCE)
         .with_target(InfluxQL("A", q.open_alerts(), result_format="table"))
+        .override_by_name("severity", _SEVERITY_CELL)
         .sort_by([common_b.TableSortByFieldState().display_name("Time").desc(True)])
         .height(8)
         .span(12)
@@ -245,7 +273,43 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
     model = d.build()
     for number, panel in enumerate(model.panels or [], start=1):
         panel.id_val = number  # stable ids: Grafana links and diffs rely on them
+    fill_rows(model.panels or [])
     return model
+
+
+GRID_W = 24  # Grafana's grid columns
+PANEL_H = 8
+
+
+def fill_rows(panels: list[Any]) -> None:
+    """Lay each row's panels across the whole width: one panel fills the row, two take
+    half each, three a third; four or more go two to a line, an odd last one full width.
+    (The SDK's layout puts each panel at its span from the left: a row of one half-width
+    chart with nothing beside it.)"""
+    y = 0
+    group: list[Any] = []
+
+    def flush() -> None:
+        nonlocal y
+        if not group:
+            return
+        per_line = len(group) if len(group) <= 3 else 2
+        for start in range(0, len(group), per_line):
+            line = group[start : start + per_line]
+            width = GRID_W // len(line)
+            for i, panel in enumerate(line):
+                panel.grid_pos = dash_m.GridPos(h=PANEL_H, w=width, x=i * width, y=y)
+            y += PANEL_H
+        group.clear()
+
+    for panel in panels:
+        if isinstance(panel, dash_m.RowPanel):
+            flush()
+            panel.grid_pos = dash_m.GridPos(h=1, w=GRID_W, x=0, y=y)
+            y += 1
+        else:
+            group.append(panel)
+    flush()
 
 
 def build_dashboard(site: SiteConfig) -> dict[str, Any]:

@@ -59,7 +59,9 @@ class InfluxSource:
             "uid": DATASOURCE_UID,
             "access": "proxy",
             "url": self.url,
-            "isDefault": True,
+            # Not the default: a Grafana that already has one keeps it, and siltwatch's
+            # panels name this source by uid, so they never depend on the default.
+            "isDefault": False,
             "editable": False,
         }
         if self.version == "2":

@@ -281,6 +281,8 @@ class Series:
     (``{x}``), e.g. a limit relative to the upstream background; ``rolling_h``
     the total of the last hours (the storm rule's window). Reference series are
     drawn dashed red; ``right_axis`` series as a line on the right axis.
+    ``reference=False`` makes an ``expression`` the measured series itself (a trap's
+    depth as the share of its storage lost), drawn as the panel's data.
     """
 
     sensor: str
@@ -290,6 +292,7 @@ class Series:
     expression: str | None = None
     rolling_h: int | None = None
     right_axis: bool = False
+    reference: bool = True
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from siltwatch.detections.base import (
     number,
     regulatory,
 )
-from siltwatch.units import from_metres
+from siltwatch.units import from_metres, to_metres
 from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
@@ -66,9 +66,38 @@ def trap_fractions(site: SiteConfig, trap: SedimentTrap) -> tuple[float, float]:
     return warn, rules.number("sediment.cleanout_fraction")
 
 
+def storage_lost_pct(site: SiteConfig, trap: SedimentTrap) -> str | None:
+    """The share of the design storage lost (%) as an expression of the sediment depth
+    ``{x}`` in the sensor's unit, for a trap given by its shape (the volume below ``h`` of
+    a trapezoidal basin, rulemath.trapezoid_volume, over the design volume); None for a
+    stage-storage table, which an expression cannot interpolate."""
+    if trap.shape is None:
+        return None
+    geometry = rulemath.TrapGeometry.of(site, trap)
+    length, width, z, _depth = trap.shape.metres()
+    k = to_metres(1.0, site.sensor(trap.depth_sensor).unit)  # sensor unit -> m
+    scale = 100.0 / geometry.design_volume_m3
+    a = scale * length * width * k
+    b = scale * z * (length + width) * k * k
+    c = scale * (4.0 / 3.0) * z * z * k**3
+    return f"{a!r} * {{x}} + {b!r} * {{x}} * {{x}} + {c!r} * {{x}} * {{x}} * {{x}}"
+
+
 def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
     unit = site.sensor(trap.depth_sensor).unit
     warn, clean = trap_fractions(site, trap)
+    share = storage_lost_pct(site, trap)
+    if share is not None:
+        # As the console draws it (console/plots.py trap_chart): volume, not depth.
+        return level_panel(
+            f"Sediment trap {trap.id}: storage lost",
+            "%",
+            f"Share of the design storage volume filled, from {trap.depth_sensor}'s sediment "
+            f"depth and the trap's shape. Dashed lines: {warn:.0%} (warning) and {clean:.0%} "
+            f"(cleanout due, {site.rules().require('sediment.cleanout_fraction').cite()}).",
+            Series(trap.depth_sensor, "storage lost", expression=share, reference=False),
+            ((warn * 100, "orange"), (clean * 100, "red")),
+        )
     warn_d = depth_at_fraction(site, trap, warn)
     clean_d = depth_at_fraction(site, trap, clean)
     return level_panel(

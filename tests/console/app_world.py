@@ -166,7 +166,14 @@ class FakeReports:
     asked: list[tuple[str, date, date]] = field(default_factory=list)
 
     def html(
-        self, site: SiteConfig, store: SqlStore, notes: NotesSource, start: date, end: date
+        self,
+        site: SiteConfig,
+        store: SqlStore,
+        notes: NotesSource,
+        start: date,
+        end: date,
+        *,
+        generated_at: datetime | None = None,
     ) -> str:
         self.asked.append((site.site.id, start, end))
         return f"<html><body>report of {site.site.id} {start} .. {end}</body></html>"

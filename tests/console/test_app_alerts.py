@@ -65,12 +65,12 @@ def test_a_chosen_window_and_a_bad_one(world: World) -> None:
     assert client.get(f"/sites/{SID}?hours=lots").status_code == 400
 
 
-def test_the_report_button_downloads_the_windows_report(world: World) -> None:
+def test_the_report_button_opens_the_windows_report_in_the_browser(world: World) -> None:
     client = world.login()
     html = client.get(f"/sites/{SID}/report?from=2026-05-04&to=2026-05-10")
     assert html.status_code == 200
     assert "report of lg-route9n 2026-05-04 .. 2026-05-10" in html.text
-    assert "attachment" in html.headers["content-disposition"]
+    assert html.headers["content-disposition"].startswith("inline;")  # shown, not downloaded
     pdf = client.get(f"/sites/{SID}/report?from=2026-05-04&to=2026-05-10&format=pdf")
     assert pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
     assert world.reports.asked[-1] == (SID, date(2026, 5, 4), date(2026, 5, 10))
@@ -84,6 +84,7 @@ def test_the_report_button_serves_the_inspectors_report(tmp_path: Path) -> None:
     assert report.status_code == 200 and report.headers["content-type"].startswith("text/html")
     assert "Route 9N mixed-use" in report.text and "<svg" in report.text
     assert "Dana Ruiz" in report.text, "the acknowledgement recorded in the console is in it"
+    assert "· generated 2026-05-12 12:00 EDT" in report.text  # the footer, on the console's clock
 
 
 def test_the_alert_page_reads_as_evidence_citation_and_timeline(world: World) -> None:

@@ -16,6 +16,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from console.chart_draw import TEXT_PX
 from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
 from tests.pngread import colours, decode
@@ -340,3 +342,60 @@ def test_the_email_png_is_a_phone_sized_picture_of_the_same_chart() -> None:
 
 def test_the_same_chart_gives_the_same_bytes() -> None:
     assert simple_chart().svg() == simple_chart().svg()
+
+
+def test_a_window_within_one_day_names_its_day_beside_the_zone() -> None:
+    root = parse(simple_chart(zone=NEW_YORK))  # 2026-05-04 20:00 .. 21:40 EDT: ticks are hours
+    ticks = tick_labels(root)
+    assert ticks and all(":" in label for label in ticks.values())
+    zone = next(t.text for t in root.iter(f"{SVG}text") if t.get("class") == "time-zone")
+    assert zone == "local time (EDT), Mon 2026-05-04"
+
+
+def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The console's request threads and the email worker draw at the same time; matplotlib's
+    settings are process-wide, so each drawing must still come out as it does alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from console import chart_draw
+
+    monkeypatch.setattr(chart_draw, "DRAWN_KEEP", 0)  # every call draws: none kept
+
+    charts = [simple_chart(id=f"chart-{i}", title=f"Chart {i}") for i in range(4)]
+    alone = [c.svg(340, 250) for c in charts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda c: c.svg(340, 250), charts * 4))
+    assert together == alone * 4
+
+
+def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from console import chart_draw
+
+    drawn: list[str] = []
+    real = chart_draw._draw_svg
+
+    def counting(chart: Chart, width: int, height: int) -> str:
+        drawn.append(chart.id)
+        return real(chart, width, height)
+
+    monkeypatch.setattr(chart_draw, "_draw_svg", counting)
+    first = simple_chart(id="drawn-once").svg(340, 250)
+    assert simple_chart(id="drawn-once").svg(340, 250) == first
+    assert simple_chart(id="drawn-once", lines=[]).svg(340, 250) != first  # other data: drawn
+    assert drawn == ["drawn-once", "drawn-once"]
+
+
+def test_a_level_chart_cites_the_sites_own_drain_rule_or_says_there_is_none() -> None:
+    from console.plots import _drain_limit_text
+    from siltwatch.config import load_site
+    from tests.console.app_world import EXAMPLES
+
+    george = load_site(EXAMPLES / "lake-george-site.toml")
+    lure = load_site(EXAMPLES / "lake-lure-site.toml")
+    assert _drain_limit_text(george, george.infiltration_practices[0]) == (
+        "a deadline is the peak plus 120 h (Lake George §148-11 I(3))."
+    )
+    text = _drain_limit_text(lure, lure.infiltration_practices[0])
+    assert "Lake George" not in text and "no rule pack of this site sets" in text

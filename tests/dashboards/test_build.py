@@ -138,3 +138,62 @@ def test_trap_lines_sit_where_the_analytics_count_capacity(name: str) -> None:
 def test_practice_lines_are_in_the_sensor_unit() -> None:
     site = SITES["lake-george"]
     assert drain_d.practice_levels(site, site.infiltration_practices[0]) == (0.0, 0.05, "ft")
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_charts_fill_each_row(name: str) -> None:
+    """No half-width chart with nothing beside it: each line of panels spans all 24 columns."""
+    board = build_dashboard(SITES[name])
+    lines: dict[int, list[dict[str, Any]]] = {}
+    for p in board["panels"]:
+        if p["type"] != "row":
+            lines.setdefault(p["gridPos"]["y"], []).append(p)
+    assert lines
+    for y, line in lines.items():
+        assert sum(p["gridPos"]["w"] for p in line) == 24, (y, [p["title"] for p in line])
+        xs = sorted(p["gridPos"]["x"] for p in line)
+        assert xs[0] == 0
+    # and the rows stack without overlapping
+    ys = [p["gridPos"]["y"] for p in board["panels"]]
+    assert ys == sorted(ys)
+
+
+def test_the_trap_is_shown_as_a_share_of_its_storage_like_the_console() -> None:
+    p = panel(build_dashboard(SITES["lake-george"]), "Sediment trap trap-1: storage lost")
+    defaults = p["fieldConfig"]["defaults"]
+    assert defaults["unit"] == "percent"
+    assert [s["value"] for s in defaults["thresholds"]["steps"][1:]] == [40.0, 50.0]
+    assert not p["fieldConfig"]["overrides"]  # the measured series, not a dashed reference
+
+
+def test_open_alerts_are_coloured_by_severity() -> None:
+    p = panel(build_dashboard(SITES["lake-george"]), "Open alerts")
+    (override,) = [
+        o for o in p["fieldConfig"]["overrides"] if o["matcher"]["options"] == "severity"
+    ]
+    props = {prop["id"]: prop["value"] for prop in override["properties"]}
+    assert props["custom.cellOptions"] == {"type": "color-background"}
+    options = props["mappings"][0]["options"]
+    assert {k: v["color"] for k, v in options.items()} == {
+        "critical": "red",
+        "warning": "orange",
+        "info": "blue",
+    }
+
+
+def test_the_provisioned_data_sources_are_not_the_default() -> None:
+    """A Grafana that already has a default data source keeps it; the panels name theirs."""
+    from dashboards.provisioning import InfluxSource, PrometheusSource
+
+    for version in ("1", "2"):
+        assert (
+            InfluxSource("http://influxdb:8086", "siltwatch", version=version).datasource()[
+                "isDefault"
+            ]
+            is False
+        )
+    assert PrometheusSource().datasource()["isDefault"] is False
+    board = build_dashboard(SITES["lake-george"])
+    for p in board["panels"]:
+        if p["type"] != "row":
+            assert p["datasource"]["uid"] == DATASOURCE_UID, p["title"]

@@ -20,6 +20,8 @@ from ingest.influx import InfluxV1Writer, RetryPolicy
 from ingest.influx_lp import alert_line, duty_line, reading_lines
 from ingest.replay import ReplayResult, replay_file
 from siltwatch.config import load_site
+from siltwatch.rulemath import TrapGeometry
+from siltwatch.units import to_metres
 from tests.dashboards.grafana_macros import panel, render, rows
 from tests.servers import InfluxDBServer
 
@@ -112,8 +114,15 @@ def test_level_and_sediment_panels_read_their_sensor(influxdb: InfluxDBServer) -
         influxdb, db, target(panel(board, "Water level basin-a"), "A"), T0, T0 + HOUR, "30m"
     )
     assert [r["level"] for r in level] == [3.5, None, None]  # mean of 1..6 in the first bucket
-    sed = run(influxdb, db, target(panel(board, "Sediment depth trap-1"), "A"), T0, T0 + HOUR, "1h")
-    assert [r["depth"] for r in sed] == [1.5, 1.5]
+    trap = panel(board, "Sediment trap trap-1: storage lost")
+    sed = run(influxdb, db, target(trap, "A"), T0, T0 + HOUR, "1h")
+    # The share of the design storage lost, as the console's chart and the analytics count it.
+    (t,) = LG.sediment_traps
+    lost = 100 * TrapGeometry.of(LG, t).fraction_lost(
+        to_metres(1.5, LG.sensor(t.depth_sensor).unit)
+    )
+    assert [r["storage lost"] for r in sed] == [pytest.approx(lost), pytest.approx(lost)]
+    assert 30 < lost < 40 and trap["fieldConfig"]["defaults"]["unit"] == "percent"
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,13 @@ def test_trap_lines_are_the_detectors_geometry_and_fractions(site: SiteConfig) -
             round(from_metres(det.geometry.depth_at_fraction(f), unit), 4) for f in (warn, clean)
         ]
         assert [sediment_d.depth_at_fraction(site, trap, f) for f in (warn, clean)] == expected
-        assert _steps(site, f"Sediment depth {trap.id}") == expected
+        if trap.shape is not None:  # drawn as the share of storage lost, as the console does
+            assert _steps(site, f"Sediment trap {trap.id}: storage lost") == [
+                warn * 100,
+                clean * 100,
+            ]
+        else:  # a stage-storage table: drawn as depth, the lines at the fractions' depths
+            assert _steps(site, f"Sediment depth {trap.id}") == expected
         for f, depth in zip((warn, clean), expected, strict=True):
             assert det.geometry.fraction_lost(to_metres(depth, unit)) == pytest.approx(f, abs=1e-3)
 
