@@ -50,7 +50,6 @@ from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, RainDay, Stat
 from analytics.rain import RainDetector, StormRecord
 from console.notes import Note, NoteKind, NotesSource
 from console.plots import site_charts
-from ingest.rain_lead_in import gauge_readings
 from console.report_parts import (
     Verdict,
     certifications,
@@ -59,6 +58,7 @@ from console.report_parts import (
     subject_name,
     verdict,
 )
+from ingest.rain_lead_in import gauge_readings
 from ingest.replay import replay_site
 from ingest.store_sql import SqlStore
 from siltwatch.config import SiteConfig

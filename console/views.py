@@ -67,6 +67,7 @@ class AlertRow:
     def live(self) -> bool:
         """Still open: its severity is the present one, not its peak."""
         return self.resolved is None
+
     subject_name: str = ""  # what people call the subject (siltwatch/naming.py)
 
 

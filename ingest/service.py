@@ -62,7 +62,7 @@ from ingest.store_sql import SnapshotRow, SqlStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.latemarks import LATE_PREFIX as LATE_PREFIX
-from siltwatch.latemarks import WITHDRAWN_PREFIX
+from siltwatch.latemarks import WITHDRAWN_PREFIX, WITHDRAWN_REBUILT_PREFIX
 from siltwatch.schema import Alert, Duty, ResendRequest, StationStatus
 from siltwatch.timefmt import utc_iso
 
@@ -73,11 +73,6 @@ log = logging.getLogger(__name__)
 # whole history. Years, not days: recorded weeks or months replayed live (a demo, an
 # import through the broker) are real data.
 MAX_READING_AGE_MS = 5 * 365 * 86_400_000
-# A withdrawal at start or after a configuration change: no late reading caused it.
-WITHDRAWN_REBUILT_PREFIX = (
-    "Withdrawn: the engine was rebuilt from the store under the site's current "
-    "configuration, and the stored readings no longer show this. "
-)
 
 
 class EventHandler(Protocol):

@@ -18,16 +18,26 @@ if TYPE_CHECKING:
 
 LATE_PREFIX = "Raised late: the readings behind this alert arrived after its window had closed. "
 WITHDRAWN_PREFIX = "Withdrawn: readings that arrived late show this did not happen. "
-# The reason a withdrawal gives, short enough for an SMS.
+# A withdrawal at start or after a configuration change: no late reading caused it.
+WITHDRAWN_REBUILT_PREFIX = (
+    "Withdrawn: the engine was rebuilt from the store under the site's current "
+    "configuration, and the stored readings no longer show this. "
+)
+# The reasons a withdrawal gives, short enough for an SMS.
 WITHDRAWN_REASON = "late readings disprove it"
+WITHDRAWN_REBUILT_REASON = "site configuration changed"
 
 
 def found_late(alert: Alert) -> bool:
     """The alert was raised from readings that arrived after its window had closed."""
-    message = alert.message.removeprefix(WITHDRAWN_PREFIX)
+    message = alert.message.removeprefix(WITHDRAWN_PREFIX).removeprefix(WITHDRAWN_REBUILT_PREFIX)
     return message.startswith(LATE_PREFIX)
 
 
 def withdrawn_reason(alert: Alert) -> str | None:
     """Why the alert was withdrawn, or None when it was not."""
-    return WITHDRAWN_REASON if alert.message.startswith(WITHDRAWN_PREFIX) else None
+    if alert.message.startswith(WITHDRAWN_PREFIX):
+        return WITHDRAWN_REASON
+    if alert.message.startswith(WITHDRAWN_REBUILT_PREFIX):
+        return WITHDRAWN_REBUILT_REASON
+    return None

@@ -15,14 +15,10 @@ from pathlib import Path
 from analytics.timeutil import MS_PER_S
 from ingest.held import readmit
 from ingest.reload_guard import RECENT_MS, reload_refusal
-from ingest.service import (
-    WITHDRAWN_PREFIX,
-    WITHDRAWN_REBUILT_PREFIX,
-    Incoming,
-    IngestService,
-)
+from ingest.service import Incoming, IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import load_site
+from siltwatch.latemarks import WITHDRAWN_PREFIX, WITHDRAWN_REBUILT_PREFIX
 from tests.ingest.live import EXAMPLES, Outgoing, run_cli
 from tests.ingest.test_event_time import END, READINGS, SITE, SITE_ID, expected, on_time, outputs
 
