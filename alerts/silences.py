@@ -28,7 +28,7 @@ from typing import Protocol
 
 from alerts.routing import NoticeEvent, Notification
 from alerts.sinks import Sink
-from siltwatch.detections import alert_spec
+from siltwatch.detections import alert_spec, descriptions
 from siltwatch.detections.base import Officer
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,16 @@ class SilenceLookup(Protocol):
 def may_be_silenced(kind: str) -> bool:
     """Whether alerts of ``kind`` may be held by a silence (see the module docstring)."""
     spec = alert_spec(kind)
-    if spec is None:
-        return False
+    if spec is None or kind in duty_overdue_kinds():
+        return False  # a missed duty is the law's, whoever hears it
     return not spec.regulatory or spec.officer == Officer.ON_CRITICAL
+
+
+def duty_overdue_kinds() -> frozenset[str]:
+    """Every ``<duty kind>_overdue`` alert kind the registry describes."""
+    return frozenset(
+        duty.overdue.kind for d in descriptions() for duty in d.duties if duty.overdue is not None
+    )
 
 
 def _ms(value: str | datetime) -> int:

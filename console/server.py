@@ -76,16 +76,3 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"{text!r}: expected HOST:PORT, e.g. 127.0.0.1:8080")
     return (host.strip("[]") or "127.0.0.1"), int(port)
-
-
-def add_trusted_proxy_option(parser: Any) -> None:
-    """``--trusted-proxy ADDR`` (repeatable) on a command that serves the console."""
-    parser.add_argument(
-        "--trusted-proxy",
-        action="append",
-        default=[],
-        metavar="ADDR",
-        help="the address (or CIDR) of a reverse proxy whose X-Forwarded-For is believed; "
-        "repeat for more. Default: none, not even loopback (the login throttle counts the "
-        "TCP peer)",
-    )

@@ -39,7 +39,7 @@ from siltwatch.site_files import read_site_files, site_paths
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
-    from console.server import add_trusted_proxy_option
+    from siltwatch.serve import add_trusted_proxy_option
 
     p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
     p.add_argument(

@@ -757,10 +757,21 @@ def broker_settings(args: argparse.Namespace) -> BrokerSettings:
     )
 
 
+def add_trusted_proxy_option(parser: argparse.ArgumentParser) -> None:
+    """``--trusted-proxy ADDR`` (repeatable) on a command that serves the console."""
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="the address (or CIDR) of a reverse proxy whose X-Forwarded-For is believed; "
+        "repeat for more. Default: none, not even loopback (the login throttle counts the "
+        "TCP peer)",
+    )
+
+
 def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
-    from console.server import add_trusted_proxy_option
-
     p.add_argument(
         "--site",
         action="append",

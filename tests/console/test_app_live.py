@@ -258,9 +258,9 @@ def test_an_open_missed_deadline_says_how_overdue_it_is_now(live: LiveWorld) -> 
         if a.kind == "stabilization_overdue" and a.resolved_at is None
     ]
     assert overdue.evidence["overdue_h"] == 0, "the engine wrote it as it opened"
-    expected = "overdue by 6.0 days (due 05-06 11:00 EDT)"  # due 05-06 11:00, now 05-12 12:00
+    expected = "6.0 days overdue (due May 6 11:00)"  # due 05-06 11:00, now 05-12 12:00
     for page in ("/", f"/sites/{SID}", "/alerts", f"/sites/{SID}/alerts/{overdue.id}"):
         words = text_of(client.get(page).text)
         assert expected in words and "0 h overdue" not in words, page
     live.clock.advance(24 * 3600)
-    assert "overdue by 7.0 days" in text_of(login(live).get("/alerts").text)
+    assert "7.0 days overdue" in text_of(login(live).get("/alerts").text)

@@ -9,7 +9,9 @@ store object on the same database) restores the snapshot and carries on.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -484,7 +486,24 @@ def test_a_postgres_claim_ends_with_its_session(
 
 # --- the service over the store -------------------------------------------------------------
 
-SITE = load_site(EXAMPLES / "lake-george-site.toml")
+
+def _site_without_a_site_log() -> Any:
+    """The Lake George example, its routine inspections counted from the first reading:
+    the storm comes with no site log, and the pack's routine clock otherwise waits for the
+    first disturbance (inspection.routine_by_site_log), so the storm would give no duty."""
+    folder = Path(tempfile.mkdtemp(prefix="siltwatch-contract-site-"))
+    path = folder / "lake-george-site.toml"
+    text = (EXAMPLES / "lake-george-site.toml").read_text(encoding="utf-8")
+    path.write_text(
+        text + '\n[rule_overrides]\n"inspection.routine_by_site_log" = false\n', encoding="utf-8"
+    )
+    try:
+        return load_site(path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+SITE = _site_without_a_site_log()
 STORM = sorted(
     read_csv_readings(EXAMPLES / "lake-george-storm.csv", SITE.sensors()),
     key=lambda x: (x.t, x.sensor),
