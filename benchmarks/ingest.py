@@ -507,7 +507,7 @@ class Serve:
         self.pg_url = pg_url
         self.alert_log = broker.workdir / f"{tag}-alerts.jsonl"
         self.log_path = broker.workdir / f"{tag}-serve.log"
-        cmd = [sys.executable, "-m", "siltwatch.cli", "serve", *where]
+        cmd = [sys.executable, "-m", "app.cli", "serve", *where]
         cmd += ["--broker", f"mqtt://{LOOPBACK}:{broker.port}", "--db", pg_url or str(self.db)]
         cmd += ["--alert-log", str(self.alert_log), "--tick-s", "0"]
         cmd += ["--client-id", self.client_id, "--take-over", *extra]

@@ -1,6 +1,6 @@
 """The field desk of a console that runs apart from the workers: it publishes over MQTT.
 
-``siltwatch console`` (siltwatch/console_cmd.py) serves one web console over every
+``siltwatch console`` (app/console_cmd.py) serves one web console over every
 site of a fleet, but it owns no site: each site is judged by the worker whose
 partition holds it, and that worker alone writes the site's store rows. So what
 a person records in the console takes the road a field tablet's record takes:

@@ -7,7 +7,7 @@ the console's notes in the same database, when the console has been used), build
 it to PDF with headless Chromium. It only reads the store: a running
 ``serve`` is not disturbed.
 
-Kept apart from siltwatch/cli.py so the command line stays importable without
+Kept apart from app/cli.py so the command line stays importable without
 the server extra (jinja2, argon2): the CLI imports this module only when the
 command runs, and says which extra to install when it cannot.
 """

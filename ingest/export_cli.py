@@ -6,7 +6,7 @@ not exist (never created by looking), Parquet without pyarrow, a site file
 that does not load. A site the store holds nothing of is a warning: its rows
 are empty, the other sites export as usual.
 
-Kept apart from siltwatch/cli.py. Building the parser imports nothing heavy
+Kept apart from app/cli.py. Building the parser imports nothing heavy
 (every ``siltwatch`` command builds it); the export's modules are imported when
 the command runs. So the option help names the tables and formats as text, and
 a test holds them equal to ingest/export.py's.

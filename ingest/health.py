@@ -75,7 +75,7 @@ class DeliveryLink(Protocol):
 
 
 class DeliverySet(Protocol):
-    """A fleet's deliveries, one per site (siltwatch/fleet_notify.py ``FleetDeliveries``)."""
+    """A fleet's deliveries, one per site (app/fleet_notify.py ``FleetDeliveries``)."""
 
     def deliveries(self) -> Mapping[str, DeliveryLink]: ...
 

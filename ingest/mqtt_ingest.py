@@ -625,7 +625,7 @@ class MqttIngest:
         except (RuntimeError, ValueError):
             pass
 
-    # --- the set of sites changes (SIGHUP, siltwatch/serve.py) -------------------------
+    # --- the set of sites changes (SIGHUP, app/serve.py) -------------------------
 
     def add_site(self, site_id: str) -> None:
         """Take ``site_id``'s lease and subscribe to it; MqttStartError when it is held."""

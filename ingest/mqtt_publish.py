@@ -1,6 +1,6 @@
 """Publish one message with QoS 1 and wait for the broker's PUBACK: for people's entries.
 
-``siltwatch log`` (siltwatch/cli.py) and the console of a fleet
+``siltwatch log`` (app/cli.py) and the console of a fleet
 (console/mqtt_desk.py) send what a person typed to the site's topic, and must
 tell that person whether the broker took it. Each call opens its own short
 clean-start connection: an entry the person was told failed is never left

@@ -29,7 +29,7 @@ a person (``--operators`` TOML)
     Their names cannot contain ``/``, so they never collide with a station.
 
 This module is pure: it validates and builds text. Reading the site files and
-writing the output is ``siltwatch/brokeraccess_cli.py``.
+writing the output is ``app/brokeraccess_cli.py``.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class ConsoleProcess:
 
     def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "siltwatch.cli", "console", *args],
+            [sys.executable, "-m", "app.cli", "console", *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from app.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.brokeraccess import OperatorAccount, SiteStations, acl_text, station_user
-from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from tests.conftest import require_server
 from tests.servers import MosquittoServer
 from tests.test_servers import Probe

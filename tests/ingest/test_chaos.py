@@ -138,7 +138,7 @@ def replay_outputs(readings: list[SensorReading], work: Path) -> tuple[list[Any]
             out.writerow([iso(r.t), r.sensor, repr(r.value)])
     alerts, duties = work / "replay-alerts.jsonl", work / "replay-duties.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "replay", str(recording), "--site",
+        [sys.executable, "-m", "app.cli", "replay", str(recording), "--site",
          str(SITE_FILE), "--alerts-out", str(alerts), "--duties-out", str(duties)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

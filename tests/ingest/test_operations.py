@@ -1,6 +1,6 @@
 """``siltwatch serve`` as an operator meets it: what it says when it cannot start, and why.
 
-Every test here runs the real command (``python -m siltwatch.cli serve``) against a
+Every test here runs the real command (``python -m app.cli serve``) against a
 real Mosquitto and asserts what a person sees: the one ``error: ...`` line on stderr
 and exit code 1 for a start that cannot go on (wrong password, no broker, a site
 already served, a store already served or unreadable, a TLS certificate nobody
@@ -128,7 +128,7 @@ def plain_url(broker: MosquittoServer) -> str:
 def run_serve(args: Sequence[str], timeout: float = START_S) -> subprocess.CompletedProcess[str]:
     """A serve expected to end by itself (a refused start); stdout and stderr kept apart."""
     return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "serve", *args],
+        [sys.executable, "-m", "app.cli", "serve", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

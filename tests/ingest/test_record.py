@@ -27,7 +27,7 @@ def tls_broker() -> Iterator[MosquittoServer]:
 
 def record_command(out: Path, broker_args: list[str], seconds: float) -> list[str]:
     return [
-        sys.executable, "-m", "siltwatch.cli", "record", "lg-route9n",
+        sys.executable, "-m", "app.cli", "record", "lg-route9n",
         "--out", str(out), *broker_args, "--seconds", str(seconds),
     ]  # fmt: skip
 

@@ -111,7 +111,7 @@ def test_records_of_a_date_range_in_local_days(tmp_path: Path) -> None:
 def test_the_command_writes_the_three_files_and_refuses_a_missing_store(tmp_path: Path) -> None:
     db = tmp_path / "site.sqlite3"
     fill(db)
-    command = [sys.executable, "-m", "siltwatch.cli", "records", "--site", str(SITE)]
+    command = [sys.executable, "-m", "app.cli", "records", "--site", str(SITE)]
     done = subprocess.run(
         [*command, "--db", str(db), "--out", str(tmp_path / "all")],
         capture_output=True,

@@ -14,10 +14,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from siltwatch.brokeraccess_cli import add_broker_acl_parser
+from app.brokeraccess_cli import add_broker_acl_parser
+from app.console_cmd import add_console_options
+from app.serve import add_broker_options, add_serve_options, read_secret
 from siltwatch.configerrors import ConfigError
-from siltwatch.console_cmd import add_console_options
-from siltwatch.serve import add_broker_options, add_serve_options, read_secret
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -266,9 +266,9 @@ def cmd_log(args: argparse.Namespace) -> int:
     """Publish one site-log entry (QoS 1) and wait for the broker's PUBACK."""
     import time
 
+    from app.serve import broker_settings
     from siltwatch.config import load_site
     from siltwatch.schema import iso_utc, site_log_topic
-    from siltwatch.serve import broker_settings
 
     try:
         site = load_site(Path(args.site))
@@ -368,7 +368,7 @@ def _login_name() -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from siltwatch.demo import run_demo
+    from app.demo import run_demo
 
     return run_demo(Path(args.out), examples=Path(args.examples), web=args.web)
 
@@ -376,9 +376,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     import time
 
+    from app.serve import broker_settings
     from ingest.capture import Recorder
     from siltwatch.schema import site_subscription
-    from siltwatch.serve import broker_settings
 
     try:
         broker = broker_settings(args)
@@ -408,14 +408,14 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from siltwatch.serve import cmd_serve as serve
+    from app.serve import cmd_serve as serve
 
     return serve(args, _influx_writer)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
-    """The web console alone, over every site of a fleet (siltwatch/console_cmd.py)."""
-    from siltwatch.console_cmd import run_console
+    """The web console alone, over every site of a fleet (app/console_cmd.py)."""
+    from app.console_cmd import run_console
 
     return run_console(args)
 

@@ -2,7 +2,7 @@
 
 One process, one MQTT session, one store, one engine per site
 (ingest/sites.py ``SiteRouter``). Why a module of its own: besides the wiring
-of siltwatch/serve.py it owns what only a fleet has — which sites this worker
+of app/serve.py it owns what only a fleet has — which sites this worker
 owns (``--partition``: the site's stable hash mod N, so N workers split the
 sites without talking to each other), and SIGHUP, which re-reads the site
 files: an added site starts (its engine rebuilt from the store, then
@@ -13,7 +13,7 @@ the configuration it had.
 
 ``--notify`` delivers every site's alerts to that site's own people, one
 delivery per site with its own outbox file and worker thread, following the
-sites through SIGHUP (siltwatch/fleet_notify.py). The InfluxDB mirror
+sites through SIGHUP (app/fleet_notify.py). The InfluxDB mirror
 (``--influx-url``/``--influx-v2-url``) mirrors every site it serves, one mirror
 per site behind one writer and one flusher thread (ingest/influx_fleet.py). The web console (``--http``) shows the sites served at
 the start; /metrics gives one sample per site of every metric.
@@ -30,8 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from siltwatch.configerrors import ConfigError
-from siltwatch.serve import (
+from app.serve import (
     EXIT_FAIL,
     _Endpoints,
     _now_ms,
@@ -44,6 +43,7 @@ from siltwatch.serve import (
     store_and_people,
     ticked,
 )
+from siltwatch.configerrors import ConfigError
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
 
 
@@ -71,8 +71,8 @@ class _Fleet:
         self.configs: dict[str, Any] = {}  # site id -> the SiteConfig it runs
         self.paths: dict[str, Path] = {}  # site id -> its file
         self.mirrors: Any = None  # ingest/influx_fleet.py FleetMirrors, with --influx-…
-        self.deliveries: Any = None  # siltwatch/fleet_notify.py FleetDeliveries, with --notify
-        self.draining: Any = None  # the same, while a standby waits (siltwatch/serve.py)
+        self.deliveries: Any = None  # app/fleet_notify.py FleetDeliveries, with --notify
+        self.draining: Any = None  # the same, while a standby waits (app/serve.py)
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -261,15 +261,15 @@ def _fleet_mirrors(
 
 
 def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: bool = True) -> Any:
-    """With --notify, every site's delivery (siltwatch/fleet_notify.py), over the book
+    """With --notify, every site's delivery (app/fleet_notify.py), over the book
     ``people`` opened and one shared reader of the store for the digests (none with
     ``digests`` False); else None."""
     if people.notify is None:
         return None
     from alerts.digest import DigestSource
     from alerts.notify_config import Delivery, Notify
+    from app.fleet_notify import FleetDeliveries, LockedDigests
     from ingest.store_open import open_store
-    from siltwatch.fleet_notify import FleetDeliveries, LockedDigests
 
     def make(site: Any, notify: Notify, reader: DigestSource) -> Delivery:
         delivery: Delivery = people.delivery_for(site, notify, reader if digests else None, args.db)

@@ -156,7 +156,7 @@ class _People:
         from console.book import ConsoleBook
 
         self.book = ConsoleBook(db)
-        if self.notify is None or self.site is None:  # a fleet: siltwatch/fleet_notify.py
+        if self.notify is None or self.site is None:  # a fleet: app/fleet_notify.py
             return
         from ingest.store_open import open_store
 
@@ -168,7 +168,7 @@ class _People:
         outbox, over the book (who acknowledged), with the console's links under --http,
         the alert's chart from the store ``db`` and the daily digest read from ``digests``.
 
-        One site's ``serve`` has one; a fleet one per site (siltwatch/fleet_notify.py).
+        One site's ``serve`` has one; a fleet one per site (app/fleet_notify.py).
         """
         from alerts.acklinks import Links
         from alerts.notify_config import Delivery
@@ -318,7 +318,7 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
     """Run the live service for one site until SIGTERM/SIGINT; 1 when it cannot start.
 
     Several sites (``--sites``, more than one ``--site``, ``--partition``) are
-    siltwatch/serve_fleet.py's.
+    app/serve_fleet.py's.
     """
     from ingest.mqtt_ingest import MqttIngest, MqttStartError
     from siltwatch.config import load_site
@@ -328,7 +328,7 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
     voice = _Voice(args.log_json)
     sites = list(args.site or [])
     if args.sites or args.partition is not None or len(sites) != 1:
-        from siltwatch.serve_fleet import serve_fleet
+        from app.serve_fleet import serve_fleet
 
         return serve_fleet(args, voice, influx_writer)
 
@@ -464,7 +464,7 @@ def store_and_people(
     store cannot be had.
 
     A standby (``--standby``) with ``--notify`` opens the book and calls ``drain``
-    (a fleet's: siltwatch/serve_fleet.py) while it waits: what this worker's outboxes
+    (a fleet's: app/serve_fleet.py) while it waits: what this worker's outboxes
     still hold from the last time it served (a kill -9 leaves it there) is sent and
     its escalations go on, instead of waiting for the next takeover. The worker that
     holds the partition does not send them again: its engines find those alerts

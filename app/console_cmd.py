@@ -24,8 +24,7 @@ import threading
 from types import FrameType
 from typing import Any
 
-from siltwatch.configerrors import ConfigError
-from siltwatch.serve import (
+from app.serve import (
     EXIT_FAIL,
     EXIT_OK,
     _now_ms,
@@ -34,12 +33,13 @@ from siltwatch.serve import (
     broker_settings,
     read_secret,
 )
+from siltwatch.configerrors import ConfigError
 from siltwatch.site_files import read_site_files, site_paths
 
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
-    from siltwatch.serve import add_trusted_proxy_option
+    from app.serve import add_trusted_proxy_option
 
     p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
     p.add_argument(

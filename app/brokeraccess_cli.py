@@ -1,6 +1,6 @@
 """``siltwatch broker-acl``: write the Mosquitto ACL and the list of accounts to create.
 
-Kept out of siltwatch/cli.py so the command can be reviewed on its own; cli.py only
+Kept out of app/cli.py so the command can be reviewed on its own; cli.py only
 registers it (``add_broker_acl_parser(sub)``). The text comes from
 siltwatch/brokeraccess.py; this module reads the site and operators files, reports
 every mistake at once (file and key, as ``config check`` does) and writes::

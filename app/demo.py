@@ -9,7 +9,7 @@ to would get it and appended to a JSONL alert log. One malformed payload is
 sent on purpose to show that a bad message is a counted, stored rejection that
 does not stop the pipeline.
 
-The demo lives in its own time (siltwatch/demo_clock.py): its clock starts at
+The demo lives in its own time (app/demo_clock.py): its clock starts at
 the end of the week and runs on from there, so "now" in the console and the
 messages is the demo's now. With ``--web`` the services keep running behind
 the console (ticked every second, the stations sending their status every
@@ -42,6 +42,7 @@ from alerts.messages import SiteLabel
 from alerts.sinks import ConsoleSink, JsonlSink
 from alerts.sms_preview import SmsPreview
 from analytics.timeutil import MS_PER_MIN, from_ms
+from app.demo_clock import DemoClock
 from console.book import ConsoleBook
 from console.server import parse_listen
 from ingest.broker import EmbeddedBroker
@@ -51,7 +52,6 @@ from ingest.service import IngestService
 from ingest.store import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.configerrors import ConfigError
-from siltwatch.demo_clock import DemoClock
 from siltwatch.schema import (
     InspectionRecord,
     ReadingBatch,
