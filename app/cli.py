@@ -157,8 +157,8 @@ class _Progress:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ingest.recording import RecordingError
-    from ingest.replay import replay_file
+    from ingest.recordings.formats import RecordingError
+    from ingest.recordings.replay import replay_file
     from siltwatch.config import load_site
 
     recorded: list[Sequence[Any]] = []
@@ -194,7 +194,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def _replay_into_influx(mirror: Any, site: Any, recorded: list[Sequence[Any]], result: Any) -> int:
     """``replay --influx…``: the recording and its alert and duty changes into InfluxDB."""
-    from ingest.replay_influx import ReplayLoadError, load_replay
+    from ingest.influx.replay_load import ReplayLoadError, load_replay
 
     try:
         loaded = load_replay(mirror, site, recorded[0] if recorded else (), result.events)
@@ -213,9 +213,9 @@ def _replay_into_influx(mirror: Any, site: Any, recorded: list[Sequence[Any]], r
 
 def cmd_records(args: argparse.Namespace) -> int:
     """Write the inspection log, the daily rain log and the site log from a store as CSV."""
-    from ingest.records import export_records, parse_day
-    from ingest.store import StoreError
-    from ingest.store_open import open_store_read_only
+    from ingest.outputs.records import export_records, parse_day
+    from ingest.store.from_url import open_store_read_only
+    from ingest.store.sqlite import StoreError
     from siltwatch.config import load_site
 
     try:
@@ -245,15 +245,15 @@ def cmd_records(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Readings, alerts, duties, site log and rain log as CSV or Parquet (ingest/export_cli.py)."""
-    from ingest.export_cli import run_export
+    """Readings, alerts, duties, site log and rain log as CSV or Parquet (ingest/outputs/export_cli.py)."""
+    from ingest.outputs.export_cli import run_export
 
     return run_export(args)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """The inspector's report as HTML or PDF (console/report_cli.py)."""
-    from console.report_cli import run_report
+    """The inspector's report as HTML or PDF (console/report/cli.py)."""
+    from console.report.cli import run_report
 
     return run_report(args)
 
@@ -284,7 +284,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     topic = site_log_topic(site.site.id)
     import os
 
-    from ingest.mqtt_publish import NotAcknowledged, publish_acknowledged
+    from ingest.mqtt.publish import NotAcknowledged, publish_acknowledged
 
     try:
         publish_acknowledged(
@@ -313,7 +313,7 @@ def _site_log_record(args: argparse.Namespace, site: Any, *, now_ms: int) -> Any
     from pydantic import ValidationError
 
     from analytics.timeutil import from_ms
-    from ingest.recording import parse_time
+    from ingest.recordings.formats import parse_time
     from siltwatch.schema import SiteLogRecord, site_log_problem
     from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
 
@@ -377,7 +377,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     import time
 
     from app.serve import broker_settings
-    from ingest.capture import Recorder
+    from ingest.recordings.capture import Recorder
     from siltwatch.schema import site_subscription
 
     try:
@@ -422,7 +422,7 @@ def cmd_console(args: argparse.Namespace) -> int:
 
 def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
     """The InfluxDB mirror of one site the options ask for, or None; ValueError for bad options."""
-    from ingest.influx import InfluxMirror
+    from ingest.influx.mirror import InfluxMirror
 
     writer = _influx_writer(args)
     # Ingest only queues; a MirrorFlusher thread (serve) or the replay's loader writes.
@@ -432,7 +432,7 @@ def _influx_mirror(args: argparse.Namespace, site: Any) -> Any:
 def _influx_writer(args: argparse.Namespace) -> Any:
     """The InfluxDB writer (v1 or v2) the --influx-… options ask for, or None; ValueError for
     bad options. One site's mirror or a fleet's mirrors write through it."""
-    from ingest.influx import InfluxV1Writer, InfluxV2Writer, RetryPolicy
+    from ingest.influx.mirror import InfluxV1Writer, InfluxV2Writer, RetryPolicy
 
     once = RetryPolicy(attempts=1)  # the mirror retries across calls; never sleep under the lock
     if args.influx_url and args.influx_v2_url:
@@ -660,7 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
     p.set_defaults(func=cmd_records)
 
-    from ingest.export_cli import add_export_options
+    from ingest.outputs.export_cli import add_export_options
 
     p = sub.add_parser(
         "export",

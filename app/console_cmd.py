@@ -123,8 +123,8 @@ def _app(args: argparse.Namespace, sites: dict[str, Any], broker: Any, token: st
     from console.app import make_app
     from console.book import BookError
     from console.mqtt_desk import MqttDesk
-    from ingest.store import StoreError
-    from ingest.store_open import open_store_read_only
+    from ingest.store.from_url import open_store_read_only
+    from ingest.store.sqlite import StoreError
 
     try:
         open_store_read_only(args.db).close()

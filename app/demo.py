@@ -45,11 +45,16 @@ from analytics.timeutil import MS_PER_MIN, from_ms
 from app.demo_clock import DemoClock
 from console.book import ConsoleBook
 from console.server import parse_listen
-from ingest.broker import EmbeddedBroker
-from ingest.mqtt_ingest import BrokerSettings, MqttIngest
-from ingest.recording import RecordingError, read_csv_readings, read_inspections, read_site_log
+from ingest.mqtt.embedded_broker import EmbeddedBroker
+from ingest.mqtt.session import BrokerSettings, MqttIngest
+from ingest.recordings.formats import (
+    RecordingError,
+    read_csv_readings,
+    read_inspections,
+    read_site_log,
+)
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.configerrors import ConfigError
 from siltwatch.schema import (

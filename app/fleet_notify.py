@@ -12,7 +12,7 @@ What the sites share: the channels' settings (NOTIFY.toml), the console's book
 (who acknowledged; it locks itself) and one read connection to the store for
 the daily digests (:class:`LockedDigests`), rather than a connection per site.
 
-The deliveries follow the sites as the mirrors do (ingest/influx_fleet.py):
+The deliveries follow the sites as the mirrors do (ingest/influx/fleet.py):
 :meth:`FleetDeliveries.for_site` is called when a site's service is built (at
 the start, on a SIGHUP add or change, and on a rebuild after a failed judge,
 which keeps the running delivery), and :meth:`FleetDeliveries.remove` when a

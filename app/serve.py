@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from siltwatch.configerrors import ConfigError
 
 if TYPE_CHECKING:
-    from ingest.health import ServiceParts
-    from ingest.mqtt_ingest import BrokerSettings
-    from ingest.ops_http import OpsFront
+    from ingest.mqtt.session import BrokerSettings
+    from ingest.ops.health import ServiceParts
+    from ingest.ops.http import OpsFront
 
 EXIT_OK, EXIT_FAIL = 0, 1
 
@@ -158,7 +158,7 @@ class _People:
         self.book = ConsoleBook(db)
         if self.notify is None or self.site is None:  # a fleet: app/fleet_notify.py
             return
-        from ingest.store_open import open_store
+        from ingest.store.from_url import open_store
 
         self.reader = open_store(db)  # the digest's own connection (the worker's thread)
         self.delivery = self.delivery_for(self.site, self.notify, self.reader, db)
@@ -172,7 +172,7 @@ class _People:
         """
         from alerts.acklinks import Links
         from alerts.notify_config import Delivery
-        from console.email_charts import AlertCharts
+        from console.charts.email import AlertCharts
 
         sid = site.site.id
         links = None
@@ -270,7 +270,7 @@ def _listen(text: str, option: str) -> tuple[str, int]:
 
 class _Endpoints:
     """/metrics, /healthz and /readyz: alone on ``--metrics``, and in front of the console
-    on ``--http``; both listen before the rebuild from the store (ingest/ops_http.py)."""
+    on ``--http``; both listen before the rebuild from the store (ingest/ops/http.py)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -283,7 +283,7 @@ class _Endpoints:
         if self.listen is None and people.listen is None:
             return
         from console.server import ConsoleServer
-        from ingest.ops_http import OpsFront, ops_app
+        from ingest.ops.http import OpsFront, ops_app
 
         ops = ops_app(parts, _now_ms)
         servers: list[tuple[str, Any]] = []
@@ -293,7 +293,7 @@ class _Endpoints:
             # (ConsoleServer's own reason names the console; uvicorn logged the real one.)
         front = OpsFront(ops)
         http = people.http_server(front)
-        if http is not None:  # ready only once the console answers (ingest/health.py)
+        if http is not None:  # ready only once the console answers (ingest/ops/health.py)
             parts.console_attached = lambda: front.console is not None
         if http is not None:
             servers.append((f"--http {self.args.http}: the web console cannot listen", http))
@@ -320,7 +320,7 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
     Several sites (``--sites``, more than one ``--site``, ``--partition``) are
     app/serve_fleet.py's.
     """
-    from ingest.mqtt_ingest import MqttIngest, MqttStartError
+    from ingest.mqtt.session import MqttIngest, MqttStartError
     from siltwatch.config import load_site
     from siltwatch.logjson import configure_logging
 
@@ -344,7 +344,7 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
         writer = influx_writer(args)  # ValueError for incomplete options
         mirror = None
         if writer is not None:
-            from ingest.influx import InfluxMirror
+            from ingest.influx.mirror import InfluxMirror
 
             # Ingest only queues; a MirrorFlusher thread writes (_run).
             mirror = InfluxMirror(site, writer, auto_flush=False)
@@ -357,7 +357,7 @@ def cmd_serve(args: argparse.Namespace, influx_writer: Callable[[argparse.Namesp
     if store is None:
         return EXIT_FAIL
     if mirror is not None:
-        from ingest.influx_recopy import StoreRecopy
+        from ingest.influx.recopy import StoreRecopy
 
         # What the mirror drops in a long InfluxDB outage is copied again from the store.
         mirror.recopy = StoreRecopy(args.db, site.site.id)
@@ -428,8 +428,8 @@ def open_service_store(
     holder's session. ``standing_by`` is called once, when the first claim is refused
     (the delivery drains what this worker's outboxes still hold meanwhile).
     """
-    from ingest.store import StoreError
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
+    from ingest.store.sqlite import StoreError
 
     said = False
     while True:
@@ -470,7 +470,7 @@ def store_and_people(
     holds the partition does not send them again: its engines find those alerts
     already told in the store.
     """
-    from ingest.store import StoreError
+    from ingest.store.sqlite import StoreError
 
     def standing_by() -> None:
         if people.notify is None or drain is None:
@@ -518,7 +518,7 @@ class _Wiring:
 def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
-    from ingest.health import ServiceParts
+    from ingest.ops.health import ServiceParts
     from ingest.service import EventHandler
 
     args, site, store, people, voice = w.args, w.site, w.store, w.people, w.voice
@@ -530,15 +530,15 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         delivery.start()
         parts.delivery = delivery
         parts.threads["delivery"] = lambda: bool(delivery.alive)
-    from ingest.alert_topic import AlertTopic, ClientPublisher
-    from ingest.influx import EventFanOut
+    from ingest.influx.mirror import EventFanOut
+    from ingest.mqtt.alert_topic import AlertTopic, ClientPublisher
 
     publisher = ClientPublisher()  # siltwatch/v1/{site}/alerts/{id}, once connected
     alert_topic = AlertTopic(site.site.id, publisher)
     dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
     if mirror is not None:
-        from ingest.influx import MirrorFlusher
+        from ingest.influx.mirror import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
         flusher = MirrorFlusher(mirror)
@@ -558,7 +558,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
     def dispatch_for(new_site: Any) -> EventHandler:
         handler: EventHandler = Dispatcher(new_site, sinks)
         if mirror is not None:
-            from ingest.influx import EventFanOut
+            from ingest.influx.mirror import EventFanOut
 
             handler = EventFanOut([handler, mirror])
         return handler
@@ -676,7 +676,7 @@ def reload_one_site(
     with service.lock:  # no batch between the old engine's snapshot and the new engine
         close_service(service, now, voice)
         fresh = site_service(args, new, service.store, dispatch_for(new), service.mirror, voice)
-        fresh.fence_token = service.fence_token  # the same claim (ingest/fence.py)
+        fresh.fence_token = service.fence_token  # the same claim (ingest/store/fence.py)
         ingest.service = fresh
     later = ""
     if (new.contacts, new.notifications) != (old.contacts, old.notifications):
@@ -693,7 +693,7 @@ def _tick(service: Any) -> object:
 def ticked(tick: Callable[[], object], on_fatal: Callable[[str], None]) -> None:
     """The service's clock; a store that became unreachable stops the service (the
     commit thread says the same when it meets it first)."""
-    from ingest.store_sql import StoreUnreachable
+    from ingest.store.queries import StoreUnreachable
 
     try:
         tick()
@@ -704,7 +704,7 @@ def ticked(tick: Callable[[], object], on_fatal: Callable[[str], None]) -> None:
 def close_service(service: Any, now_ms: int, voice: _Voice) -> None:
     """Leave a snapshot on the way out; an unreachable store leaves none (a snapshot is a
     cache: the next start rebuilds from the store), said in one line."""
-    from ingest.store_sql import StoreUnreachable
+    from ingest.store.queries import StoreUnreachable
 
     try:
         service.close(now_ms)
@@ -744,7 +744,7 @@ def add_broker_options(p: argparse.ArgumentParser) -> None:
 def broker_settings(args: argparse.Namespace) -> BrokerSettings:
     """Where the broker is and how to log in, from :func:`add_broker_options`' options;
     ValueError names a bad URL or an unreadable password file."""
-    from ingest.mqtt_ingest import BrokerSettings
+    from ingest.mqtt.session import BrokerSettings
 
     return BrokerSettings.from_url(
         args.broker,

@@ -15,7 +15,7 @@ the configuration it had.
 delivery per site with its own outbox file and worker thread, following the
 sites through SIGHUP (app/fleet_notify.py). The InfluxDB mirror
 (``--influx-url``/``--influx-v2-url``) mirrors every site it serves, one mirror
-per site behind one writer and one flusher thread (ingest/influx_fleet.py). The web console (``--http``) shows the sites served at
+per site behind one writer and one flusher thread (ingest/influx/fleet.py). The web console (``--http``) shows the sites served at
 the start; /metrics gives one sample per site of every metric.
 """
 
@@ -70,7 +70,7 @@ class _Fleet:
         self.ingest: Any = None
         self.configs: dict[str, Any] = {}  # site id -> the SiteConfig it runs
         self.paths: dict[str, Path] = {}  # site id -> its file
-        self.mirrors: Any = None  # ingest/influx_fleet.py FleetMirrors, with --influx-…
+        self.mirrors: Any = None  # ingest/influx/fleet.py FleetMirrors, with --influx-…
         self.deliveries: Any = None  # app/fleet_notify.py FleetDeliveries, with --notify
         self.draining: Any = None  # the same, while a standby waits (app/serve.py)
 
@@ -112,7 +112,7 @@ class _Fleet:
 
     def reload(self) -> None:
         """SIGHUP: apply what changed in the site files (see the module docstring)."""
-        from ingest.mqtt_ingest import MqttStartError
+        from ingest.mqtt.session import MqttStartError
         from ingest.sites import changed_sites
 
         voice = self.voice
@@ -255,7 +255,7 @@ def _fleet_mirrors(
     writer = None if influx_writer is None else influx_writer(args)  # ValueError: bad options
     if writer is None:
         return None
-    from ingest.influx_fleet import FleetMirrors
+    from ingest.influx.fleet import FleetMirrors
 
     return FleetMirrors(writer, args.db)
 
@@ -269,7 +269,7 @@ def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: boo
     from alerts.digest import DigestSource
     from alerts.notify_config import Delivery, Notify
     from app.fleet_notify import FleetDeliveries, LockedDigests
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
 
     def make(site: Any, notify: Notify, reader: DigestSource) -> Delivery:
         delivery: Delivery = people.delivery_for(site, notify, reader if digests else None, args.db)
@@ -283,10 +283,10 @@ def _run_fleet(
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
-    from ingest.alert_topic import AlertTopic, ClientPublisher
-    from ingest.health import ServiceParts
-    from ingest.influx import EventFanOut
-    from ingest.mqtt_ingest import MqttIngest, MqttStartError
+    from ingest.influx.mirror import EventFanOut
+    from ingest.mqtt.alert_topic import AlertTopic, ClientPublisher
+    from ingest.mqtt.session import MqttIngest, MqttStartError
+    from ingest.ops.health import ServiceParts
     from ingest.service import EventHandler, IngestService
     from ingest.sites import SiteRouter
 

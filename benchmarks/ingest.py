@@ -139,7 +139,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from analytics.episodes import stable_id
 from analytics.events import SensorReading
 from analytics.timeutil import iso, to_ms
-from ingest.recording import read_recording
+from ingest.recordings.formats import read_recording
 from ingest.service import IngestService
 from ingest.sites import partition_of
 from siltwatch.config import SiteConfig, load_site

@@ -3,7 +3,7 @@ record (acknowledgements, comments) kept in the shared database.
 
 A fleet's workers share one PostgreSQL database (docs/postgres.md); the console
 reads the record store through the same queries as over a SQLite file
-(ingest/store_sql.py) and keeps its book in the same database (console/book.py).
+(ingest/store/queries.py) and keeps its book in the same database (console/book.py).
 The week is the Lake George example judged once into a template database and
 copied for each test (tests/console/app_world.py ``week_database``).
 """

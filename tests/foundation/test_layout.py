@@ -71,6 +71,6 @@ def test_analytics_do_no_io_and_read_no_clock() -> None:
 
 def test_the_checks_catch_what_they_look_for(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import time\nfrom ingest.store import X\nopen('f')\ndatetime.now()\n")
+    sample.write_text("import time\nfrom ingest.store.sqlite import X\nopen('f')\ndatetime.now()\n")
     assert imported_packages(sample) == {"time", "ingest"}
     assert forbidden_calls(sample) == {"open()", ".now()"}

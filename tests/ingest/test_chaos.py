@@ -32,9 +32,9 @@ import pytest
 
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_MIN, iso
-from ingest.recording import read_csv_readings
-from ingest.replay import load_jsonl
-from ingest.store import SqliteStore
+from ingest.recordings.formats import read_csv_readings
+from ingest.recordings.replay import load_jsonl
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.ingest.live import (
     EXAMPLES,

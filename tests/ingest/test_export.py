@@ -27,9 +27,9 @@ import pytest
 from analytics.events import SensorReading
 from analytics.timeutil import from_ms, to_ms
 from app.cli import main
-from ingest import export, export_cli
-from ingest.records import export_records, parse_day
-from ingest.store import SqliteStore
+from ingest.outputs import export, export_cli
+from ingest.outputs.records import export_records, parse_day
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.console.app_world import fill_week
 from tests.ingest.test_records import SITE, fill, rows
@@ -489,7 +489,7 @@ def test_an_export_from_postgresql_equals_the_export_from_sqlite(
     world: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--db postgresql://…`` is read the same way: the same store, the same files."""
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
 
     source, target = SqliteStore.open_read_only(world), open_store(postgres_url)
     try:

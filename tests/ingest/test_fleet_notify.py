@@ -29,8 +29,8 @@ from alerts.notify_config import site_outbox_path
 from app.cli import build_parser
 from app.fleet_notify import FleetDeliveries, LockedDigests
 from app.serve import _People
-from ingest.health import ServiceParts, liveness
-from ingest.store import SqliteStore
+from ingest.ops.health import ServiceParts, liveness
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from tests.alerts.helpers import SmtpServer
 from tests.ingest.fleet_world import site_id, stream, write_site, write_sites

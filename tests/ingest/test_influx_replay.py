@@ -14,9 +14,9 @@ import pytest
 
 from analytics.events import SensorReading
 from app.cli import main
-from ingest.influx import InfluxMirror, InfluxV1Writer, RetryPolicy
-from ingest.replay import replay_file
-from ingest.replay_influx import ReplayLoadError, load_replay
+from ingest.influx.mirror import InfluxMirror, InfluxV1Writer, RetryPolicy
+from ingest.influx.replay_load import ReplayLoadError, load_replay
+from ingest.recordings.replay import replay_file
 from siltwatch import measurements as m
 from siltwatch.config import load_site
 from tests.dashboards.grafana_macros import rows

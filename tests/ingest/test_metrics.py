@@ -37,10 +37,10 @@ from app.cli import build_parser
 from dashboards.build import TAGS
 from dashboards.provisioning import PrometheusSource
 from dashboards.service import PROMETHEUS_UID, build_service_dashboard, queries
-from ingest.health import ServiceParts
-from ingest.metrics import ServiceCollector, exposition, service_registry
-from ingest.ops_http import ops_app
-from ingest.store import SqliteStore
+from ingest.ops.health import ServiceParts
+from ingest.ops.http import ops_app
+from ingest.ops.metrics import ServiceCollector, exposition, service_registry
+from ingest.store.sqlite import SqliteStore
 from siltwatch.logjson import JsonFormatter
 from siltwatch.schema import reading_topic
 from siltwatch.service_metrics import SERVICE_METRICS

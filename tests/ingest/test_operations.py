@@ -36,9 +36,9 @@ from analytics import statecodec
 from analytics.engine import Engine
 from analytics.events import SensorReading
 from analytics.statecodec import SnapshotError
-from ingest.mqtt_ingest import owner_topic
+from ingest.mqtt.session import owner_topic
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.ingest.live import (
     EXAMPLES,

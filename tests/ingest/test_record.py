@@ -12,7 +12,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from ingest.replay import replay_file
+from ingest.recordings.replay import replay_file
 from siltwatch.schema import inspections_topic, reading_topic
 from tests.conftest import BrokerInfo
 from tests.ingest.live import ROOT, SERVICE_USERS, admin_client, loopback_broker, password_file

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from analytics.events import Inspection, SensorReading, SiteLogEntry
 from analytics.timeutil import to_ms
-from ingest.records import export_records, parse_day
-from ingest.store import SqliteStore
+from ingest.outputs.records import export_records, parse_day
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 
 ROOT = Path(__file__).resolve().parents[2]
