@@ -515,6 +515,18 @@ class _Wiring:
         self.people, self.endpoints, self.voice = people, endpoints, voice
 
 
+def _with_acks(mirror: Any, book: Any, db: Path | str) -> Any:
+    """The mirror, with the book's acknowledgements copied into it for Grafana's alert
+    table (ingest/influx/acks.py) when people are in the loop (a book is open); the
+    alerts are read on a connection of the flusher's own."""
+    if book is None:
+        return mirror
+    from ingest.influx.acks import AckMirror
+    from ingest.store.from_url import open_store_read_only
+
+    return AckMirror(mirror, book, open_store_read_only(db))
+
+
 def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
@@ -541,7 +553,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         from ingest.influx.mirror import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
-        flusher = MirrorFlusher(mirror)
+        flusher = MirrorFlusher(_with_acks(mirror, people.book, args.db))
         flusher.start()
         parts.threads["influx-mirror"] = lambda: flusher.alive
         voice.say(f"mirroring to {mirror.writer.what}")

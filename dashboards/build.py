@@ -198,18 +198,35 @@ _SEVERITY_CELL = [
 ]
 
 
+# An open alert nobody has acknowledged says so in words, in the severity's warning colour.
+_ACK_CELL = [
+    dash_m.DynamicConfigValue(
+        id_val="mappings",
+        value=[
+            {
+                "type": "special",
+                "options": {
+                    "match": "null",
+                    "result": {"color": "orange", "index": 0, "text": "not acknowledged"},
+                },
+            }
+        ],
+    ),
+]
+
+
 def alerts_table() -> table.Panel:
     return (
         table.Panel()
         .title("Open alerts")
         .description(
-            "Alert episodes not yet resolved, whenever they opened; Time is the opening. "
-            "Acknowledgements are kept in the console's book, not in this InfluxDB mirror: "
-            "see the console's alert page for who acknowledged."
+            "Alert episodes not yet resolved, whenever they opened; Time is the opening; "
+            "acknowledged: who acknowledged it (in the console, by SMS or by link)."
         )
         .datasource(DATASOURCE)
         .with_target(InfluxQL("A", q.open_alerts(), result_format="table"))
         .override_by_name("severity", _SEVERITY_CELL)
+        .override_by_name("acknowledged", _ACK_CELL)
         .sort_by([common_b.TableSortByFieldState().display_name("Time").desc(True)])
         .height(8)
         .span(12)
