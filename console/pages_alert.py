@@ -89,7 +89,8 @@ def _page(
 
 
 def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup | None:
-    """The episode's plot (its subject's chart, from six hours before it opened), if any."""
+    """The episode's plot (its subject's chart, from six hours before it opened), if any:
+    a wide and a phone-width drawing, as on the site page, so its text stays readable."""
     start, end = episode_window(alert)
     chart: Chart | None = None
     store, subject = console.store, alert.subject
@@ -102,7 +103,7 @@ def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup |
     for trap in site.sediment_traps:
         if trap.id == subject:
             chart = trap_chart(site, store, trap, start, end)
-    return None if chart is None or not chart.has_data() else Markup(chart.svg())
+    return None if chart is None or not chart.has_data() else Markup(chart.html())
 
 
 async def alert_page(request: Request) -> Response:
