@@ -98,6 +98,7 @@ def test_plot_text_is_at_least_11_px_at_a_desktops_and_a_phones_width(
             small = [(text, round(px, 2)) for text, px, _ in episode["texts"] if px < MIN_TEXT_PX]
             assert not small, (name, "the alert page's episode", small)
             assert episode["right"] <= episode["screen"] + 0.5, (name, "episode")
+            assert "alert episode" in [text for text, _px, _cls in episode["texts"]]  # shaded
             driver.execute_script("document.querySelector('figure.chart').scrollIntoView()")
             shots(driver, f"episode-{name}")
     finally:
