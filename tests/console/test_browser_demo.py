@@ -18,12 +18,7 @@ is a PNG in the test's folder and, with ``SILTWATCH_ARTIFACTS``, in that folder.
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sqlite3
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,24 +27,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_server
-from tests.console.test_browser_live import (
-    CHROMEDRIVER,
-    CHROMIUM,
-    WIDTHS,
-    Shots,
-    Visit,
-    chrome,
-    wait_for,
-)
-from tests.servers import free_port
+from tests.console import test_browser_live as browser
+from tests.console.test_browser_live import Visit
+from tests.demo_process import demo_process
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 FORM_WITHIN_S = 10.0  # issue 25: a form submitted in the demo completes its duty this fast
 SITE_OF_WIDTH = {"laptop": "lg-route9n", "phone": "ll-boulevard"}
 
-if CHROMIUM.exists() and CHROMEDRIVER.exists():
+if browser.CHROMIUM.exists() and browser.CHROMEDRIVER.exists():
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -64,41 +51,14 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """``siltwatch demo --web`` on a free port, until the module's tests are done."""
-    require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
+    require_server(
+        "chromium and chromedriver", browser.CHROMIUM.exists() and browser.CHROMEDRIVER.exists()
+    )
     out = tmp_path_factory.mktemp("demo")
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "demo", "--out", str(out),
-         "--web", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-    )  # fmt: skip
-    lines: list[str] = []
-    serving = threading.Event()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if "serving until Ctrl-C" in line:
-                serving.set()
-        serving.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert serving.wait(300) and proc.poll() is None, "".join(lines)[-3000:]
-        found = re.search(r"log in as 'demo' with password '([^']+)'", "".join(lines))
-        assert found, "".join(lines)[-3000:]
-        yield Demo(f"http://127.0.0.1:{port}", found.group(1), out / "siltwatch.sqlite3")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        reader.join(timeout=10)
-    assert "error:" not in "".join(lines), "".join(lines)[-3000:]
+    with demo_process(out) as running:
+        assert running.serves(), running.stdout()[-3000:]
+        yield Demo(running.url, running.password(), out / "siltwatch.sqlite3")
+    assert "error:" not in running.stdout(), running.stdout()[-3000:]
 
 
 def _stored_duty(db: Path, site: str, duty: str) -> dict[str, str | None]:
@@ -115,7 +75,7 @@ def _log_in(visit: Visit, password: str) -> None:
     visit.driver.find_element(By.NAME, "name").send_keys("demo")
     visit.driver.find_element(By.NAME, "password").send_keys(password)
     visit.driver.find_element(By.ID, "login").click()
-    wait_for(visit.driver, "#site-lg-route9n")
+    browser.wait_for(visit.driver, "#site-lg-route9n")
     visit.check("demo-overview")
 
 
@@ -124,13 +84,13 @@ def _row_state(visit: Visit, duty: str) -> str:
     return rows[0].get_attribute("class") or "" if rows else ""
 
 
-@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("width", list(browser.WIDTHS))
 def test_an_inspection_typed_in_the_demo_completes_its_duty_within_10_s(
     demo: Demo, tmp_path: Path, width: str
 ) -> None:
     sid = SITE_OF_WIDTH[width]
-    driver = chrome(*WIDTHS[width])
-    visit = Visit(driver, demo.url, Shots(tmp_path / "screenshots", f"demo-{width}"), False)
+    driver = browser.chrome(*browser.WIDTHS[width])
+    visit = Visit(driver, demo.url, browser.Shots(tmp_path / "screenshots", f"demo-{width}"), False)
     try:
         _log_in(visit, demo.password)
         visit.open(f"/sites/{sid}/duties", "#inspection")
@@ -157,7 +117,7 @@ def test_an_inspection_typed_in_the_demo_completes_its_duty_within_10_s(
         driver.find_element(By.ID, "record-inspection").click()
         state = ""
         while time.monotonic() - clicked < FORM_WITHIN_S:
-            wait_for(driver, f"#duty-{duty}")
+            browser.wait_for(driver, f"#duty-{duty}")
             state = _row_state(visit, duty)
             if state == "duty-done":
                 break
