@@ -89,7 +89,8 @@ def _run_demo_with_web(out_dir: Path) -> tuple[int, str, str]:
         if not demo.serves():
             problem = "the demo did not start serving the console"
         else:
-            with httpx.Client(base_url=demo.url) as client:
+            # The first site page draws its plots cold (2-3 s here, more on a busy machine).
+            with httpx.Client(base_url=demo.url, timeout=30) as client:
                 token = CSRF.search(client.get("/login").text)
                 assert token is not None
                 form = {"name": "demo", "password": demo.password(), "csrf": token.group(1)}
