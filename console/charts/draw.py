@@ -80,6 +80,7 @@ EPISODE_LABEL = "alert episode"
 # narrow a 390 px phone; both keep their text at TEXT_PX (never scaled down).
 WIDE = (540, 270)
 NARROW = (340, 270)
+EPISODE_WIDE = (760, 280)  # the alert page's one plot, across its card on a laptop
 EMAIL = (440, 250)  # the email's PNG, shown at this width (it scales down on a phone)
 EMAIL_SCALE = 2  # pixels per CSS px in the PNG: sharp on a phone's screen
 

@@ -140,14 +140,14 @@ class Chart:
 
         return png_bytes(self, width, height, scale)
 
-    def html(self) -> str:
+    def html(self, wide: tuple[int, int] | None = None) -> str:
         """The chart for a console page: a wide and a phone-width drawing, one shown at a
         time by the page's CSS (``.chart-wide``/``.chart-narrow``), so its text is never
-        scaled below 11 px."""
+        scaled below 11 px. ``wide``: the wide drawing's size (default: half a row)."""
         from console.charts.draw import NARROW, WIDE
 
         return (
-            f'<div class="chart-wide">{self.svg(*WIDE)}</div>'
+            f'<div class="chart-wide">{self.svg(*(wide or WIDE))}</div>'
             f'<div class="chart-narrow">{self.svg(*NARROW)}</div>'
         )
 
