@@ -549,11 +549,13 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
     alert_topic = AlertTopic(site.site.id, publisher)
     dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
+    flushed: Any = None
     if mirror is not None:
         from ingest.influx.mirror import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
-        flusher = MirrorFlusher(_with_acks(mirror, people.book, args.db))
+        flushed = _with_acks(mirror, people.book, args.db)
+        flusher = MirrorFlusher(flushed)
         flusher.start()
         parts.threads["influx-mirror"] = lambda: flusher.alive
         voice.say(f"mirroring to {mirror.writer.what}")
@@ -630,7 +632,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         store.close()
         if flusher is not None:
             flusher.stop()
-            mirror.close()
+            flushed.close()  # the mirror (and the acknowledgements' read connection)
         w.endpoints.stop()
         people.close()
     return ended(voice, fatal, service.stats if service else "")

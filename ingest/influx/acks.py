@@ -37,6 +37,8 @@ class AckBook(Protocol):
 class AlertStore(Protocol):
     def stored_alert(self, site: str, alert_id: str) -> StoredAlert | None: ...
 
+    def close(self) -> None: ...
+
 
 class AckMirror:
     """The mirror's flush, with the book's new acknowledgements queued first."""
@@ -63,3 +65,8 @@ class AckMirror:
     def flush(self) -> bool:
         self.copy_new()
         return self.mirror.flush()
+
+    def close(self) -> None:
+        """The alerts' read connection, then the mirror (its last writes)."""
+        self.store.close()
+        self.mirror.close()
