@@ -26,8 +26,10 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
+from console.charts.draw import svg_text
 from console.charts.email import episode_window
-from console.charts.plots import Chart, level_chart, trap_chart, turbidity_chart
+from console.charts.model import Chart
+from console.charts.plots import level_chart, trap_chart, turbidity_chart
 from console.deliveries import delivery_lines
 from console.desk import DeskError
 from console.notes import NoteKind
@@ -102,7 +104,7 @@ def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup |
     for trap in site.sediment_traps:
         if trap.id == subject:
             chart = trap_chart(site, store, trap, start, end)
-    return None if chart is None or not chart.has_data() else Markup(chart.svg())
+    return None if chart is None or not chart.has_data() else Markup(svg_text(chart))
 
 
 async def alert_page(request: Request) -> Response:

@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 
 from alerts.pngchart import ChartData
-from console.charts.draw import EMAIL, EMAIL_SCALE
+from console.charts.draw import EMAIL, EMAIL_SCALE, png_bytes
+from console.charts.model import Chart
 from console.charts.plots import (
-    Chart,
     episode_span,
     level_chart,
     trap_chart,
@@ -67,7 +67,7 @@ def to_chart_data(chart: Chart) -> ChartData | None:
         series=tuple(inside),
         ref_lines=tuple((line.label, line.value) for line in chart.lines),
         marks=tuple((m.label, m.at_ms) for m in chart.markers),
-        png=chart.png(width, height, EMAIL_SCALE),
+        png=png_bytes(chart, width, height, EMAIL_SCALE),
         width=width,
         height=height,
     )

@@ -24,10 +24,12 @@ import pkgutil
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from siltwatch.detections.base import AlertSpec, Description, DutySpec, Panel, RuleKey
+from siltwatch.detections.base import AlertSpec, Description, DutySpec, Panel
+from siltwatch.rulekeys import RuleKey
 
 if TYPE_CHECKING:
-    from siltwatch.config import SiteConfig
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SiteConfig
 
 _NOT_DESCRIPTIONS = frozenset({"base"})
 
@@ -107,10 +109,11 @@ def duty_spec(kind: str) -> DutySpec | None:
     return None
 
 
-def dashboard_rows(site: SiteConfig) -> list[tuple[str, tuple[Panel, ...]]]:
-    """(row title, panels) of every detection with panels for ``site``, in row position."""
+def dashboard_rows(site: SiteConfig, rules: Rules) -> list[tuple[str, tuple[Panel, ...]]]:
+    """(row title, panels) of every detection with panels for ``site`` (whose resolved
+    rules are ``rules``, siltwatch.rulepacks.site_rules), in row position."""
     rows = [
-        (d.dashboard.position, d.dashboard.row, d.panels(site))
+        (d.dashboard.position, d.dashboard.row, d.panels(site, rules))
         for d in descriptions()
         if d.dashboard is not None
     ]

@@ -7,9 +7,9 @@ messages, dashboards and the configuration checks loop over descriptions
 instead of switching on kind strings. A detection's *behaviour* (its state
 machine) stays in its ``analytics/`` module, named by ``engine_module``.
 
-This module imports no other siltwatch module at run time (only for type
-checking), so ``siltwatch.rulepacks`` and ``siltwatch.config`` can read the
-registry without an import cycle.
+It stands below ``siltwatch.rulepacks`` and ``siltwatch.config``, which read the
+registry: it imports only the site model (siltwatch/sitemodel.py), the resolved
+rules (siltwatch/rules.py) and the rule keys (siltwatch/rulekeys.py), never them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from siltwatch.rulekeys import (
+    RuleKey,
+)
 from siltwatch.timefmt import local_time
 
 if TYPE_CHECKING:
-    from siltwatch.config import SiteConfig
-    from siltwatch.rulepacks import Rules
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SiteConfig
 
 
 # --- alerts and who hears them ----------------------------------------------------
@@ -148,40 +151,6 @@ def deadline_duty(kind: str, label: str, reasons: tuple[str, ...]) -> DutySpec:
         f"{kind}_overdue", f"{label} overdue", OverdueEvidence, overdue_amount, Officer.ON_OPEN
     )
     return DutySpec(kind, label, reasons, overdue)
-
-
-# --- rule keys --------------------------------------------------------------------
-
-_NUMBER: tuple[type, ...] = (int, float)
-# (lowest, whether the lowest itself is allowed, highest or None)
-Range = tuple[float, bool, float | None]
-POSITIVE: Range = (0.0, False, None)
-NON_NEGATIVE: Range = (0.0, True, None)
-FRACTION: Range = (0.0, False, 1.0)
-UNIT_INTERVAL: Range = (0.0, True, 1.0)
-
-
-@dataclass(frozen=True)
-class RuleKey:
-    """A rule-pack key a detection reads: its JSON types and, for numbers, its range.
-
-    A duration, cadence or interval of 0 or less would make a duty due at once
-    or a check never run; a fraction above 1 is never reached. A pack or site
-    override outside the range is refused rather than left to switch a rule off
-    quietly (siltwatch/rulepacks.py).
-    """
-
-    name: str
-    types: tuple[type, ...] = _NUMBER
-    range: Range | None = None
-
-
-def number(name: str, range_: Range | None = POSITIVE) -> RuleKey:
-    return RuleKey(name, _NUMBER, range_)
-
-
-def flag(name: str) -> RuleKey:
-    return RuleKey(name, (bool,))
 
 
 # --- configuration checks -----------------------------------------------------------
@@ -323,7 +292,7 @@ class Dashboard:
 
     row: str
     position: int
-    panel: Callable[[SiteConfig, Any], Panel]
+    panel: Callable[[SiteConfig, Rules, Any], Panel]
 
 
 # --- the description -------------------------------------------------------------------
@@ -373,11 +342,14 @@ class Description:
         if self.check_config is not None:
             self.check_config(view)
 
-    def panels(self, site: SiteConfig) -> tuple[Panel, ...]:
-        """Its dashboard panels for ``site``: one per item of its section."""
+    def panels(self, site: SiteConfig, rules: Rules) -> tuple[Panel, ...]:
+        """Its dashboard panels for ``site`` (whose resolved rules are ``rules``): one per
+        item of its section."""
         if self.dashboard is None or self.section is None:
             return ()
-        return tuple(self.dashboard.panel(site, item) for item in getattr(site, self.section.key))
+        return tuple(
+            self.dashboard.panel(site, rules, item) for item in getattr(site, self.section.key)
+        )
 
     def __post_init__(self) -> None:
         if not self.engine_module:

@@ -28,7 +28,7 @@ from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
 from siltwatch.officials import OFFICER_TITLE
-from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS
+from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS, site_rules
 from siltwatch.schema import Alert
 from siltwatch.vocabulary import AlertKind, DutyKind
 
@@ -136,8 +136,9 @@ def test_detectors_are_built_in_registry_order() -> None:
 
 PH = """
     from siltwatch.detections.base import (
-        Description, Evidence, Officer, Section, number, regulatory, short_number,
+        Description, Evidence, Officer, Section, regulatory, short_number,
     )
+    from siltwatch.rulekeys import number
 
     class PhEvidence(Evidence):
         sensor: str
@@ -216,7 +217,7 @@ def test_officer_policies_follow_the_law() -> None:
 
 
 def test_dashboard_rows_come_from_the_descriptions_in_their_position() -> None:
-    rows = registry.dashboard_rows(load_site(SITE))
+    rows = registry.dashboard_rows(load_site(SITE), site_rules(load_site(SITE)))
     assert [title for title, _panels in rows] == [
         "Turbidity",
         "Rain",
