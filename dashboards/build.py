@@ -31,7 +31,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
 from siltwatch.detections import dashboard_rows
-from siltwatch.detections.base import Panel, Series
+from siltwatch.panels import Panel, Series
 from siltwatch.rulepacks import site_rules
 
 DATASOURCE_UID = "siltwatch-influxdb"

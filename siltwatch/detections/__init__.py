@@ -24,7 +24,8 @@ import pkgutil
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from siltwatch.detections.base import AlertSpec, Description, DutySpec, Panel
+from siltwatch.detections.base import AlertSpec, Description, DutySpec
+from siltwatch.panels import Panel
 from siltwatch.rulekeys import RuleKey
 
 if TYPE_CHECKING:

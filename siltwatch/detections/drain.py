@@ -17,14 +17,12 @@ from siltwatch.detections.base import (
     Dashboard,
     Description,
     Evidence,
-    Panel,
     Section,
-    Series,
     diagnostic,
-    level_panel,
     regulatory,
     short_number,
 )
+from siltwatch.panels import Panel, Series, level_panel
 from siltwatch.rulekeys import number
 from siltwatch.units import from_metres
 from siltwatch.vocabulary import AlertKind

@@ -20,14 +20,13 @@ from siltwatch.detections.base import (
     Description,
     Evidence,
     OfficerWords,
-    Panel,
     Section,
-    Series,
     deadline_duty,
     diagnostic,
     rules_set,
 )
 from siltwatch.detections.design_storms import DesignStormReason
+from siltwatch.panels import Panel, Series
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, flag, number
 from siltwatch.vocabulary import DutyKind, DutyReason
 

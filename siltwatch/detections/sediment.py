@@ -12,16 +12,8 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from siltwatch import rulemath
-from siltwatch.detections.base import (
-    Dashboard,
-    Description,
-    Evidence,
-    Panel,
-    Section,
-    Series,
-    level_panel,
-    regulatory,
-)
+from siltwatch.detections.base import Dashboard, Description, Evidence, Section, regulatory
+from siltwatch.panels import Panel, Series, level_panel
 from siltwatch.rulekeys import FRACTION, number
 from siltwatch.units import from_metres, to_metres
 from siltwatch.vocabulary import AlertKind

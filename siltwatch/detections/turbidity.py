@@ -23,13 +23,12 @@ from siltwatch.detections.base import (
     Dashboard,
     Description,
     Evidence,
-    Panel,
     Section,
-    Series,
     regulatory,
     short_number,
 )
 from siltwatch.detections.sensor_health import DATA_QUALITY
+from siltwatch.panels import Panel, Series
 from siltwatch.rulekeys import NON_NEGATIVE, UNIT_INTERVAL, RuleKey, number
 from siltwatch.vocabulary import AlertKind
 
