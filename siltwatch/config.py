@@ -25,6 +25,7 @@ from siltwatch.configerrors import NOT_FINITE, ConfigError, key_path, read_toml,
 from siltwatch.detections import descriptions
 from siltwatch.detections.base import ConfigView, repeated_names
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_value, resolve_rules
+from siltwatch.sensorkinds import sensor_kind, sensor_kinds
 from siltwatch.sitemodel import (
     Area,
     Contact,
@@ -44,7 +45,6 @@ from siltwatch.sitemodel import (
     quiet_window,
 )
 from siltwatch.topic_words import reserved_id_problems
-from siltwatch.units import UNITS_BY_KIND
 
 
 def _items(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -88,19 +88,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 else:
                     sensor_at[ident] = here
                     sensors[ident] = sensor
-            if isinstance(kind, str) and kind in UNITS_BY_KIND and isinstance(unit, str):
-                allowed = UNITS_BY_KIND[kind]
-                if unit not in allowed:
-                    out.append(
-                        (
-                            f"{here}.unit",
-                            f"unit {unit!r} does not fit a {kind} sensor (expected one of {', '.join(allowed)})",
-                        )
-                    )
-            if ("tip_in" in sensor or "tip_mm" in sensor) and kind != "rain":
-                out.append((f"{here}", "tip_in/tip_mm only apply to rain sensors"))
-            if "tip_in" in sensor and "tip_mm" in sensor:
-                out.append((f"{here}", "set only one of tip_in, tip_mm"))
+            out += _sensor_kind_problems(here, sensor, kind, unit)
     dupes("receiving_waters", "receiving water")
     for description in descriptions():
         if description.section is not None:
@@ -119,6 +107,27 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 out.append((f"rule_overrides.{key}", problem))
     out += _officer_problems(data, pack_ids, rules)
     out += reserved_id_problems(data)
+    return out
+
+
+def _sensor_kind_problems(
+    here: str, sensor: dict[str, Any], kind: Any, unit: Any
+) -> list[tuple[str, str]]:
+    """A sensor's unit must be one of its kind's, and the keys only some kind's sensors
+    may set (a rain gauge's ``tip_in``) belong to a sensor of that kind
+    (siltwatch/sensorkinds/). An unknown kind is the model's to report."""
+    out: list[tuple[str, str]] = []
+    described = sensor_kind(kind) if isinstance(kind, str) else None
+    if described is not None and isinstance(unit, str):
+        problem = described.unit_problem(unit)
+        if problem is not None:
+            out.append((f"{here}.unit", problem))
+    for other in sensor_kinds().values():
+        keys = [k for k in other.sensor_keys if k in sensor]
+        if keys and other is not described:
+            out.append((here, f"{'/'.join(other.sensor_keys)} only apply to {other.key} sensors"))
+        if len(keys) > 1:
+            out.append((here, f"set only one of {', '.join(other.sensor_keys)}"))
     return out
 
 

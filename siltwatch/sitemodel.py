@@ -27,9 +27,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from siltwatch.configerrors import control_character
 from siltwatch.limitshapes import check_limit_shape
 from siltwatch.schema import Identifier
+from siltwatch.sensorkinds import sensor_kinds
 from siltwatch.units import to_metres, volume_to_m3
 
-SensorKind = Literal["turbidity", "rain", "water_level", "sediment_depth"]
 WaterClass = Literal["stream", "trout_stream", "lake", "trout_lake"]
 PracticeType = Literal[
     "infiltration_basin",
@@ -261,7 +261,7 @@ class Notifications(_Model):
 
 class Sensor(_Model):
     id: Identifier
-    kind: SensorKind
+    kind: str = Field(description="a kind of sensor siltwatch/sensorkinds/ describes")
     unit: str
     interval_s: float = Field(gt=0)
     tip_in: float | None = Field(default=None, gt=0)
@@ -272,6 +272,15 @@ class Sensor(_Model):
     max_value: float | None = Field(
         default=None, description="above this a reading is out of range"
     )
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        """Only a kind siltwatch knows the units and bounds of (siltwatch/sensorkinds/)."""
+        known = [repr(k) for k in sensor_kinds()]
+        if value not in sensor_kinds():
+            raise ValueError(f"expected {', '.join(known[:-1])} or {known[-1]}, got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _range(self) -> Sensor:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from analytics.quality import usable, usable_in_median
 from console.charts.model import (
@@ -30,6 +31,7 @@ from console.charts.model import (
     Point,
     RefLine,
     Series,
+    Style,
 )
 from ingest.store.queries import SqlStore
 from siltwatch import rulemath
@@ -40,14 +42,19 @@ from siltwatch.config import (
     SiteConfig,
     TurbidityPair,
 )
-from siltwatch.detections import alert_spec
+from siltwatch.detections import alert_spec, descriptions, sensor_panels
+from siltwatch.detections.drain import DESCRIPTION as DRAIN
 from siltwatch.detections.drain import practice_levels
+from siltwatch.detections.inspections import DESCRIPTION as RAIN
 from siltwatch.detections.inspections import ROLLING_RAIN_H
+from siltwatch.detections.sediment import DESCRIPTION as SEDIMENT
 from siltwatch.detections.sediment import trap_fractions
+from siltwatch.detections.turbidity import DESCRIPTION as TURBIDITY
+from siltwatch.panels import Panel
 from siltwatch.rulepacks import site_rules
+from siltwatch.rules import Rules
 from siltwatch.schema import Alert
 from siltwatch.units import to_metres
-from siltwatch.vocabulary import AlertKind
 
 # --- a site's charts from the store -------------------------------------------------------
 
@@ -59,20 +66,112 @@ _BAR_HOURS = (1, 2, 3, 6, 12, 24)
 def site_charts(site: SiteConfig, store: SqlStore, start_ms: int, end_ms: int) -> list[Chart]:
     """The site's charts over ``start_ms``..``end_ms``, in the dashboard's row order.
 
-    One per turbidity pair (``turbidity-<pair>``), rain gauge (``rain-<gauge>``),
-    infiltration practice (``level-<practice>``) and sediment trap (``trap-<trap>``).
+    One per item of each described detection's section (a turbidity pair
+    ``turbidity-<pair>``, a rain gauge ``rain-<gauge>``, a practice
+    ``level-<practice>``, a trap ``trap-<trap>``), then one per sensor no detection
+    charts (``sensor-<sensor>``), as dashboards/build.py lays out the same rows.
     """
     if end_ms <= start_ms:
         raise ValueError(f"the window ends ({end_ms}) before it starts ({start_ms})")
     alerts = store.alerts(site.site.id)
-    charts = [turbidity_chart(site, store, p, start_ms, end_ms) for p in site.turbidity_pairs]
-    charts += [rain_chart(site, store, g, start_ms, end_ms) for g in site.rain_gauges]
-    charts += [
-        level_chart(site, store, p, start_ms, end_ms, drain_deadlines(site, p, alerts))
-        for p in site.infiltration_practices
+    charts = [
+        drawn.chart(store, start_ms, end_ms, alerts) for drawn in _subjects(site, site_rules(site))
     ]
-    charts += [trap_chart(site, store, t, start_ms, end_ms) for t in site.sediment_traps]
     return [with_episodes(chart, alerts) for chart in charts]
+
+
+def subject_chart(
+    site: SiteConfig, store: SqlStore, subject: str, start_ms: int, end_ms: int
+) -> Chart | None:
+    """The chart of the pair, practice, trap, gauge or lone sensor ``subject`` names, or None."""
+    for drawn in _subjects(site, site_rules(site)):
+        if drawn.subject == subject:
+            return drawn.chart(store, start_ms, end_ms, ())
+    return None
+
+
+# A finer chart than the description's panel: (site, store, section item, start, end,
+# alerts on the site) -> Chart.
+Finer = Callable[[SiteConfig, SqlStore, Any, int, int, Sequence[Alert]], Chart]
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """One chart the console can draw: a described section's item, or a lone sensor."""
+
+    site: SiteConfig
+    subject: str
+    panel: Panel
+    finer: Finer | None = None
+    item: Any = None
+
+    def chart(self, store: SqlStore, start_ms: int, end_ms: int, alerts: Sequence[Alert]) -> Chart:
+        if self.finer is not None:
+            return self.finer(self.site, store, self.item, start_ms, end_ms, alerts)
+        return panel_chart(self.site, store, self.panel, f"sensor-{self.subject}", start_ms, end_ms)
+
+
+def _subjects(site: SiteConfig, rules: Rules) -> list[_Subject]:
+    """What the console charts for ``site``, in the dashboard's row order: each panel of
+    a described detection (with the console's finer chart where it has one), then each
+    sensor no detection charts, in its kind's own panel."""
+    out: list[_Subject] = []
+    for d in sorted(descriptions(), key=lambda d: d.dashboard.position if d.dashboard else 0):
+        if d.section is None or d.dashboard is None:
+            continue
+        items = getattr(site, d.section.key)
+        for item, panel in zip(items, d.panels(site, rules), strict=True):
+            out.append(_Subject(site, item.id, panel, FINER_CHARTS.get(d.key), item))
+    charted = {s.sensor for drawn in out for s in drawn.panel.series}
+    sensors = site.sensors()
+    for panel in sensor_panels(site, charted):
+        out.append(_Subject(site, sensors[panel.series[0].sensor].id, panel))
+    return out
+
+
+_AGGREGATES: dict[str, Callable[[list[float]], float]] = {
+    "median": statistics.median,
+    "mean": statistics.fmean,
+    "sum": math.fsum,
+}
+_COLOURS = {"red": LIMIT_RED, "orange": WARN_ORANGE, "blue": DESIGN_BLUE}
+
+
+def panel_chart(
+    site: SiteConfig, store: SqlStore, panel: Panel, chart_id: str, start_ms: int, end_ms: int
+) -> Chart:
+    """A description's panel drawn from the store, as the dashboard draws it: its measured
+    series aggregated per interval, its thresholds as lines. Series computed from another
+    (``expression``, ``rolling_h``) are the finer charts' business and left out here."""
+    sid = site.site.id
+    series: list[Series] = []
+    for s in panel.series:
+        if s.expression is not None or s.rolling_h is not None:
+            continue
+        sensor = site.sensor(s.sensor)
+        floor_s = max(panel.interval_s or 0.0, sensor.interval_s)
+        width = bucket_width(start_ms, end_ms, round(floor_s * 1000))
+        points = stored_points(store, sid, s.sensor, start_ms, end_ms, usable)
+        style: Style = "bars" if panel.bars else "line"
+        agg = bucketed(points, width, _AGGREGATES[s.aggregate])
+        series.append(Series(s.alias, agg, style, interval_ms=width))
+    lines = [
+        RefLine(f"{value:g} {panel.unit}", value, _COLOURS.get(colour, LIMIT_RED))
+        for value, colour in panel.thresholds
+        if value is not None
+    ]
+    return Chart(
+        panel.title,
+        panel.unit,
+        series,
+        lines,
+        (),
+        start_ms,
+        end_ms,
+        id=chart_id,
+        zone=site.site.zone,
+        description=panel.description,
+    )
 
 
 def chart_subject(chart: Chart) -> str:
@@ -277,7 +376,7 @@ def rain_chart(
     )
 
 
-_DRAIN_KINDS = (AlertKind.DRAIN_TIME, AlertKind.DRAIN_TIME_FORECAST)
+_DRAIN_KINDS = frozenset(spec.kind for spec in DRAIN.alerts)
 
 
 def drain_deadlines(
@@ -416,3 +515,38 @@ def trap_chart(
             f"cleanout due at {clean * 100:g} % ({clean_cite})."
         ),
     )
+
+
+def _turbidity(
+    site: SiteConfig, store: SqlStore, pair: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return turbidity_chart(site, store, pair, start, end)
+
+
+def _rain(
+    site: SiteConfig, store: SqlStore, gauge: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return rain_chart(site, store, gauge, start, end)
+
+
+def _level(
+    site: SiteConfig, store: SqlStore, practice: Any, start: int, end: int, alerts: Sequence[Alert]
+) -> Chart:
+    return level_chart(site, store, practice, start, end, drain_deadlines(site, practice, alerts))
+
+
+def _trap(
+    site: SiteConfig, store: SqlStore, trap: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return trap_chart(site, store, trap, start, end)
+
+
+# The console's finer charts, by the description whose panel they draw in more detail
+# (the limit the detector computes per bucket, the drain deadlines, a trap's volume
+# from its stage-storage table). Every other description's panel is drawn as it is.
+FINER_CHARTS: dict[str, Finer] = {
+    TURBIDITY.key: _turbidity,
+    RAIN.key: _rain,
+    DRAIN.key: _level,
+    SEDIMENT.key: _trap,
+}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from siltwatch.detections.base import AlertSpec, Description, DutySpec
 from siltwatch.panels import Panel
 from siltwatch.rulekeys import RuleKey
+from siltwatch.sensorkinds import sensor_kind
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
@@ -110,15 +111,33 @@ def duty_spec(kind: str) -> DutySpec | None:
     return None
 
 
+SENSORS_ROW = "Sensors"
+
+
 def dashboard_rows(site: SiteConfig, rules: Rules) -> list[tuple[str, tuple[Panel, ...]]]:
     """(row title, panels) of every detection with panels for ``site`` (whose resolved
-    rules are ``rules``, siltwatch.rulepacks.site_rules), in row position."""
+    rules are ``rules``, siltwatch.rulepacks.site_rules), in row position, then a last
+    row with each sensor no detection's panel draws, in its kind's own panel
+    (siltwatch/sensorkinds/): a new kind of sensor is charted before any rule reads it."""
     rows = [
         (d.dashboard.position, d.dashboard.row, d.panels(site, rules))
         for d in descriptions()
         if d.dashboard is not None
     ]
-    return [(title, panels) for _pos, title, panels in sorted(rows, key=lambda r: r[0]) if panels]
+    out = [(title, panels) for _pos, title, panels in sorted(rows, key=lambda r: r[0]) if panels]
+    charted = {s.sensor for _title, panels in out for panel in panels for s in panel.series}
+    alone = sensor_panels(site, charted)
+    return [*out, (SENSORS_ROW, alone)] if alone else out
+
+
+def sensor_panels(site: SiteConfig, charted: set[str]) -> tuple[Panel, ...]:
+    """Each sensor of ``site`` not in ``charted``, drawn as its kind draws a sensor alone."""
+    panels: list[Panel] = []
+    for sensor in site.sensors().values():
+        kind = sensor_kind(sensor.kind)
+        if sensor.id not in charted and kind is not None:
+            panels.append(kind.panel(sensor.id, sensor.unit, sensor.interval_s))
+    return tuple(panels)
 
 
 def rule_keys() -> tuple[RuleKey, ...]:

@@ -1,0 +1,57 @@
+"""The registry of sensor kinds: one module here per kind of sensor a site may declare.
+
+Each module in this package defines ``KIND`` (a
+:class:`~siltwatch.sensorkinds.base.SensorKind`); the registry finds them by
+listing the package, as siltwatch/detections/ finds its descriptions, so a new
+kind of sensor is one module here and nothing else is edited. Who loops over it:
+
+- siltwatch/sitemodel.py accepts a sensor's ``kind`` only if a module here names it,
+  and siltwatch/config.py checks its unit and its kind's own keys;
+- ingest/decode.py refuses a reading its kind can never read (:func:`impossible`);
+- analytics/health.py flags a reading outside its kind's plausible band;
+- dashboards/build.py and the console draw a sensor no detection charts with
+  its kind's own panel.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from siltwatch.sensorkinds.base import Plot, SensorKind
+
+_NOT_KINDS = frozenset({"base"})
+
+
+@cache
+def sensor_kinds() -> dict[str, SensorKind]:
+    """Every kind of sensor, by its key, in the order of their keys."""
+    found: dict[str, SensorKind] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in _NOT_KINDS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        kind = getattr(module, "KIND", None)
+        if not isinstance(kind, SensorKind):
+            raise TypeError(f"{module.__name__} defines no KIND (a SensorKind)")
+        if kind.key in found:
+            raise ValueError(f"two sensor kinds are called {kind.key!r}")
+        found[kind.key] = kind
+    return dict(sorted(found.items()))
+
+
+def sensor_kind(key: str) -> SensorKind | None:
+    """The kind called ``key``; None for a kind this release does not know."""
+    return sensor_kinds().get(key)
+
+
+def impossible(kind: str, value: float, unit: str) -> str | None:
+    """Why a reading of a ``kind`` sensor is physically impossible, or None; never raises."""
+    described = sensor_kind(kind)
+    if described is None:
+        return f"no physical bounds are known for sensor kind {kind!r}"
+    return described.problem(value, unit)
+
+
+__all__ = ["Plot", "SensorKind", "impossible", "sensor_kind", "sensor_kinds"]
