@@ -94,6 +94,13 @@ def _alert_specs() -> dict[str, AlertSpec[Any]]:
     return specs
 
 
+def rescan() -> None:
+    """Forget the descriptions found so far: the next call lists the package again (a
+    module was added to its search path, as a plug-in or a test fixture does)."""
+    descriptions.cache_clear()
+    _alert_specs.cache_clear()
+
+
 def alert_spec(kind: str) -> AlertSpec[Any] | None:
     """The description of an alert kind; None for a kind this release does not know."""
     return _alert_specs().get(kind)
@@ -155,5 +162,6 @@ __all__ = [
     "dashboard_rows",
     "descriptions",
     "duty_spec",
+    "rescan",
     "rule_keys",
 ]

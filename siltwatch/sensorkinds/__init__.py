@@ -41,6 +41,12 @@ def sensor_kinds() -> dict[str, SensorKind]:
     return dict(sorted(found.items()))
 
 
+def rescan() -> None:
+    """Forget the kinds found so far: the next call lists the package again (a module was
+    added to its search path, as a plug-in or a test fixture does)."""
+    sensor_kinds.cache_clear()
+
+
 def sensor_kind(key: str) -> SensorKind | None:
     """The kind called ``key``; None for a kind this release does not know."""
     return sensor_kinds().get(key)
@@ -54,4 +60,4 @@ def impossible(kind: str, value: float, unit: str) -> str | None:
     return described.problem(value, unit)
 
 
-__all__ = ["Plot", "SensorKind", "impossible", "sensor_kind", "sensor_kinds"]
+__all__ = ["Plot", "SensorKind", "impossible", "rescan", "sensor_kind", "sensor_kinds"]

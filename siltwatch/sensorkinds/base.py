@@ -105,7 +105,7 @@ class SensorKind:
         """The sensor's own panel: its readings, aggregated as the kind adds up, in its unit."""
         how = "Total" if self.plot.aggregate == "sum" else self.plot.aggregate.capitalize()
         return Panel(
-            title=f"{self.what[0].upper()}{self.what[1:]} {sensor}",
+            title=f"{sensor}: {self.what}",
             unit=unit,
             description=f"{how} of {sensor} ({self.what}, {unit}) per interval.",
             series=(Series(sensor, sensor, self.plot.aggregate),),
