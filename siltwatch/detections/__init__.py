@@ -19,12 +19,11 @@ Kinds are declared once: two descriptions raising the same kind must share its
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from siltwatch.detections.base import AlertSpec, Description, DutySpec
+from siltwatch.modulescan import declared
 from siltwatch.panels import Panel
 from siltwatch.rulekeys import RuleKey
 from siltwatch.sensorkinds import sensor_kind
@@ -33,21 +32,11 @@ if TYPE_CHECKING:
     from siltwatch.rules import Rules
     from siltwatch.sitemodel import SiteConfig
 
-_NOT_DESCRIPTIONS = frozenset({"base"})
-
 
 @cache
 def descriptions() -> tuple[Description, ...]:
     """Every detection's description, in build order."""
-    found: list[Description] = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name in _NOT_DESCRIPTIONS:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        description = getattr(module, "DESCRIPTION", None)
-        if not isinstance(description, Description):
-            raise TypeError(f"{module.__name__} defines no DESCRIPTION (a Description)")
-        found.append(description)
+    found = declared(__name__, __path__, "DESCRIPTION", Description)
     found.sort(key=lambda d: (d.order, d.key))
     _check_unique(found)
     return tuple(found)

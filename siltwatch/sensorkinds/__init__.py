@@ -15,26 +15,17 @@ kind of sensor is one module here and nothing else is edited. Who loops over it:
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
+from siltwatch.modulescan import declared
 from siltwatch.sensorkinds.base import Plot, SensorKind
-
-_NOT_KINDS = frozenset({"base"})
 
 
 @cache
 def sensor_kinds() -> dict[str, SensorKind]:
     """Every kind of sensor, by its key, in the order of their keys."""
     found: dict[str, SensorKind] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name in _NOT_KINDS:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        kind = getattr(module, "KIND", None)
-        if not isinstance(kind, SensorKind):
-            raise TypeError(f"{module.__name__} defines no KIND (a SensorKind)")
+    for kind in declared(__name__, __path__, "KIND", SensorKind):
         if kind.key in found:
             raise ValueError(f"two sensor kinds are called {kind.key!r}")
         found[kind.key] = kind

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from siltwatch.panels import Panel, Series
+from siltwatch.units import LENGTH_UNITS, to_metres
 
 Aggregate = Literal["median", "mean", "sum"]
 
@@ -112,3 +113,14 @@ class SensorKind:
             interval_s=interval_s,
             bars=self.plot.bars,
         )
+
+
+def length_kind(key: str, what: str) -> SensorKind:
+    """A kind that reads a length (a level, a depth) in any length unit, in metres inside.
+
+    Impossible beyond 1,000 m either way: practices and traps are a few metres deep
+    and level sensors have ranges of metres to tens of metres; a kilometre of water
+    is not a basin. Negative values are allowed (a level below the design datum).
+    """
+    units: dict[str, float] = {unit: to_metres(1.0, unit) for unit in LENGTH_UNITS}
+    return SensorKind(key=key, what=what, units=units, base_unit="m", low=-1000.0, high=1000.0)
