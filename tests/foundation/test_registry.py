@@ -167,15 +167,13 @@ def ph_description(tmp_path: Path) -> Iterator[None]:
     extra.mkdir()
     (extra / "ph.py").write_text(textwrap.dedent(PH))
     registry.__path__.append(str(extra))
-    registry.descriptions.cache_clear()
-    registry._alert_specs.cache_clear()
+    registry.rescan()
     try:
         yield
     finally:
         registry.__path__.remove(str(extra))
         sys.modules.pop("siltwatch.detections.ph", None)
-        registry.descriptions.cache_clear()
-        registry._alert_specs.cache_clear()
+        registry.rescan()
 
 
 def test_a_new_description_reaches_routing_messages_and_config_checks(ph_description: None) -> None:
