@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from analytics.timeutil import to_ms
 from siltwatch.config import SiteConfig
-from siltwatch.rulepacks import Rules
+from siltwatch.rulepacks import Rules, site_rules
 
 WEEKDAYS: dict[str, int] = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 DEFAULT_BUSINESS_HOURS = "08:00-17:00"
@@ -64,7 +64,7 @@ class SiteCalendar:
     @classmethod
     def from_site(cls, site: SiteConfig, rules: Rules | None = None) -> SiteCalendar:
         """The calendar from ``site.timezone``, ``site.holidays`` and the ``calendar.*`` rules."""
-        rules = rules if rules is not None else site.rules()
+        rules = rules if rules is not None else site_rules(site)
         weekend_rule = rules.get("calendar.weekend")
         hours_rule = rules.get("calendar.business_hours")
         start, end = parse_business_hours(

@@ -126,10 +126,12 @@ async def overview(request: Request) -> Response:
 
 
 def _charts(site: SiteConfig, store: SqlStore, window: Window) -> list[Markup]:
-    from console.charts.plots import site_charts  # drawn on demand: the overview needs no plots
+    from console.charts.draw import chart_html  # drawn on demand: the overview needs no plots
+    from console.charts.plots import site_charts
 
     return [
-        Markup(chart.html()) for chart in site_charts(site, store, window.start_ms, window.end_ms)
+        Markup(chart_html(chart))
+        for chart in site_charts(site, store, window.start_ms, window.end_ms)
     ]
 
 

@@ -31,7 +31,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
 from siltwatch.detections import dashboard_rows
-from siltwatch.detections.base import Panel, Series
+from siltwatch.panels import Panel, Series
+from siltwatch.rulepacks import site_rules
 
 DATASOURCE_UID = "siltwatch-influxdb"
 DATASOURCE_TYPE = "influxdb"
@@ -266,7 +267,7 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
         )
     )
     d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
-    for title, row in dashboard_rows(site):
+    for title, row in dashboard_rows(site, site_rules(site)):
         d = d.with_row(dash_b.Row(title))
         for spec in row:
             d = d.with_panel(render_panel(spec))

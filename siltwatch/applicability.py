@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from siltwatch.rulepacks import site_rules
+
 if TYPE_CHECKING:
     from siltwatch.config import SiteConfig
     from siltwatch.rulepacks import Rules
@@ -47,7 +49,7 @@ def disturbed_acres(site: SiteConfig) -> float | None:
 
 def scope_warnings(site: SiteConfig) -> list[str]:
     """What the operator should know about which packs' rules apply here, and why."""
-    rules = site.rules()
+    rules = site_rules(site)
     acres = disturbed_acres(site)
     out: list[str] = []
     least = rules.get("scope.min_disturbed_acres")
@@ -97,7 +99,7 @@ def in_park(site: SiteConfig, rules: Rules) -> bool:
 
 def withheld(site: SiteConfig, rules: Rules | None = None) -> dict[str, str]:
     """The rule keys that do not apply to this site, each with why (the citation)."""
-    rules = rules if rules is not None else site.rules()
+    rules = rules if rules is not None else site_rules(site)
     out: dict[str, str] = {}
     park = rules.get("scope.park_only")
     if park is not None and not in_park(site, rules):
@@ -113,14 +115,14 @@ def withheld(site: SiteConfig, rules: Rules | None = None) -> dict[str, str]:
 def applicable_rules(site: SiteConfig) -> Rules:
     """The site's rules less those that do not apply to it: what the engine runs on, so
     a rule that does not apply creates no duty and raises no alert."""
-    rules = site.rules()
+    rules = site_rules(site)
     return rules.without(frozenset(withheld(site, rules)))
 
 
 def applicability(site: SiteConfig) -> list[str]:
     """Why each of the site's rule packs applies, and which of its rules do not, in words
     (``config check``)."""
-    rules = site.rules()
+    rules = site_rules(site)
     held = withheld(site, rules)
     acres = disturbed_acres(site)
     out: list[str] = []

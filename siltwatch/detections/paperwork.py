@@ -32,7 +32,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, Evidence, Officer, flag, regulatory
+from siltwatch.detections.base import Description, Evidence, Officer, regulatory
+from siltwatch.rulekeys import flag
 
 
 class PaperworkKind(StrEnum):

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    Description,
-    deadline_duty,
-    number,
-)
+from siltwatch.detections.base import Description, deadline_duty
+from siltwatch.rulekeys import number
 
 
 class PostConstructionKind(StrEnum):

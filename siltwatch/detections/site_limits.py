@@ -23,16 +23,14 @@ from datetime import tzinfo
 from enum import StrEnum
 
 from siltwatch.detections.base import (
-    NON_NEGATIVE,
     Description,
     Evidence,
     Officer,
-    RuleKey,
     diagnostic,
-    number,
     regulatory,
     short_number,
 )
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
 class SiteLimitKind(StrEnum):

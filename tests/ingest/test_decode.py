@@ -34,7 +34,6 @@ from ingest.decode import (
 )
 from ingest.recordings.formats import parse_payload
 from siltwatch.config import load_site
-from siltwatch.physical import PHYSICAL_BOUNDS, impossible
 from siltwatch.schema import (
     QualityFlag,
     ReadingBatch,
@@ -46,6 +45,7 @@ from siltwatch.schema import (
     reading_topic,
     status_topic,
 )
+from siltwatch.sensorkinds import impossible, sensor_kinds
 from tests.ingest.hostile import (
     EXPECTED_REASONS,
     HOSTILE_CATEGORIES,
@@ -216,7 +216,7 @@ def test_physical_bounds_are_inclusive_and_in_the_declared_unit() -> None:
         impossible("turbidity", 5.0, "ft")
         == "'ft' is not a unit of a turbidity sensor (expected one of NTU, FNU)"
     )
-    assert set(PHYSICAL_BOUNDS) == {"turbidity", "rain", "water_level", "sediment_depth"}
+    assert set(sensor_kinds()) == {"turbidity", "rain", "water_level", "sediment_depth"}
 
 
 def test_a_full_batch_of_10000_readings_fits_under_the_cap() -> None:
@@ -707,7 +707,7 @@ def test_decode_never_raises_and_always_answers(topic: str, payload: bytes) -> N
 
 
 def _value_range(kind: str, unit: str) -> tuple[float, float]:
-    bounds = PHYSICAL_BOUNDS[kind]
+    bounds = sensor_kinds()[kind]
     factor = bounds.to_base(1.0, unit)
     shrink = 1 - 1e-9
     return bounds.low / factor * shrink, bounds.high / factor * shrink
