@@ -48,14 +48,8 @@ class InspectorReport:
     def html(self, inputs: ReportInputs) -> str:
         from console.report.document import build_report
 
-        return build_report(
-            inputs.site,
-            inputs.store,
-            inputs.notes,
-            inputs.start,
-            inputs.end,
-            generated_at=inputs.generated_at,
-        )
+        i = inputs
+        return build_report(i.site, i.store, i.notes, i.start, i.end, generated_at=i.generated_at)
 
     def pdf(self, html: str, out_path: Path) -> None:
         from console.report.document import render_pdf
