@@ -40,6 +40,7 @@ from ingest.recordings.formats import read_csv_readings, read_inspections, read_
 from ingest.service import IngestService
 from ingest.store.from_url import open_store
 from siltwatch.config import SiteConfig, load_site
+from siltwatch.schema import Alert
 from tests.alerts.helpers import FakeClock as BaseClock
 from tests.servers import PostgresServer
 
@@ -174,17 +175,32 @@ class FakeReports:
 
 
 @dataclass
-class World:
+class ConsoleWorld:
+    """The console app over a copy of the week, on the tests' clock, with a recording desk."""
+
     db: Path | str
     app: Starlette
     clock: FakeClock
     desk: RecordingDesk
-    reports: FakeReports
 
     @property
     def console(self) -> Console:
         console: Console = self.app.state.console
         return console
+
+    def plume(self) -> Alert:
+        """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""
+        (plume,) = [
+            a
+            for a in self.console.store.alerts(SID)
+            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
+        ]
+        return plume
+
+
+@dataclass
+class World(ConsoleWorld):
+    reports: FakeReports
 
     @property
     def book(self) -> ConsoleBook:
@@ -221,13 +237,7 @@ class World:
         return record
 
     def plume_id(self) -> str:
-        """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""
-        (plume,) = [
-            a
-            for a in self.console.store.alerts(SID)
-            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
-        ]
-        return plume.id
+        return self.plume().id
 
     def actions(self, action: str | None = None) -> list[tuple[str, str, str, str]]:
         """(who, action, alert id, detail) of the audit log, oldest first."""
