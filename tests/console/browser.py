@@ -42,7 +42,7 @@ __all__ = [
 
 
 def require_browser() -> None:
-    """Skip the test (or fail it where servers are required) without Chromium here."""
+    """Skip the test without Chromium and its driver here (fail it under CI=true)."""
     require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
 
 

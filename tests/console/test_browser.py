@@ -28,20 +28,8 @@ import httpx
 import pytest
 
 from console.server import ConsoleServer
-from tests.console.app_world import (
-    OPERATOR,
-    PASSWORD,
-    SID,
-    SITE,
-)
-from tests.console.browser import (
-    By,
-    Shots,
-    WebDriver,
-    chrome,
-    require_browser,
-    wait_for,
-)
+from tests.console.app_world import OPERATOR, PASSWORD, SID, SITE
+from tests.console.browser import By, Shots, WebDriver, chrome, require_browser, wait_for
 from tests.console.live_world import OFFICER_NAME, Delivery, LiveWorld, make_live_world
 
 pytestmark = pytest.mark.integration

@@ -47,13 +47,7 @@ from tests.console.browser import (
     require_browser,
     wait_for,
 )
-from tests.console.live_world import (
-    OFFICER_NAME,
-    Delivery,
-    LiveWorld,
-    make_live_world,
-    new_episode,
-)
+from tests.console.live_world import OFFICER_NAME, Delivery, LiveWorld, make_live_world, new_episode
 
 pytestmark = pytest.mark.integration
 
