@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, Response
 
 from console import views
 from console.auth import Permission
+from console.report.maker import ReportInputs
 from console.web import Console, Refused, console_of, page_user, render, site_for
 from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
@@ -161,12 +162,14 @@ async def report(request: Request) -> Response:
     console = console_of(request)
     window = chosen_window(request, site, console.store, console.now_ms())
     html = console.reports.html(
-        site,
-        console.store,
-        console.book,
-        window.first_day,
-        window.last_day,
-        generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
+        ReportInputs(
+            site,
+            console.store,
+            console.book,
+            window.first_day,
+            window.last_day,
+            generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
+        )
     )
     stem = f"siltwatch-report-{site.site.id}-{window.first_day}-{window.last_day}"
     console.book.audit(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -594,20 +593,16 @@ def test_valid_messages_decode_to_exactly_the_readings_sent() -> None:
     assert set(seqs) == set(SITE.sensors())
 
 
-def test_generators_are_deterministic_and_fast() -> None:
+def test_generators_are_deterministic() -> None:
+    """The same seed makes the same messages, another seed others. (How fast they are made
+    is measured by benchmarks/wire_payloads.py, not asserted here: a timed test fails on a
+    loaded machine.)"""
     first = list(hostile_payloads(SITE, 2_000, seed=5))
     assert first == list(hostile_payloads(SITE, 2_000, seed=5))
     assert first != list(hostile_payloads(SITE, 2_000, seed=6))
-    assert list(valid_payloads(SITE, 500, seed=5)) == list(valid_payloads(SITE, 500, seed=5))
-    start = time.perf_counter()
-    for _ in hostile_payloads(SITE, 100_000, seed=1):
-        pass
-    hostile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in valid_payloads(SITE, 100_000, seed=1):
-        pass
-    valid_s = time.perf_counter() - start
-    assert hostile_s < 5 and valid_s < 5, (hostile_s, valid_s)
+    valid = list(valid_payloads(SITE, 500, seed=5))
+    assert valid == list(valid_payloads(SITE, 500, seed=5))
+    assert valid != list(valid_payloads(SITE, 500, seed=6))
 
 
 # --- properties --------------------------------------------------------------------------
