@@ -1,18 +1,29 @@
 """The post-construction calendar (kinds, reasons and citations: siltwatch/detections/post_construction.py).
 
-The site log's ``milestone`` row ``construction_completed`` starts it (the
-first such row; later ones change nothing). Each duty the site's packs ask for
-is a ``post_construction`` duty, subject the site, due at the end of a local
-day of the site's calendar:
+Three ``milestone`` rows of the site log start it, each the first of its
+name (later ones change nothing). Each duty the site's packs ask for is a
+``post_construction`` duty, subject the site, due at the end of a local day of
+the site's calendar:
 
-- ``annual_report`` (``post_construction.annual_report_years``, Lake George 1):
-  the k-th report is due at the end of the k-th anniversary of the day
-  construction was completed (a 29 February falls on 28 February), every year;
+- ``annual_report`` (``post_construction.annual_report_years``, Lake George 1),
+  from ``construction_completed``: the k-th report is due at the end of the
+  k-th anniversary of the day construction was completed (a 29 February falls
+  on 28 February), every year;
 - ``guarantee_inspection`` (``post_construction.guarantee_inspection_years``:
-  Lake George 2, Big Flats 1): due at the end of that anniversary, once;
+  Lake George 2, Big Flats 1), from ``final_acceptance``: the guarantee stays
+  "at least two [one] year(s) after final acceptance ... and until a two-year
+  [one year] inspection has been conducted" (§148-13 A; 17.37.120 A), so the
+  inspection is due at the end of that anniversary of the town's final
+  acceptance, once; construction completed alone owes none (the town accepts
+  later, and counting from completion would call it overdue before the law does);
 - ``engineer_inspection`` (``post_construction.engineer_inspection_years``, Big
-  Flats 5): due at the end of that anniversary; once it is done, the next is
-  due at the same interval after the day of that inspection;
+  Flats 5), from the first of ``maintenance_agreement`` and
+  ``construction_completed``: Schedule B (4), the maintenance agreement, wants
+  an inspection "not less than once in every five year period" and does not
+  say of what; the period runs from the agreement, or from the completion of
+  the facilities if that comes first (the earlier deadline: the reading that
+  protects the water). Once one is done, the next is due at the same interval
+  after the day of that inspection;
 - ``engineer_report`` (``post_construction.engineer_report_days``, Big Flats
   30): created by the inspection that completes an engineer inspection, due at
   the end of the 30th local day after it.
@@ -87,6 +98,9 @@ class PostConstructionDetector(Detector):
         self.watch = OverdueWatch(site.site.name or site.site.id, calendar, WORDS)
         self.completed_at: int | None = None  # the construction_completed milestone
         self.completed_day: date | None = None  # its local day: anniversaries count from it
+        self.accepted_at: int | None = None  # the final_acceptance milestone
+        self.agreed_at: int | None = None  # the maintenance_agreement milestone
+        self.engineer_from: tuple[str, int] | None = None  # what the engineer period counts from
         self.engineer_done = 0  # engineer inspections completed
 
     @property
@@ -96,20 +110,33 @@ class PostConstructionDetector(Detector):
     # --- engine callbacks ----------------------------------------------------------
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
-        if entry.event != SiteEvent.MILESTONE or entry.detail != Milestone.CONSTRUCTION_COMPLETED:
+        if entry.event != SiteEvent.MILESTONE:
             return
-        if self.completed_at is not None:
-            return  # the first completion starts the calendar
-        t = entry.t
+        t, rules = entry.t, self.rules
         day = self.calendar.local_date(t)
-        self.completed_at, self.completed_day = t, day
-        rules = self.rules
-        if rules.annual_report is not None:
-            self._plan(Reason.ANNUAL_REPORT, 1, self._after(day, rules.annual_report), t, ctx)
-        if rules.guarantee is not None:
-            self._plan(Reason.GUARANTEE_INSPECTION, 1, self._after(day, rules.guarantee), t, ctx)
-        if rules.engineer is not None:
-            self._plan(Reason.ENGINEER_INSPECTION, 1, self._after(day, rules.engineer), t, ctx)
+        if entry.detail == Milestone.CONSTRUCTION_COMPLETED and self.completed_at is None:
+            self.completed_at, self.completed_day = t, day  # the first completion counts
+            if rules.annual_report is not None:
+                self._plan(Reason.ANNUAL_REPORT, 1, self._after(day, rules.annual_report), t, ctx)
+            self._engineer_from(Milestone.CONSTRUCTION_COMPLETED, t, ctx)
+        elif entry.detail == Milestone.FINAL_ACCEPTANCE and self.accepted_at is None:
+            self.accepted_at = t
+            if rules.guarantee is not None:
+                due = self._after(day, rules.guarantee)
+                self._plan(Reason.GUARANTEE_INSPECTION, 1, due, t, ctx)
+        elif entry.detail == Milestone.MAINTENANCE_AGREEMENT and self.agreed_at is None:
+            self.agreed_at = t
+            self._engineer_from(Milestone.MAINTENANCE_AGREEMENT, t, ctx)
+
+    def _engineer_from(self, milestone: Milestone, t: int, ctx: Context) -> None:
+        """Schedule B (4): the first engineer inspection, from whichever of the
+        agreement and the completion comes first (the later one changes nothing)."""
+        engineer = self.rules.engineer
+        if engineer is None or self.engineer_from is not None:
+            return
+        self.engineer_from = (milestone.value, t)
+        due = self._after(self.calendar.local_date(t), engineer)
+        self._plan(Reason.ENGINEER_INSPECTION, 1, due, t, ctx)
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
         if inspection.duty is None:
@@ -161,7 +188,7 @@ class PostConstructionDetector(Detector):
             ctx.schedule(self, opens, f"open|{reason.value}|{n}|{due}")
 
     def _open(self, reason: Reason, n: int, due: int, at: int, ctx: Context) -> None:
-        rules, since = self.rules, self._since()
+        rules, since = self.rules, self._since(reason)
         if reason == Reason.ANNUAL_REPORT and rules.annual_report is not None:
             label = (
                 f"annual report {n} to the town on the operation and maintenance of the "
@@ -191,11 +218,15 @@ class PostConstructionDetector(Detector):
         self, reason: Reason, at: int, due: int, rule: Cited, label: str, ctx: Context
     ) -> None:
         completed = self.completed_at
-        note = DutyNote(
-            label=label,
-            cite=rule.cite,
-            evidence={"construction_completed": None if completed is None else iso(completed)},
-        )
+        evidence: dict[str, str | None] = {
+            "construction_completed": None if completed is None else iso(completed)
+        }
+        if reason == Reason.GUARANTEE_INSPECTION and self.accepted_at is not None:
+            evidence["final_acceptance"] = iso(self.accepted_at)
+        if reason in (Reason.ENGINEER_INSPECTION, Reason.ENGINEER_REPORT):
+            if self.agreed_at is not None:
+                evidence["maintenance_agreement"] = iso(self.agreed_at)
+        note = DutyNote(label=label, cite=rule.cite, evidence=evidence)
         rec = self.watch.create(ctx, KIND, reason, self.site_id, (at, due), note)
         ctx.schedule(self, due, f"due|{rec.id}")
 
@@ -205,7 +236,17 @@ class PostConstructionDetector(Detector):
         """The local day a deadline ends (it is the midnight after that day)."""
         return (self.calendar.local_date(due) - timedelta(days=1)).isoformat()
 
-    def _since(self) -> str:
+    def _since(self, reason: Reason) -> str:
+        """What the duty's years count from, in words."""
+        cal = self.calendar
+        if reason == Reason.GUARANTEE_INSPECTION and self.accepted_at is not None:
+            return f"final acceptance by the town on {cal.local_date(self.accepted_at).isoformat()}"
+        if reason == Reason.ENGINEER_INSPECTION and self.engineer_from is not None:
+            what, at = self.engineer_from
+            words = "maintenance agreement signed" if what == Milestone.MAINTENANCE_AGREEMENT else (
+                "construction completed"
+            )
+            return f"{words} on {cal.local_date(at).isoformat()}"
         day = self.completed_day
         return "construction completed" + ("" if day is None else f" on {day.isoformat()}")
 

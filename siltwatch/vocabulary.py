@@ -117,6 +117,12 @@ class Milestone(StrEnum):
     CONSTRUCTION_SEASON_CLOSED = "construction_season_closed"
     FINAL_LANDSCAPING_COMPLETED = "final_landscaping_completed"
     LANDSCAPING_ESTABLISHED = "landscaping_established"  # in public areas (§148-12 A(8))
+    # The town's final acceptance of the project: the performance guarantee's years
+    # count from it (Lake George §148-13 A; Big Flats 17.37.120 A).
+    FINAL_ACCEPTANCE = "final_acceptance"
+    # The maintenance agreement for the permanent facilities signed: its periodic
+    # engineer inspections count from it (Big Flats Schedule B (4)).
+    MAINTENANCE_AGREEMENT = "maintenance_agreement"
 
     @property
     def words(self) -> str:

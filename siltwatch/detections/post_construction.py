@@ -1,13 +1,15 @@
 """The post-construction calendar: what is owed after construction is completed.
 
-From the site log's ``construction_completed`` milestone, the duties the
-ordinances set for the permanent stormwater facilities, each a duty of kind
-``post_construction`` with its reason: the annual operation and maintenance
-report (Lake George §148-10 C(4)), recurring yearly; the inspection that ends
-the performance guarantee (Lake George §148-13 A: two years; Big Flats
-17.37.120 A: one year); the inspection by a licensed Professional Engineer at
-least once in every five-year period, and its written report within 30 days of
-it (Big Flats Schedule B (4)). An inspection record naming the duty completes
+From the site log's milestones, the duties the ordinances set for the
+permanent stormwater facilities, each a duty of kind ``post_construction``
+with its reason: the annual operation and maintenance report (Lake George
+§148-10 C(4)), recurring yearly from ``construction_completed``; the inspection
+that ends the performance guarantee, counted from the town's
+``final_acceptance`` (Lake George §148-13 A: two years; Big Flats 17.37.120 A:
+one year); the inspection by a licensed Professional Engineer at least once in
+every five-year period, counted from the ``maintenance_agreement`` or the
+completion if that comes first, and its written report within 30 days of it
+(Big Flats Schedule B (4)). An inspection record naming the duty completes
 it; one past its deadline raises ``post_construction_overdue``, the town's
 business from its opening, like an overdue inspection.
 """

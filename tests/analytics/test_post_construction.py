@@ -35,10 +35,16 @@ COMPLETED = SiteLogEntry(
     t("2026-10-15T14:00-04:00"), "milestone", None, "Jo Whitaker", "construction_completed"
 )
 
+# The town's final acceptance the same afternoon: the guarantee counts from it.
+ACCEPTED = SiteLogEntry(
+    t("2026-10-15T16:00-04:00"), "milestone", None, "Jo Whitaker", "final_acceptance"
+)
+
 
 def run(site: SiteConfig, inspections: Sequence[Inspection], end: str) -> Engine:
-    """The site, construction completed (COMPLETED), with ``inspections``, to ``end``."""
-    return site_log_helpers.run(site, [COMPLETED], end, inspections)
+    """The site, construction completed and accepted the same day (COMPLETED, ACCEPTED),
+    with ``inspections``, to ``end``."""
+    return site_log_helpers.run(site, [COMPLETED, ACCEPTED], end, inspections)
 
 
 def post(engine: Engine) -> dict[str, list[Duty]]:
@@ -176,3 +182,54 @@ def test_a_snapshot_between_reminders_gives_the_same_duties_and_alerts(
     assert engine.duties() == whole.duties()
     assert engine.alerts() == whole.alerts()
     assert len(post(whole)["annual_report"]) == 2
+
+
+def milestone(when: str, name: str) -> SiteLogEntry:
+    return SiteLogEntry(t(when), "milestone", None, "Jo Whitaker", name)
+
+
+def test_the_guarantee_inspection_counts_from_final_acceptance_not_completion(
+    george: SiteConfig,
+) -> None:
+    """§148-13 A: the guarantee stays "at least two years after final acceptance" and
+    until a two-year inspection. Completed Thu 2026-10-15; the town accepts Tue
+    2026-12-01 10:00 EST. Due at the end of 2028-12-01 EST (the midnight 12-02 05:00Z),
+    opening 30 local days before that midnight, 2028-11-02 00:00 EDT (DST ends 11-05 in
+    2028) = 04:00Z.
+    Completion alone owes no guarantee inspection: without the acceptance, none by 2029."""
+    rows = [COMPLETED, milestone("2026-12-01T10:00-05:00", "final_acceptance")]
+    engine = site_log_helpers.run(george, rows, "2028-12-03T00:00-05:00")
+    (guarantee,) = post(engine)["guarantee_inspection"]
+    assert guarantee.created_at == iso("2028-11-02T04:00Z")
+    assert guarantee.due_at == iso("2028-12-02T05:00Z")
+    assert guarantee.rule == "Lake George §148-13 A"
+    (alert,) = [a for a in overdue(engine) if a.subject == guarantee.id]
+    assert alert.opened_at == iso("2028-12-02T05:00Z")
+    assert "final acceptance by the town on 2026-12-01" in alert.message
+    assert alert.evidence["final_acceptance"] == "2026-12-01T15:00:00Z"
+    unaccepted = site_log_helpers.run(george, [COMPLETED], "2029-01-01T00:00-05:00")
+    assert "guarantee_inspection" not in post(unaccepted)
+    assert len(post(unaccepted)["annual_report"]) == 2  # the reports count from completion
+
+
+def test_big_flats_engineer_period_from_the_maintenance_agreement(flats: SiteConfig) -> None:
+    """Schedule B (4): "not less than once in every five year period". The agreement
+    signed Tue 2026-03-31 (a month end) 11:00 EDT, completion 2026-10-15: the first
+    engineer inspection is due at the end of 2031-03-31 EDT = 2031-04-01 04:00Z, opening
+    30 local days before that midnight, 2031-03-02 00:00 EST = 05:00Z (DST starts 03-09
+    in 2031).
+    Signed after the completion instead (2027-01-04), the period runs from the earlier
+    completion: due the end of 2031-10-15 = 2031-10-16 04:00Z."""
+    agreed = milestone("2026-03-31T11:00-04:00", "maintenance_agreement")
+    engine = site_log_helpers.run(flats, [agreed, COMPLETED], "2031-04-02T00:00-04:00")
+    (engineer,) = post(engine)["engineer_inspection"]
+    assert engineer.created_at == iso("2031-03-02T05:00Z")
+    assert engineer.due_at == iso("2031-04-01T04:00Z")
+    assert engineer.rule == "Big Flats Schedule B (4)"
+    (alert,) = [a for a in overdue(engine) if a.subject == engineer.id]
+    assert alert.opened_at == iso("2031-04-01T04:00Z")
+    assert "maintenance agreement signed on 2026-03-31" in alert.message
+    late = milestone("2027-01-04T09:00-05:00", "maintenance_agreement")
+    after = site_log_helpers.run(flats, [COMPLETED, late], "2031-10-17T00:00-04:00")
+    (engineer,) = post(after)["engineer_inspection"]
+    assert engineer.due_at == iso("2031-10-16T04:00Z")
