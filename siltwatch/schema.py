@@ -364,6 +364,11 @@ def site_log_problem(
         return "detail", (
             "event 'certification' names the contractor who signed (name and firm); none given"
         )
+    if event == SiteEvent.ON_SITE and not (detail or "").strip():
+        return "detail", (
+            "event 'on_site' names who was on site (the applicant, developer or their "
+            "representative); none given"
+        )
     try:
         if event == SiteEvent.VIOLATION:
             parse_violation(detail)

@@ -71,6 +71,17 @@ class SiteEvent(StrEnum):
     FELLED_INTO_WATER = "felled_into_water"  # vegetation fell into a water body (detail: where)
     FELLED_REMOVED = "felled_removed"  # the felled vegetation was removed from the water
     CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
+    # The applicant, developer or their representative on site that day (detail: who;
+    # Lake George §148-10 A, Big Flats 17.37.100 A: "on site at all times when
+    # construction or grading activity takes place").
+    ON_SITE = "on_site"
+    APPROVAL_DISPLAYED = "approval_displayed"  # the plan approval is displayed at the site
+    # The officer required a preconstruction conference (Lake Lure 96.05(B)(12)), and
+    # the conference was held.
+    CONFERENCE_REQUIRED = "conference_required"
+    CONFERENCE_HELD = "conference_held"
+    PLAN_CHANGED = "plan_changed"  # the work departed from the approved plan (detail: what)
+    AS_BUILT = "as_built"  # as-built plans of the stormwater practices submitted to the town
     # The town served a notice of violation or a stop-work order (area optional; detail:
     # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
     VIOLATION = "violation"
@@ -99,6 +110,12 @@ _SITE_WIDE = frozenset(
         SiteEvent.FELLED_REMOVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION_CORRECTED,
+        SiteEvent.ON_SITE,
+        SiteEvent.APPROVAL_DISPLAYED,
+        SiteEvent.CONFERENCE_REQUIRED,
+        SiteEvent.CONFERENCE_HELD,
+        SiteEvent.PLAN_CHANGED,
+        SiteEvent.AS_BUILT,
     }
 )
 _AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})
