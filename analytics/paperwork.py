@@ -60,7 +60,32 @@ WORDS: dict[str, Words] = {
         "Notify the town of the start date and record it in the site log "
         "(event notice, detail start_of_development).",
     ),
+    Requirement.APPROVAL_DISPLAYED: Words(
+        "no plan approval displayed at the site",
+        "the plan approval is prominently displayed until all construction is complete",
+        "Display the plan approval at the site and record it in the site log "
+        "(event approval_displayed).",
+    ),
+    Requirement.EROSION_CONTROLS: Words(
+        "no installation of the temporary erosion controls",
+        "temporary erosion controls are required to prevent siltation of water bodies "
+        "during construction",
+        "Install the erosion and sediment controls and record it in the site log "
+        "(event milestone, detail controls_installed).",
+    ),
+    Requirement.PRECONSTRUCTION_CONFERENCE: Words(
+        "no preconstruction conference, which the officer required,",
+        "a preconstruction conference the officer deems necessary is held before "
+        "construction",
+        "Stop work until the conference is held, and record it in the site log "
+        "(event conference_held).",
+    ),
 }
+
+# Rows that open ground: the temporary erosion controls come before them (§148-11 I(2)(f)).
+OPENING = frozenset({SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED})
+# Requirements checked at the first row that opens ground, not at the first work.
+AT_OPENING = frozenset({Requirement.EROSION_CONTROLS})
 
 
 def required(rules: Rules) -> dict[str, str]:
@@ -70,6 +95,9 @@ def required(rules: Rules) -> dict[str, str]:
         Requirement.PLAN_ON_SITE: rules.get("paperwork.plan_on_site"),
         Requirement.START_NOTICE: rules.get("paperwork.start_notice"),
         Requirement.PLAN_APPROVAL: rules.get("paperwork.plan_approval"),
+        Requirement.APPROVAL_DISPLAYED: rules.get("paperwork.approval_displayed"),
+        Requirement.EROSION_CONTROLS: rules.get("paperwork.erosion_controls_first"),
+        Requirement.PRECONSTRUCTION_CONFERENCE: rules.get("paperwork.preconstruction_conference"),
     }
     return {str(r): rule.cite() for r, rule in asked.items() if rule and rule.value is True}
 
@@ -84,6 +112,12 @@ def supplies(entry: SiteLogEntry) -> str | None:
         return Requirement.PLAN_APPROVAL
     if entry.event == SiteEvent.NOTICE and entry.detail == Milestone.START_OF_DEVELOPMENT:
         return Requirement.START_NOTICE
+    if entry.event == SiteEvent.APPROVAL_DISPLAYED:
+        return Requirement.APPROVAL_DISPLAYED
+    if entry.event == SiteEvent.MILESTONE and entry.detail == Milestone.CONTROLS_INSTALLED:
+        return Requirement.EROSION_CONTROLS
+    if entry.event == SiteEvent.CONFERENCE_HELD:
+        return Requirement.PRECONSTRUCTION_CONFERENCE
     return None
 
 
@@ -104,19 +138,38 @@ class PaperworkDetector(Detector):
         self.cites = cites  # requirement -> citation
         self.supplied: dict[str, int] = {}  # requirement -> first time it was recorded
         self.started: tuple[int, str] | None = None  # first work: time, what
+        self.opened = False  # whether a row has opened ground yet
+        self.conference_required = False  # a conference required and not yet held
         self.missing: dict[str, dict[str, str | None]] = {}  # open alerts: evidence
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         requirement = supplies(entry)
+        conference = Requirement.PRECONSTRUCTION_CONFERENCE
         if requirement is not None and requirement in self.cites:
             self.supplied.setdefault(requirement, entry.t)
+            if requirement == conference:
+                self.conference_required = False
             if requirement in self.missing:
                 self._late(requirement, entry, ctx)
-        elif self.started is None and is_work(entry, self.areas):
-            what = entry.event if entry.area is None else f"{entry.event} {entry.area}"
+            return
+        if entry.event == SiteEvent.CONFERENCE_REQUIRED and conference in self.cites:
+            self.conference_required = True
+            return
+        if not is_work(entry, self.areas):
+            return
+        what = entry.event if entry.area is None else f"{entry.event} {entry.area}"
+        due: list[str] = []
+        if self.started is None:
             self.started = (entry.t, what)
-            for requirement in self.cites:
-                if requirement not in self.supplied:
+            due += [r for r in self.cites if r not in AT_OPENING and r != conference]
+        if not self.opened and entry.event in OPENING:
+            self.opened = True
+            due += [r for r in self.cites if r in AT_OPENING]
+        if self.conference_required and conference in self.cites:
+            due.append(conference)
+        for requirement in due:
+            if requirement not in self.supplied or requirement == conference:
+                if requirement not in self.missing:
                     self._open(requirement, entry, what, ctx)
 
     def _open(self, requirement: str, entry: SiteLogEntry, what: str, ctx: Context) -> None:

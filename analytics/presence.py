@@ -36,8 +36,8 @@ class PresenceDetector(Detector):
         self.cite = cite
         self.calendar = calendar
         self.present_on: date | None = None  # the last local day someone was on site
-        # day -> (the first unattended work's time, the evidence) of its open episode
-        self.open: dict[str, tuple[int, dict[str, str | None]]] = {}
+        self.open: dict[str, dict[str, str | None]] = {}  # day -> its open episode's evidence
+        self.work_at: dict[str, int] = {}  # day -> the time of its first unattended work
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         day = self.calendar.local_date(entry.t)
@@ -51,10 +51,10 @@ class PresenceDetector(Detector):
                 self._open(key, day, entry, ctx)
 
     def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        found = self.open.pop(tag, None)
-        if found is None:
+        evidence = self.open.pop(tag, None)
+        if evidence is None:
             return  # resolved by a late on_site row
-        work_t, evidence = found
+        work_t = self.work_at.pop(tag)
         message = (
             f"{self.site_name}: the day {tag} ended with nobody of the applicant's recorded "
             f"on site while work took place ({evidence['work']} at "
@@ -70,7 +70,7 @@ class PresenceDetector(Detector):
             "work": what,
             "by": entry.by,
         }
-        self.open[key] = (entry.t, evidence)
+        self.open[key], self.work_at[key] = evidence, entry.t
         ctx.schedule(self, self.calendar.start_of_day(day + timedelta(days=1)), key)
         message = (
             f"Work at {self.site_name} on {local_time(entry.t, ctx.zone)} ({what}, recorded by "
@@ -90,8 +90,8 @@ class PresenceDetector(Detector):
         )
 
     def _late(self, key: str, entry: SiteLogEntry, ctx: Context) -> None:
-        work_t, evidence = self.open.pop(key)
-        evidence = evidence | {"on_site_at": iso(entry.t)}
+        work_t = self.work_at.pop(key)
+        evidence = self.open.pop(key) | {"on_site_at": iso(entry.t)}
         message = (
             f"{entry.detail} recorded on site at {self.site_name} on "
             f"{local_time(entry.t, ctx.zone)} (by {entry.by}), after work began that day "

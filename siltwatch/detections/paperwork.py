@@ -18,6 +18,23 @@ Three provisions ask for something on record before land disturbance begins:
   obtaining a plan approval" (Lake Lure 96.04(C); 96.05(B)(16) deems it a
   violation): ``paperwork.plan_approval``, a ``plan_approved`` row.
 
+- a plan approval "shall be prominently displayed until all construction is
+  complete" (Lake Lure 96.05(B)(13)): ``paperwork.approval_displayed``, an
+  ``approval_displayed`` row;
+- "Temporary erosion controls shall be required to prevent siltation of water
+  bodies during construction" (Lake George §148-11 I(2)(f)):
+  ``paperwork.erosion_controls_first``, the ``controls_installed`` milestone,
+  checked at the first row that opens ground (``disturbed``, ``cleared`` or
+  ``graded``; the ``start_of_development`` milestone and ``active`` rows are
+  not ground opened: §148-12 A itself lists the start of development before the
+  installation of the controls);
+- "When deemed necessary by the Erosion Control Officer, a preconstruction
+  conference may be required" (Lake Lure 96.05(B)(12)):
+  ``paperwork.preconstruction_conference``: only once a ``conference_required``
+  row records that the officer required one, each row of work before a
+  ``conference_held`` row opens ``paperwork_missing`` (subject
+  ``preconstruction_conference``) until it is held.
+
 The first row of work (``disturbed``, ``cleared``, ``graded``, ``active`` of
 an area, or the ``start_of_development`` milestone) with one of them not yet
 recorded opens ``paperwork_missing`` (subject: the requirement), the town's
@@ -46,6 +63,9 @@ class Requirement(StrEnum):
     PLAN_ON_SITE = "plan_on_site"
     START_NOTICE = "start_notice"
     PLAN_APPROVAL = "plan_approval"
+    APPROVAL_DISPLAYED = "approval_displayed"
+    EROSION_CONTROLS = "erosion_controls"
+    PRECONSTRUCTION_CONFERENCE = "preconstruction_conference"
 
 
 class PaperworkEvidence(Evidence):
@@ -72,13 +92,17 @@ DESCRIPTION = Description(
     key="paperwork",
     order=44,
     summary="work begun without the contractor certifications, the plan on site, the "
-    "start notice or the plan approval (Lake George §148-8 D, F; Big Flats 17.37.080 D, E; "
-    "Lake Lure 96.04(C), 96.05(B)(11), (13))",
+    "start notice, the plan approval (displayed), the erosion controls or a required "
+    "preconstruction conference (Lake George §148-8 D, F, §148-11 I(2)(f); Big Flats "
+    "17.37.080 D, E; Lake Lure 96.04(C), 96.05(B)(11), (12), (13))",
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
         flag("paperwork.contractor_certification"),
         flag("paperwork.plan_on_site"),
         flag("paperwork.start_notice"),
         flag("paperwork.plan_approval"),
+        flag("paperwork.approval_displayed"),
+        flag("paperwork.erosion_controls_first"),
+        flag("paperwork.preconstruction_conference"),
     ),
 )
