@@ -75,8 +75,7 @@ WORDS: dict[str, Words] = {
     ),
     Requirement.PRECONSTRUCTION_CONFERENCE: Words(
         "no preconstruction conference, which the officer required,",
-        "a preconstruction conference the officer deems necessary is held before "
-        "construction",
+        "a preconstruction conference the officer deems necessary is held before construction",
         "Stop work until the conference is held, and record it in the site log "
         "(event conference_held).",
     ),
@@ -168,9 +167,9 @@ class PaperworkDetector(Detector):
         if self.conference_required and conference in self.cites:
             due.append(conference)
         for requirement in due:
-            if requirement not in self.supplied or requirement == conference:
-                if requirement not in self.missing:
-                    self._open(requirement, entry, what, ctx)
+            owed = requirement not in self.supplied or requirement == conference
+            if owed and requirement not in self.missing:
+                self._open(requirement, entry, what, ctx)
 
     def _open(self, requirement: str, entry: SiteLogEntry, what: str, ctx: Context) -> None:
         words, cite = WORDS[requirement], self.cites[requirement]

@@ -46,9 +46,13 @@ class PresenceDetector(Detector):
             self.present_on = day
             if key in self.open:
                 self._late(key, entry, ctx)
-        elif entry.event in WORK and entry.area in self.areas and self.present_on != day:
-            if key not in self.open:
-                self._open(key, day, entry, ctx)
+        elif (
+            entry.event in WORK
+            and entry.area in self.areas
+            and self.present_on != day
+            and key not in self.open
+        ):
+            self._open(key, day, entry, ctx)
 
     def on_timer(self, at: int, tag: str, ctx: Context) -> None:
         evidence = self.open.pop(tag, None)

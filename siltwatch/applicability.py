@@ -75,12 +75,17 @@ def scope_warnings(site: SiteConfig) -> list[str]:
             'major-project duties; say project = "major" or "minor"'
         )
     major = rules.get("scope.drain_limits_major_only")
-    if major is not None and major.value is True and site.infiltration_practices:
-        if site.site.project is None and classes is None:
-            out.append(
-                f"{major.cite()}: the drain-time limits are the standard for major projects; "
-                'say which this site is (site.project = "major" or "minor")'
-            )
+    if (
+        major is not None
+        and major.value is True
+        and site.infiltration_practices
+        and site.site.project is None
+        and classes is None
+    ):
+        out.append(
+            f"{major.cite()}: the drain-time limits are the standard for major projects; "
+            'say which this site is (site.project = "major" or "minor")'
+        )
     return out
 
 

@@ -131,7 +131,7 @@ def check_value(key: str, value: Any) -> str | None:
     if not isinstance(value, types):
         expected = " or ".join(t.__name__ for t in types).replace("dict", "table")
         return f"expected {expected}, got {value!r}"
-    if key == WEEKEND_KEY:
+    if key == WEEKEND_KEY and isinstance(value, list):
         return check_weekend(value)
     if isinstance(value, dict):
         return check_limit_shape(value)

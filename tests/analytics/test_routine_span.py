@@ -102,9 +102,7 @@ def test_lake_lure_7_day_inspections_from_the_first_disturbance_to_permanent_cov
         ("2026-11-07T04:59:59+00:00", "2026-11-14T05:00:00+00:00", "2026-11-10T17:00:00+00:00"),
     ]
     assert duties(engine, "inspection", "routine")[0].rule == "NCG01 Part III §A"
-    assert [
-        a for a in alerts(engine, "inspection_overdue") if "routine" in a.subject
-    ] == []
+    assert [a for a in alerts(engine, "inspection_overdue") if "routine" in a.subject] == []
 
 
 def test_lake_lure_routine_duty_left_uninspected_is_overdue_at_its_deadline(

@@ -137,8 +137,7 @@ def test_a_site_override_of_a_seven_day_weekend_is_refused_and_a_hand_built_cale
     site = Path(__file__).resolve().parents[2] / "examples" / "lake-lure-site.toml"
     path = tmp_path / "site.toml"
     path.write_text(
-        site.read_text(encoding="utf-8")
-        + '\n[rule_overrides]\n"calendar.weekend" = '
+        site.read_text(encoding="utf-8") + '\n[rule_overrides]\n"calendar.weekend" = '
         '["sun", "mon", "tue", "wed", "thu", "fri", "sat"]\n',
         encoding="utf-8",
     )
