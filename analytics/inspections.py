@@ -80,6 +80,8 @@ PAPERWORK = frozenset(
         SiteEvent.CONFERENCE_HELD,
         SiteEvent.PLAN_CHANGED,
         SiteEvent.AS_BUILT,
+        SiteEvent.MAINTENANCE_SCHEDULED,
+        SiteEvent.MAINTAINED,
     }
 )
 

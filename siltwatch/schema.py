@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from siltwatch.maintenance import maintained_practice, parse_schedule
 from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -376,6 +377,10 @@ def site_log_problem(
             parse_violation_corrected(detail)
         elif event == SiteEvent.PLAN_APPROVED:
             parse_plan_approved(detail)
+        elif event == SiteEvent.MAINTENANCE_SCHEDULED:
+            parse_schedule(detail)
+        elif event == SiteEvent.MAINTAINED:
+            maintained_practice(detail)
     except ValueError as exc:
         return "detail", str(exc)
     return None

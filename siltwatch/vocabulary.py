@@ -82,6 +82,10 @@ class SiteEvent(StrEnum):
     CONFERENCE_HELD = "conference_held"
     PLAN_CHANGED = "plan_changed"  # the work departed from the approved plan (detail: what)
     AS_BUILT = "as_built"  # as-built plans of the stormwater practices submitted to the town
+    # A practice's maintenance schedule (detail: "<practice> every <N> days", or
+    # "<practice> removed"), and its maintenance done (detail: "<practice> ...").
+    MAINTENANCE_SCHEDULED = "maintenance_scheduled"
+    MAINTAINED = "maintained"
     # The town served a notice of violation or a stop-work order (area optional; detail:
     # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
     VIOLATION = "violation"
@@ -116,6 +120,8 @@ _SITE_WIDE = frozenset(
         SiteEvent.CONFERENCE_HELD,
         SiteEvent.PLAN_CHANGED,
         SiteEvent.AS_BUILT,
+        SiteEvent.MAINTENANCE_SCHEDULED,
+        SiteEvent.MAINTAINED,
     }
 )
 _AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})

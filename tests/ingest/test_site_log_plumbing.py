@@ -475,8 +475,8 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "cleared, graded, active, inactive, temporary_cover, completed, seeded, "
         "permanent_cover, milestone, notice, certification, plan_on_site, plan_approved, "
         "felled_into_water, felled_removed, corrective_action, on_site, approval_displayed, "
-        "conference_required, conference_held, plan_changed, as_built, violation, "
-        "violation_corrected)",
+        "conference_required, conference_held, plan_changed, as_built, maintenance_scheduled, "
+        "maintained, violation, violation_corrected)",
         f"{f}:5: column 'area': 'south-cut' is not an area of the site (its areas: {AREAS})",
         f"{f}:6: column 'area': event 'cleared' names the area it concerns; none given "
         f"(the site's areas: {AREAS})",
