@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
+from siltwatch.applicability import SQ_FT_PER_ACRE
 from siltwatch.config import SiteConfig
 from siltwatch.detections.paperwork import PaperworkKind, Requirement
 from siltwatch.rulepacks import Rules
@@ -85,6 +86,31 @@ WORDS: dict[str, Words] = {
 OPENING = frozenset({SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED})
 # Requirements checked at the first row that opens ground, not at the first work.
 AT_OPENING = frozenset({Requirement.EROSION_CONTROLS})
+# What a plan brings, where a pack says below which disturbance no plan is needed
+# (Lake Lure 96.05(A)(1)(b),(c), (B)(1)): asked for once the site log passes it.
+PLAN_PAPERS = frozenset(
+    {Requirement.PLAN_APPROVAL, Requirement.PLAN_ON_SITE, Requirement.APPROVAL_DISPLAYED}
+)
+
+
+@dataclass(frozen=True)
+class PlanThreshold:
+    """No plan below these square feet of land disturbed (near water: the smaller one)."""
+
+    over_sq_ft: float
+    near_over_sq_ft: float
+    near_ft: float
+    cite: str
+
+    @classmethod
+    def of(cls, rules: Rules) -> PlanThreshold | None:
+        over = rules.get("paperwork.plan_required_over_sq_ft")
+        near = rules.get("paperwork.plan_required_near_water_over_sq_ft")
+        near_ft = rules.get("paperwork.plan_required_near_water_ft")
+        if over is None or near is None or near_ft is None:
+            return None
+        cite = over.cite() if over.cite() == near.cite() else f"{near.cite()}; {over.cite()}"
+        return cls(float(over.value), float(near.value), float(near_ft.value), cite)
 
 
 def required(rules: Rules) -> dict[str, str]:
@@ -139,6 +165,13 @@ class PaperworkDetector(Detector):
         self.started: tuple[int, str] | None = None  # first work: time, what
         self.opened = False  # whether a row has opened ground yet
         self.conference_required = False  # a conference required and not yet held
+        # Lake Lure 96.05(A)(1): the land disturbed so far decides whether a plan is needed
+        self.threshold: PlanThreshold | None = None
+        self.acres = {a.id: a.acres for a in site.areas}
+        self.near = {a.id for a in site.areas}  # set by build(): areas near water
+        self.disturbed: list[str] = []
+        self.plan_needed = True
+        self.passed = ""  # what the threshold said when the disturbance passed it
         self.missing: dict[str, dict[str, str | None]] = {}  # open alerts: evidence
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
@@ -158,9 +191,18 @@ class PaperworkDetector(Detector):
             return
         what = entry.event if entry.area is None else f"{entry.event} {entry.area}"
         due: list[str] = []
+        gated = self._plan_gate(entry)
         if self.started is None:
             self.started = (entry.t, what)
-            due += [r for r in self.cites if r not in AT_OPENING and r != conference]
+            due += [
+                r
+                for r in self.cites
+                if r not in AT_OPENING
+                and r != conference
+                and (gated is None or r not in PLAN_PAPERS)
+            ]
+        if gated:  # the disturbance just passed the plan threshold
+            due += [r for r in self.cites if r in PLAN_PAPERS]
         if not self.opened and entry.event in OPENING:
             self.opened = True
             due += [r for r in self.cites if r in AT_OPENING]
@@ -170,6 +212,29 @@ class PaperworkDetector(Detector):
             owed = requirement not in self.supplied or requirement == conference
             if owed and requirement not in self.missing:
                 self._open(requirement, entry, what, ctx)
+
+    def _plan_gate(self, entry: SiteLogEntry) -> bool | None:
+        """None where no threshold gates the plan's papers (they are due at the first
+        work); otherwise whether this row makes the disturbance pass it (96.05(A)(1)(b):
+        within 35 feet of water, more than 100 sq ft; (c): elsewhere more than 2,000)."""
+        gate = self.threshold
+        if gate is None:
+            return None
+        if self.plan_needed or entry.event not in OPENING or entry.area not in self.acres:
+            return False
+        if entry.area not in self.disturbed:
+            self.disturbed.append(entry.area)
+        sq_ft = sum(self.acres[a] for a in self.disturbed) * SQ_FT_PER_ACRE
+        near = any(a in self.near for a in self.disturbed)
+        limit = gate.near_over_sq_ft if near else gate.over_sq_ft
+        self.plan_needed = sq_ft > limit
+        if self.plan_needed:
+            where = f" (within {gate.near_ft:g} ft of water)" if near else ""
+            self.passed = (
+                f" The land disturbed so far, {sq_ft:,.0f} sq ft{where}, exceeds the "
+                f"{limit:,.0f} sq ft up to which no plan is needed ({gate.cite})."
+            )
+        return self.plan_needed
 
     def _open(self, requirement: str, entry: SiteLogEntry, what: str, ctx: Context) -> None:
         words, cite = WORDS[requirement], self.cites[requirement]
@@ -183,7 +248,7 @@ class PaperworkDetector(Detector):
         message = (
             f"Work began at {self.site_name} on {local_time(entry.t, ctx.zone)} ({what}, "
             f"recorded by {entry.by}) with {words.missing} in the site log: under {cite} "
-            f"{words.law}. {words.todo}"
+            f"{words.law}. {words.todo}" + (self.passed if requirement in PLAN_PAPERS else "")
         )
         ctx.alerts.open(
             PaperworkKind.MISSING,
@@ -211,4 +276,11 @@ class PaperworkDetector(Detector):
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     """A detector when the site's packs ask for paperwork before the first work."""
     cites = required(ctx.rules)
-    return [PaperworkDetector(site, cites)] if cites else []
+    if not cites:
+        return []
+    detector = PaperworkDetector(site, cites)
+    gate = PlanThreshold.of(ctx.rules)
+    if gate is not None:
+        detector.threshold, detector.plan_needed = gate, False
+        detector.near = {a.id for a in site.areas if a.distance_to_water_ft <= gate.near_ft}
+    return [detector]

@@ -35,6 +35,19 @@ Three provisions ask for something on record before land disturbance begins:
   ``conference_held`` row opens ``paperwork_missing`` (subject
   ``preconstruction_conference``) until it is held.
 
+Lake Lure needs no plan for small disturbances (96.05(A)(1)(b): "within 35
+feet of a lake or natural watercourse and do not exceed 100 square feet"; (c):
+elsewhere, "do not exceed 2,000 square feet"; (B)(1): a plan "whenever more than
+2,000 square feet (100 square feet if ... within 35 feet ...)" is uncovered):
+with ``paperwork.plan_required_over_sq_ft``,
+``paperwork.plan_required_near_water_over_sq_ft`` and
+``paperwork.plan_required_near_water_ft`` set, the plan's papers (approval, copy
+on site, approval displayed) are asked for at the row of the site log that
+takes the land disturbed so far (each area with a ``disturbed``, ``cleared`` or
+``graded`` row, with its acres, cumulatively) past the threshold: 100 sq ft once
+any disturbed area lies within 35 ft of water (at exactly 35 ft it is within),
+else 2,000; at exactly the threshold no plan is needed.
+
 The first row of work (``disturbed``, ``cleared``, ``graded``, ``active`` of
 an area, or the ``start_of_development`` milestone) with one of them not yet
 recorded opens ``paperwork_missing`` (subject: the requirement), the town's
@@ -49,7 +62,7 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, Evidence, Officer, flag, regulatory
+from siltwatch.detections.base import Description, Evidence, Officer, flag, number, regulatory
 
 
 class PaperworkKind(StrEnum):
@@ -104,5 +117,8 @@ DESCRIPTION = Description(
         flag("paperwork.approval_displayed"),
         flag("paperwork.erosion_controls_first"),
         flag("paperwork.preconstruction_conference"),
+        number("paperwork.plan_required_over_sq_ft"),
+        number("paperwork.plan_required_near_water_over_sq_ft"),
+        number("paperwork.plan_required_near_water_ft"),
     ),
 )

@@ -229,3 +229,57 @@ def test_lake_lure_work_before_a_required_preconstruction_conference(lure: SiteC
         iso("2026-06-03T13:00Z"),
     )
     assert second.opened_at == iso("2026-06-11T12:00Z") and second.resolved_at is None
+
+
+def _lure_areas(lure: SiteConfig, **areas: tuple[float, float]) -> SiteConfig:
+    """Lake Lure with areas' (square feet, feet to water) replaced."""
+    new = [
+        a.model_copy(
+            update={"acres": areas[a.id][0] / 43560, "distance_to_water_ft": areas[a.id][1]}
+        )
+        if a.id in areas
+        else a
+        for a in lure.areas
+    ]
+    return lure.model_copy(update={"areas": new})
+
+
+NOTICE = log("2026-05-20T12:00-04:00", "notice", detail="start_of_development")
+
+
+def test_lake_lure_needs_no_plan_for_2000_square_feet_away_from_water(lure: SiteConfig) -> None:
+    """96.05(A)(1)(c): no plan where the disturbance, not within 35 ft of water, does not
+    exceed 2,000 sq ft. lot-1 of exactly 2,000 sq ft, 200 ft from water, graded Mon 06-01:
+    no plan asked. drive of 1 sq ft more disturbed Tue 06-02 09:00 EDT: 2,001 sq ft, the
+    plan approval, its copy on site and its display are owed from then (13:00Z)."""
+    site = _lure_areas(lure, **{"lot-1": (2000.0, 200.0), "drive": (1.0, 200.0)})
+    rows = [
+        NOTICE,
+        log("2026-06-01T10:00-04:00", "graded", "lot-1"),
+        log("2026-06-02T09:00-04:00", "disturbed", "drive"),
+    ]
+    assert alerts(run(site, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
+    found = alerts(run(site, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    assert {a.subject for a in found} == {"plan_approval", "plan_on_site", "approval_displayed"}
+    assert {a.opened_at for a in found} == {iso("2026-06-02T13:00Z")}
+    approval = next(a for a in found if a.subject == "plan_approval")
+    assert "2,001 sq ft, exceeds the 2,000 sq ft" in approval.message
+
+
+def test_lake_lure_near_water_the_plan_comes_past_100_square_feet(lure: SiteConfig) -> None:
+    """96.05(A)(1)(b): within 35 ft of water, no plan up to 100 sq ft. drive of exactly
+    100 sq ft at exactly 35 ft: none. lot-1, 50 sq ft at 300 ft, added: 150 sq ft with
+    part of it within 35 ft, past 100: owed (the protective reading of a mixed
+    disturbance). At 35.5 ft the 2,000 sq ft threshold holds: none."""
+    near = _lure_areas(lure, **{"drive": (100.0, 35.0), "lot-1": (50.0, 300.0)})
+    rows = [
+        NOTICE,
+        log("2026-06-01T10:00-04:00", "disturbed", "drive"),
+        log("2026-06-03T10:00-04:00", "cleared", "lot-1"),
+    ]
+    assert alerts(run(near, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
+    found = alerts(run(near, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    assert {a.opened_at for a in found} == {iso("2026-06-03T14:00Z")}
+    assert "(within 35 ft of water)" in found[0].message
+    far = _lure_areas(lure, **{"drive": (100.0, 35.5), "lot-1": (50.0, 300.0)})
+    assert alerts(run(far, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
