@@ -82,6 +82,7 @@ PAPERWORK = frozenset(
         SiteEvent.AS_BUILT,
         SiteEvent.MAINTENANCE_SCHEDULED,
         SiteEvent.MAINTAINED,
+        SiteEvent.EXTRA_MEASURES,
     }
 )
 

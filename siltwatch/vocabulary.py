@@ -63,6 +63,10 @@ class SiteEvent(StrEnum):
     COMPLETED = "completed"  # clearing and construction in the area substantially completed
     SEEDED = "seeded"  # seeded (temporary or permanent, with mulch) or replanted
     PERMANENT_COVER = "permanent_cover"  # permanent ground cover sufficient to restrain erosion
+    # Extra erosion measures taken in the area for its revegetation after cold-season
+    # earthwork (screen mesh, netting, extra mulch, silt fence: Lake George
+    # §148-11 I(3)(e)[3][e]); detail: what, optional.
+    EXTRA_MEASURES = "extra_measures"
     MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
     CERTIFICATION = "certification"  # a contractor signed the SWPPP certification (detail: who)

@@ -473,7 +473,7 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "2026-05-04T13:00:00Z)",
         f"{f}:4: column 'event': 'sprayed' is not a site-log event (expected one of disturbed, "
         "cleared, graded, active, inactive, temporary_cover, completed, seeded, "
-        "permanent_cover, milestone, notice, certification, plan_on_site, plan_approved, "
+        "permanent_cover, extra_measures, milestone, notice, certification, plan_on_site, plan_approved, "
         "felled_into_water, felled_removed, corrective_action, on_site, approval_displayed, "
         "conference_required, conference_held, plan_changed, as_built, maintenance_scheduled, "
         "maintained, violation, violation_corrected)",
