@@ -13,7 +13,7 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from siltwatch.config import SiteConfig
 from siltwatch.detections.maintenance import MaintenanceKind, MaintenanceReason
 from siltwatch.maintenance import maintained_practice, parse_schedule
-from siltwatch.rulepacks import Rules
+from siltwatch.rulepacks import RuleValue
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 WORDS = OverdueWords(
@@ -92,15 +92,15 @@ class MaintenanceDetector(Detector):
         ctx.schedule(self, due, rec.id)
 
 
-def cite_of(rules: Rules, key: str) -> str | None:
-    rule = rules.get(key)
+def cite_of(rule: RuleValue | None) -> str | None:
     return rule.cite() if rule is not None and rule.value is True else None
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     """A detector when the site's packs ask for the schedule or the program."""
-    schedule = cite_of(ctx.rules, "maintenance.schedule")
-    program = cite_of(ctx.rules, "maintenance.program")
+    rules = ctx.rules
+    schedule = cite_of(rules.get("maintenance.schedule"))
+    program = cite_of(rules.get("maintenance.program"))
     if schedule is None and program is None:
         return []
     return [MaintenanceDetector(site, schedule, program, SiteCalendar.from_site(site, ctx.rules))]
