@@ -116,6 +116,16 @@ class SiteCalendar:
 
     # --- working and business days -----------------------------------------------
 
+    def _some_day_counts(self) -> None:
+        """Refuse a calendar whose weekend is the whole week: counting N working or
+        business days in it would never end. Packs and site overrides with such a
+        weekend are refused at load (siltwatch/rulepacks.py check_weekend); this
+        guards a calendar built by hand."""
+        if len(set(self.weekend)) >= len(WEEKDAYS):
+            raise ValueError(
+                "calendar.weekend names all seven days: no working or business day is left"
+            )
+
     def is_weekend(self, day: date) -> bool:
         return day.weekday() in self.weekend
 
@@ -140,6 +150,7 @@ class SiteCalendar:
         """
         if n < 0:
             raise ValueError("n must be >= 0")
+        self._some_day_counts()
         current = day
         while n > 0:
             current += timedelta(days=1)
@@ -156,6 +167,7 @@ class SiteCalendar:
         """
         if n < 0:
             raise ValueError("n must be >= 0")
+        self._some_day_counts()
         current = day
         while n > 0:
             current += timedelta(days=1)

@@ -12,7 +12,9 @@ of development the file does not say):
 - Lake George §148-7 C: land disturbance of less than 5,000 square feet is
   exempt — ``scope.exempt_under_sq_ft``;
 - Lake George §148-11 E: the drain-time table is a standard for major
-  projects — ``scope.drain_limits_major_only`` against ``site.project``.
+  projects — ``scope.drain_limits_major_only`` against ``site.project`` (a site
+  that does not say its class is warned; a minor one does not get the table at
+  all: its keys are in ``scope.major_projects_only``, below).
 
 Two scopes withhold rules outright, because a duty the law does not impose is
 a false alert to the officer: ``scope.major_projects_only`` (Lake George
@@ -75,17 +77,17 @@ def scope_warnings(site: SiteConfig) -> list[str]:
             'major-project duties; say project = "major" or "minor"'
         )
     major = rules.get("scope.drain_limits_major_only")
-    if major is not None and major.value is True and site.infiltration_practices:
-        if site.site.project is None and classes is None:
-            out.append(
-                f"{major.cite()}: the drain-time limits are the standard for major projects; "
-                'say which this site is (site.project = "major" or "minor")'
-            )
-        elif site.site.project == "minor":
-            out.append(
-                f"{major.cite()}: the drain-time limits are the standard for major projects and "
-                "this is a minor project: its drain-time alerts are guidance, not this rule"
-            )
+    if (
+        major is not None
+        and major.value is True
+        and site.infiltration_practices
+        and site.site.project is None
+        and classes is None
+    ):
+        out.append(
+            f"{major.cite()}: the drain-time limits are the standard for major projects; "
+            'say which this site is (site.project = "major" or "minor")'
+        )
     return out
 
 

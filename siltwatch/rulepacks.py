@@ -106,10 +106,38 @@ def check_value(key: str, value: Any) -> str | None:
     if not isinstance(value, types):
         expected = " or ".join(t.__name__ for t in types).replace("dict", "table")
         return f"expected {expected}, got {value!r}"
+    if key == WEEKEND_KEY and isinstance(value, list):
+        return check_weekend(value)
     if isinstance(value, dict):
         return check_limit_shape(value)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return _out_of_range(key, value)
+    return None
+
+
+WEEKEND_KEY = "calendar.weekend"
+WEEKDAY_NAMES: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def check_weekend(value: list[Any]) -> str | None:
+    """Why a ``calendar.weekend`` list is refused, or None.
+
+    Each entry names a weekday (its first three letters decide). A weekend of all
+    seven days leaves no working or business day at all: "15 working days" (Lake
+    Lure 96.07(D)) would never end and the count would loop for ever, so such a
+    pack or site override is refused at load rather than hang the engine.
+    """
+    days: set[str] = set()
+    for name in value:
+        key = name.strip().lower()[:3] if isinstance(name, str) else None
+        if key not in WEEKDAY_NAMES:
+            return f"weekend day {name!r}: expected one of {', '.join(WEEKDAY_NAMES)}"
+        days.add(key)
+    if len(days) == len(WEEKDAY_NAMES):
+        return (
+            "all seven days are weekend days: no working day or business day is left, so "
+            "no 'N working days' or 'next business day' deadline could ever end"
+        )
     return None
 
 

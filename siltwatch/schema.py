@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from siltwatch.maintenance import maintained_practice, parse_schedule
 from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -364,6 +365,11 @@ def site_log_problem(
         return "detail", (
             "event 'certification' names the contractor who signed (name and firm); none given"
         )
+    if event == SiteEvent.ON_SITE and not (detail or "").strip():
+        return "detail", (
+            "event 'on_site' names who was on site (the applicant, developer or their "
+            "representative); none given"
+        )
     try:
         if event == SiteEvent.VIOLATION:
             parse_violation(detail)
@@ -371,6 +377,10 @@ def site_log_problem(
             parse_violation_corrected(detail)
         elif event == SiteEvent.PLAN_APPROVED:
             parse_plan_approved(detail)
+        elif event == SiteEvent.MAINTENANCE_SCHEDULED:
+            parse_schedule(detail)
+        elif event == SiteEvent.MAINTAINED:
+            maintained_practice(detail)
     except ValueError as exc:
         return "detail", str(exc)
     return None

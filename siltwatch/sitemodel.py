@@ -137,8 +137,9 @@ class SiteInfo(_Model):
     project: Literal["major", "minor"] | None = Field(
         default=None,
         description=(
-            "the town's project class (Lake George §148-11 E); unset: treated as major, "
-            "with a config check warning"
+            "the town's project class (Lake George §148-11 E; under Lake Lure, the class of "
+            "the erosion control plan, 96.05(B)(1),(2)); unset: treated as major, with a "
+            "config check warning under Lake George"
         ),
     )
     in_lake_george_park: bool | None = Field(
