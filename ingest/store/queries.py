@@ -132,6 +132,17 @@ _INSPECTION_COLUMNS = (
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
 _TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
 
+
+def _sensor_watch(row: Sequence[Any]) -> SensorWatch:
+    """A ``seq_watch`` row as the gap tracker takes it up (its open gaps are JSON)."""
+    station, sensor, high, high_t, first, received, lost, gaps = row
+    opened = tuple((g[0], g[1], g[2], g[3], g[4], g[5]) for g in json.loads(gaps))
+    return SensorWatch(
+        str(station), str(sensor), int(high), int(high_t), int(first), int(received),
+        int(lost), opened,
+    )  # fmt: skip
+
+
 SNAPSHOT_SPACING_MS = 6 * 3_600_000  # keep one snapshot per 6 h of event time ...
 SNAPSHOTS_KEPT = 40  # ... up to ten days back, plus the newest
 
@@ -638,24 +649,11 @@ class SqlStore(ABC):
 
     def seq_watch(self, site: str) -> list[SensorWatch]:
         """What :meth:`save_seq_watch` kept for the site, per (station, sensor)."""
-        rows = self._execute(
+        query = (
             "SELECT station, sensor, high_seq, high_t, first_seq, received, lost, open_gaps "
-            "FROM seq_watch WHERE site = ? ORDER BY station, sensor",
-            (site,),
+            "FROM seq_watch WHERE site = ? ORDER BY station, sensor"
         )
-        return [
-            SensorWatch(
-                str(st),
-                str(se),
-                int(high),
-                int(high_t),
-                int(first),
-                int(received),
-                int(lost),
-                tuple((g[0], g[1], g[2], g[3], g[4], g[5]) for g in json.loads(gaps)),
-            )
-            for st, se, high, high_t, first, received, lost, gaps in rows
-        ]
+        return [_sensor_watch(row) for row in self._execute(query, (site,))]
 
     def completeness_totals(self, site: str) -> dict[str, tuple[int, int]]:
         """Per station: (readings received, readings expected by seq) over its sensors,
