@@ -293,7 +293,7 @@ def _lost(gaps: int, readings: int) -> str:
 
 
 def _complete(received: int, expected: int) -> str:
-    """"99.8 % (4,990 of 5,000)": floored, so 100 % means every reading, not 99.95 %."""
+    """Received of expected, as '99.8 % (4,990 of 5,000)': floored, so 100 % is every reading."""
     if expected <= 0:
         return "—"
     tenths = received * 1000 // expected
