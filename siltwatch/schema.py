@@ -142,6 +142,7 @@ class QualityFlag(StrEnum):
     CLOCK_UNSYNCED = "clock_unsynced"  # taken before NTP sync: the time may be wrong
     CLOCK_AHEAD = "clock_ahead"  # set by ingest: event time ahead of arrival beyond the skew bound
     TOO_OLD = "too_old"  # set by ingest: dated further back than any station keeps readings
+    BEFORE_SITE_START = "before_site_start"  # set by ingest: dated before the site's [site] start
     OUT_OF_RANGE = "out_of_range"  # outside the sensor's physical or configured range
     SENSOR_FAULT = "sensor_fault"  # the driver reported an error state
     UNCALIBRATED = "uncalibrated"  # no calibration on file for this probe

@@ -126,6 +126,13 @@ class SiteInfo(_Model):
     rule_packs: list[str] = Field(default_factory=list)
     disturbed_acres: float | None = Field(default=None, ge=0)
     holidays: list[date] = Field(default_factory=list)
+    start: date | None = Field(
+        default=None,
+        description=(
+            "the day the site's work (and its watching) began, in the site's time zone; "
+            "readings dated before it are stored flagged before_site_start and never judged"
+        ),
+    )
     permanent_cover_at: date | None = Field(
         default=None,
         description="when permanent ground cover was established (ends quarterly duties)",
