@@ -26,7 +26,7 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
-from console.charts.draw import EPISODE_WIDE
+from console.charts.draw import EPISODE_WIDE, chart_html
 from console.charts.email import alert_chart
 from console.deliveries import delivery_lines
 from console.desk import DeskError
@@ -93,7 +93,9 @@ def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup |
     opened to an hour after its last change, the episode shaded), if any: a wide and a
     phone-width drawing, as on the site page, so its text stays readable."""
     chart = alert_chart(site, console.store, alert)
-    return None if chart is None or not chart.has_data() else Markup(chart.html(EPISODE_WIDE))
+    if chart is None or not chart.has_data():
+        return None
+    return Markup(chart_html(chart, EPISODE_WIDE))
 
 
 async def alert_page(request: Request) -> Response:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from grafana_foundation_sdk.builders import common as common_b
@@ -31,7 +32,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
 from siltwatch.detections import dashboard_rows
-from siltwatch.detections.base import Panel, Series
+from siltwatch.panels import Panel, Series
+from siltwatch.rulepacks import site_rules
 
 DATASOURCE_UID = "siltwatch-influxdb"
 DATASOURCE_TYPE = "influxdb"
@@ -215,38 +217,51 @@ _ACK_CELL = [
 ]
 
 
-def alerts_table() -> table.Panel:
-    return (
+def _open_items_table(
+    title: str,
+    description: str,
+    query: str,
+    overrides: Sequence[tuple[str, list[dash_m.DynamicConfigValue]]],
+    sort_by: tuple[str, bool],
+) -> table.Panel:
+    """A full-width table of what is still open (alerts, duties): each of ``overrides``
+    styles one column, ``sort_by`` is (column, descending)."""
+    column, descending = sort_by
+    panel = (
         table.Panel()
-        .title("Open alerts")
-        .description(
-            "Alert episodes not yet resolved, whenever they opened; Time is the opening; "
-            "acknowledged: who acknowledged it (in the console, by SMS or by link)."
-        )
+        .title(title)
+        .description(description)
         .datasource(DATASOURCE)
-        .with_target(InfluxQL("A", q.open_alerts(), result_format="table"))
-        .override_by_name("severity", _SEVERITY_CELL)
-        .override_by_name("acknowledged", _ACK_CELL)
-        .sort_by([common_b.TableSortByFieldState().display_name("Time").desc(True)])
+        .with_target(InfluxQL("A", query, result_format="table"))
+    )
+    for name, properties in overrides:
+        panel = panel.override_by_name(name, properties)
+    return (
+        panel.sort_by([common_b.TableSortByFieldState().display_name(column).desc(descending)])
         .height(8)
         .span(12)
     )
 
 
+def alerts_table() -> table.Panel:
+    return _open_items_table(
+        "Open alerts",
+        "Alert episodes not yet resolved, whenever they opened; Time is the opening; "
+        "acknowledged: who acknowledged it (in the console, by SMS or by link).",
+        q.open_alerts(),
+        [("severity", _SEVERITY_CELL), ("acknowledged", _ACK_CELL)],
+        ("Time", True),
+    )
+
+
 def duties_table() -> table.Panel:
-    return (
-        table.Panel()
-        .title("Duties and deadlines")
-        .description(
-            "Inspections not yet recorded, earliest deadline first; state overdue means "
-            "the deadline passed (the officer has been told)."
-        )
-        .datasource(DATASOURCE)
-        .with_target(InfluxQL("A", q.open_duties(), result_format="table"))
-        .override_by_name("due_ms", _date_column("due_ms"))
-        .sort_by([common_b.TableSortByFieldState().display_name("due_ms").desc(False)])
-        .height(8)
-        .span(12)
+    return _open_items_table(
+        "Duties and deadlines",
+        "Inspections not yet recorded, earliest deadline first; state overdue means "
+        "the deadline passed (the officer has been told).",
+        q.open_duties(),
+        [("due_ms", _date_column("due_ms"))],
+        ("due_ms", False),
     )
 
 
@@ -283,7 +298,7 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
         )
     )
     d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
-    for title, row in dashboard_rows(site):
+    for title, row in dashboard_rows(site, site_rules(site)):
         d = d.with_row(dash_b.Row(title))
         for spec in row:
             d = d.with_panel(render_panel(spec))
