@@ -26,19 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_server
-from tests.console import test_browser_live as browser
-from tests.console.test_browser_live import Visit
+from tests.console import browser
+from tests.console.browser import By, Select
+from tests.console.test_browser_live import WIDTHS, Visit
 from tests.demo_process import demo_process
 
 pytestmark = pytest.mark.integration
 
 FORM_WITHIN_S = 10.0  # issue 25: a form submitted in the demo completes its duty this fast
 SITE_OF_WIDTH = {"laptop": "lg-route9n", "phone": "ll-boulevard"}
-
-if browser.CHROMIUM.exists() and browser.CHROMEDRIVER.exists():
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
 
 
 @dataclass
@@ -51,9 +47,7 @@ class Demo:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     """``siltwatch demo --web`` on a free port, until the module's tests are done."""
-    require_server(
-        "chromium and chromedriver", browser.CHROMIUM.exists() and browser.CHROMEDRIVER.exists()
-    )
+    browser.require_browser()
     out = tmp_path_factory.mktemp("demo")
     with demo_process(out) as running:
         assert running.serves(), running.stdout()[-3000:]
@@ -84,12 +78,12 @@ def _row_state(visit: Visit, duty: str) -> str:
     return rows[0].get_attribute("class") or "" if rows else ""
 
 
-@pytest.mark.parametrize("width", list(browser.WIDTHS))
+@pytest.mark.parametrize("width", list(WIDTHS))
 def test_an_inspection_typed_in_the_demo_completes_its_duty_within_10_s(
     demo: Demo, tmp_path: Path, width: str
 ) -> None:
     sid = SITE_OF_WIDTH[width]
-    driver = browser.chrome(*browser.WIDTHS[width])
+    driver = browser.chrome(*WIDTHS[width])
     visit = Visit(driver, demo.url, browser.Shots(tmp_path / "screenshots", f"demo-{width}"), False)
     try:
         _log_in(visit, demo.password)
