@@ -248,7 +248,10 @@ def run_demo(out: Path, *, examples: Path, web: str | None = None) -> int:
                 SiteLabel.of(site), _links(book.link_secret(), site, base_url), clock.seconds
             )
             previews.append(preview)
-            run = _SiteRun(name, site, store, broker, clock, preview)
+            # Each site's service on a connection of its own: the two sites' MQTT sessions
+            # and the ticker write at the same time while the stations run on (one shared
+            # sqlite3 connection fails with "SQL statements in progress").
+            run = _SiteRun(name, site, SqliteStore(db_path), broker, clock, preview)
             runs.append(run)
             status |= run.publish_week(examples, log_path)
         for run in runs:
@@ -395,6 +398,10 @@ class _SiteRun:
                 fh.write(alert.model_dump_json() + "\n")
 
     def stop(self) -> None:
+        self._stop_clients()
+        self.store.close()
+
+    def _stop_clients(self) -> None:
         if self.stations is not None:
             self.stations.loop_stop()
             self.stations.disconnect()
