@@ -16,7 +16,8 @@ from typing import Any
 
 from app.brokeraccess_cli import add_broker_acl_parser
 from app.console_cmd import add_console_options
-from app.serve import add_broker_options, add_serve_options, read_secret
+from app.serve import add_serve_options
+from app.serving import add_broker_options, broker_settings, read_secret
 from siltwatch.configerrors import ConfigError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -266,7 +267,6 @@ def cmd_log(args: argparse.Namespace) -> int:
     """Publish one site-log entry (QoS 1) and wait for the broker's PUBACK."""
     import time
 
-    from app.serve import broker_settings
     from siltwatch.config import load_site
     from siltwatch.schema import iso_utc, site_log_topic
 
@@ -376,7 +376,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     import time
 
-    from app.serve import broker_settings
     from ingest.recordings.capture import Recorder
     from siltwatch.schema import site_subscription
 

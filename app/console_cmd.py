@@ -24,13 +24,14 @@ import threading
 from types import FrameType
 from typing import Any
 
-from app.serve import (
+from app.serving import (
     EXIT_FAIL,
     EXIT_OK,
-    _now_ms,
-    _Voice,
+    Voice,
     add_broker_options,
+    add_trusted_proxy_option,
     broker_settings,
+    now_ms,
     read_secret,
 )
 from siltwatch.configerrors import ConfigError
@@ -39,8 +40,6 @@ from siltwatch.site_files import read_site_files, site_paths
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
-    from app.serve import add_trusted_proxy_option
-
     p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
     p.add_argument(
         "--sites",
@@ -79,7 +78,7 @@ def run_console(args: argparse.Namespace) -> int:
     from siltwatch.logjson import configure_logging
 
     configure_logging(json_lines=args.log_json)
-    voice = _Voice(args.log_json)
+    voice = Voice(args.log_json)
     parts = voice.checked(lambda: _checked(args))
     if parts is None:
         return EXIT_FAIL
@@ -128,7 +127,7 @@ def _app(args: argparse.Namespace, sites: dict[str, Any], broker: Any, token: st
 
     try:
         open_store_read_only(args.db).close()
-        desk = MqttDesk(sites, broker, _now_ms)
+        desk = MqttDesk(sites, broker, now_ms)
         return make_app(sites, args.db, desk=desk, public_url=args.public_url, twilio_token=token)
     except (StoreError, BookError) as exc:
         raise ValueError(str(exc)) from None
@@ -139,7 +138,7 @@ def _serve(
     listen: tuple[str, int],
     sites: dict[str, Any],
     broker: Any,
-    voice: _Voice,
+    voice: Voice,
     trusted_proxies: list[str],
 ) -> int:
     from console.server import ConsoleServer

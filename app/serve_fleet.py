@@ -2,7 +2,7 @@
 
 One process, one MQTT session, one store, one engine per site
 (ingest/sites.py ``SiteRouter``). Why a module of its own: besides the wiring
-of app/serve.py it owns what only a fleet has — which sites this worker
+of app/serving.py it owns what only a fleet has — which sites this worker
 owns (``--partition``: the site's stable hash mod N, so N workers split the
 sites without talking to each other), and SIGHUP, which re-reads the site
 files: an added site starts (its engine rebuilt from the store, then
@@ -22,26 +22,23 @@ the start; /metrics gives one sample per site of every metric.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from app.serve import (
+from app.serving import (
     EXIT_FAIL,
-    _Endpoints,
-    _now_ms,
-    _People,
-    _Voice,
+    Endpoints,
+    People,
+    Stopping,
+    Voice,
     broker_settings,
     connect,
     ended,
+    now_ms,
+    readmit_held,
     site_service,
     store_and_people,
-    ticked,
 )
 from siltwatch.configerrors import ConfigError
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
@@ -64,7 +61,7 @@ def _shown(ids: list[str]) -> str:
 class _Fleet:
     """The running fleet: its router, MQTT session and the configuration each site runs."""
 
-    def __init__(self, args: argparse.Namespace, voice: _Voice, partition: Any) -> None:
+    def __init__(self, args: argparse.Namespace, voice: Voice, partition: Any) -> None:
         self.args, self.voice, self.partition = args, voice, partition
         self.router: Any = None
         self.ingest: Any = None
@@ -72,7 +69,7 @@ class _Fleet:
         self.paths: dict[str, Path] = {}  # site id -> its file
         self.mirrors: Any = None  # ingest/influx/fleet.py FleetMirrors, with --influx-…
         self.deliveries: Any = None  # app/fleet_notify.py FleetDeliveries, with --notify
-        self.draining: Any = None  # the same, while a standby waits (app/serve.py)
+        self.draining: Any = None  # the same, while a standby waits (app/serving.py)
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -86,20 +83,9 @@ class _Fleet:
         }
 
     def start_site(self, site: Any, path: Path) -> None:
-        self._readmit(self.router.add(site))
+        readmit_held(self.router.add(site), self.voice)
         self.configs[site.site.id] = site
         self.paths[site.site.id] = path
-
-    def _readmit(self, service: Any) -> None:
-        """Take back what the site's configuration now knows of its held messages."""
-        from ingest.held import readmit
-
-        done = readmit(service)
-        if done.messages:
-            self.voice.note(
-                f"site {service.site_id}: {done.messages} held messages taken back under "
-                f"its configuration ({done.held} still held)"
-            )
 
     def _refusal(self, sid: str, path: Path, new: Any, now: int) -> str | None:
         """Why the reload of ``sid`` is refused (ingest/reload_guard.py), or None."""
@@ -127,7 +113,7 @@ class _Fleet:
         new = self.mine(found)
         new.update({sid: self.configs[sid] for sid in kept if sid not in new})
         added, removed, changed = changed_sites(self.configs, new)
-        now = _now_ms()
+        now = now_ms()
         for sid in list(changed):
             refusal = self._refusal(sid, found.paths[sid], new[sid], now)
             if refusal is not None:
@@ -141,7 +127,7 @@ class _Fleet:
             self.paths.pop(sid, None)
         for sid in changed:
             voice.note(f"site {sid}: configuration changed in {found.paths[sid]}; new engine")
-            self._readmit(self.router.replace(new[sid], now))
+            readmit_held(self.router.replace(new[sid], now), voice)
             self.configs[sid] = new[sid]
             self.paths[sid] = found.paths[sid]
         for sid in list(added):
@@ -186,12 +172,12 @@ class _FleetDesk:
         service = None if sid is None else self.router.service_for(sid)
         if service is None:
             raise DeskError(f"no site of this service takes {topic}")
-        ServiceDesk(service, _now_ms).submit(topic, payload)
+        ServiceDesk(service, now_ms).submit(topic, payload)
 
 
 def serve_fleet(
     args: argparse.Namespace,
-    voice: _Voice,
+    voice: Voice,
     influx_writer: Callable[[argparse.Namespace], Any] | None = None,
 ) -> int:
     """Check the options and site files, open the store, then :func:`_run_fleet`.
@@ -205,10 +191,10 @@ def serve_fleet(
         voice.err(["give --site SITE.toml (once or more) or --sites DIR"])
         return EXIT_FAIL
 
-    def read() -> tuple[Any, Any, _People, _Endpoints]:
+    def read() -> tuple[Any, Any, People, Endpoints]:
         partition = None if args.partition is None else parse_partition(args.partition)
-        # --notify's file is read by _People: a ConfigError
-        return partition, broker_settings(args), _People(args, None), _Endpoints(args)
+        # --notify's file is read by People: a ConfigError
+        return partition, broker_settings(args), People(args, None), Endpoints(args)
 
     started = voice.checked(read)
     if started is None:
@@ -260,7 +246,7 @@ def _fleet_mirrors(
     return FleetMirrors(writer, args.db)
 
 
-def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: bool = True) -> Any:
+def _fleet_deliveries(args: argparse.Namespace, people: People, *, digests: bool = True) -> Any:
     """With --notify, every site's delivery (app/fleet_notify.py), over the book
     ``people`` opened and one shared reader of the store for the digests (none with
     ``digests`` False); else None."""
@@ -279,7 +265,7 @@ def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: boo
 
 
 def _run_fleet(
-    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: _People, endpoints: Any
+    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: People, endpoints: Any
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
@@ -320,18 +306,8 @@ def _run_fleet(
         parts.threads["influx-mirror"] = lambda: bool(mirrors.alive)
         voice.say(f"mirroring every site to {mirrors.what}")
     fleet.router = router = SiteRouter(store, build)
-    stop, reload = threading.Event(), threading.Event()
-    fatal: list[str] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        (reload if signum == signal.SIGHUP else stop).set()
-
-    def on_fatal(why: str) -> None:
-        fatal.append(why)
-        stop.set()
-
-    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    previous = {s: signal.signal(s, on_signal) for s in signals}
+    stopping = Stopping()
+    stopping.install()
     ingest = None
     try:
         try:
@@ -346,10 +322,10 @@ def _run_fleet(
         ingest = MqttIngest(
             router,
             broker,
-            clock_ms=_now_ms,
+            clock_ms=now_ms,
             client_id=args.client_id or fleet_client_id(fleet.partition),
             take_over=args.take_over,
-            on_fatal=on_fatal,
+            on_fatal=stopping.on_fatal,
             fleet=True,
         )
         if not connect(ingest, MqttStartError, parts, voice):
@@ -362,14 +338,13 @@ def _run_fleet(
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
         console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
-        _loop(fleet, stop, reload, on_fatal)
+        stopping.run(args.tick_s, fleet.reload, lambda: router.tick(now_ms()))
     finally:
         parts.stopping = True
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stopping.restore()
         if ingest is not None:
             ingest.stop()
-        router.close(_now_ms())
+        router.close(now_ms())
         if deliveries is not None:
             deliveries.close()  # undelivered messages stay in each site's outbox
         store.close()
@@ -377,24 +352,7 @@ def _run_fleet(
             mirrors.close()
         endpoints.stop()
         people.close()
-    return ended(voice, fatal, router.stats)
-
-
-def _loop(
-    fleet: _Fleet,
-    stop: threading.Event,
-    reload: threading.Event,
-    on_fatal: Callable[[str], None],
-) -> None:
-    tick_s = fleet.args.tick_s
-    next_tick = time.monotonic() + tick_s if tick_s > 0 else None
-    while not stop.wait(0.2):
-        if reload.is_set():
-            reload.clear()
-            fleet.reload()
-        if next_tick is not None and time.monotonic() >= next_tick:
-            next_tick = time.monotonic() + tick_s
-            ticked(lambda: fleet.router.tick(_now_ms()), on_fatal)
+    return ended(voice, stopping.fatal, router.stats)
 
 
 def _banner(
