@@ -16,8 +16,8 @@ from typing import Any
 
 from app.brokeraccess_cli import add_broker_acl_parser
 from app.console_cmd import add_console_options
-from app.serve import add_serve_options
-from app.serving import add_broker_options, broker_settings, read_secret
+from app.serve import add_broker_options, add_serve_options
+from app.serving import broker_settings, read_secret
 from siltwatch.configerrors import ConfigError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2

@@ -24,12 +24,11 @@ import threading
 from types import FrameType
 from typing import Any
 
+from app.serve import add_broker_options, add_trusted_proxy_option
 from app.serving import (
     EXIT_FAIL,
     EXIT_OK,
     Voice,
-    add_broker_options,
-    add_trusted_proxy_option,
     broker_settings,
     now_ms,
     read_secret,

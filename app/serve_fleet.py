@@ -26,20 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from app.serving import (
-    EXIT_FAIL,
-    Endpoints,
-    People,
-    Stopping,
-    Voice,
-    broker_settings,
-    connect,
-    ended,
-    now_ms,
-    readmit_held,
-    site_service,
-    store_and_people,
-)
+from app import serving
 from siltwatch.configerrors import ConfigError
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
 
@@ -61,7 +48,7 @@ def _shown(ids: list[str]) -> str:
 class _Fleet:
     """The running fleet: its router, MQTT session and the configuration each site runs."""
 
-    def __init__(self, args: argparse.Namespace, voice: Voice, partition: Any) -> None:
+    def __init__(self, args: argparse.Namespace, voice: serving.Voice, partition: Any) -> None:
         self.args, self.voice, self.partition = args, voice, partition
         self.router: Any = None
         self.ingest: Any = None
@@ -83,7 +70,7 @@ class _Fleet:
         }
 
     def start_site(self, site: Any, path: Path) -> None:
-        readmit_held(self.router.add(site), self.voice)
+        serving.readmit_held(self.router.add(site), self.voice)
         self.configs[site.site.id] = site
         self.paths[site.site.id] = path
 
@@ -113,7 +100,7 @@ class _Fleet:
         new = self.mine(found)
         new.update({sid: self.configs[sid] for sid in kept if sid not in new})
         added, removed, changed = changed_sites(self.configs, new)
-        now = now_ms()
+        now = serving.now_ms()
         for sid in list(changed):
             refusal = self._refusal(sid, found.paths[sid], new[sid], now)
             if refusal is not None:
@@ -127,7 +114,7 @@ class _Fleet:
             self.paths.pop(sid, None)
         for sid in changed:
             voice.note(f"site {sid}: configuration changed in {found.paths[sid]}; new engine")
-            readmit_held(self.router.replace(new[sid], now), voice)
+            serving.readmit_held(self.router.replace(new[sid], now), voice)
             self.configs[sid] = new[sid]
             self.paths[sid] = found.paths[sid]
         for sid in list(added):
@@ -172,12 +159,12 @@ class _FleetDesk:
         service = None if sid is None else self.router.service_for(sid)
         if service is None:
             raise DeskError(f"no site of this service takes {topic}")
-        ServiceDesk(service, now_ms).submit(topic, payload)
+        ServiceDesk(service, serving.now_ms).submit(topic, payload)
 
 
 def serve_fleet(
     args: argparse.Namespace,
-    voice: Voice,
+    voice: serving.Voice,
     influx_writer: Callable[[argparse.Namespace], Any] | None = None,
 ) -> int:
     """Check the options and site files, open the store, then :func:`_run_fleet`.
@@ -189,34 +176,39 @@ def serve_fleet(
 
     if not args.site and not args.sites:
         voice.err(["give --site SITE.toml (once or more) or --sites DIR"])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
 
-    def read() -> tuple[Any, Any, People, Endpoints]:
+    def read() -> tuple[Any, Any, serving.People, serving.Endpoints]:
         partition = None if args.partition is None else parse_partition(args.partition)
-        # --notify's file is read by People: a ConfigError
-        return partition, broker_settings(args), People(args, None), Endpoints(args)
+        # --notify's file is read by serving.People: a ConfigError
+        return (
+            partition,
+            serving.broker_settings(args),
+            serving.People(args, None),
+            serving.Endpoints(args),
+        )
 
     started = voice.checked(read)
     if started is None:
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     partition, broker, people, endpoints = started
     fleet = _Fleet(args, voice, partition)
     try:
         found = fleet.read()
     except ConfigError as exc:
         voice.err(exc.lines)
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     if found.problems:
         voice.err(found.lines)
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     if not found.sites:
         voice.err([f"no site files in {', '.join(args.sites or args.site)}"])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     try:
         fleet.mirrors = _fleet_mirrors(args, influx_writer)
     except ValueError as exc:
         voice.err([str(exc)])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     claim = "fleet" if partition is None else f"partition {partition}"
     who = f"siltwatch serve for {len(found.sites)} sites"
 
@@ -227,9 +219,9 @@ def serve_fleet(
         for site in fleet.mine(found).values():
             fleet.draining.for_site(site)
 
-    store = store_and_people(args, who, claim, people, voice, drain)
+    store = serving.store_and_people(args, who, claim, people, voice, drain)
     if store is None:
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     return _run_fleet(fleet, found, store, broker, people, endpoints)
 
 
@@ -246,7 +238,9 @@ def _fleet_mirrors(
     return FleetMirrors(writer, args.db)
 
 
-def _fleet_deliveries(args: argparse.Namespace, people: People, *, digests: bool = True) -> Any:
+def _fleet_deliveries(
+    args: argparse.Namespace, people: serving.People, *, digests: bool = True
+) -> Any:
     """With --notify, every site's delivery (app/fleet_notify.py), over the book
     ``people`` opened and one shared reader of the store for the digests (none with
     ``digests`` False); else None."""
@@ -265,7 +259,7 @@ def _fleet_deliveries(args: argparse.Namespace, people: People, *, digests: bool
 
 
 def _run_fleet(
-    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: People, endpoints: Any
+    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: serving.People, endpoints: Any
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
@@ -294,7 +288,9 @@ def _run_fleet(
         mirror = None if mirrors is None else mirrors.for_site(site)
         if mirror is not None:
             handler = EventFanOut([handler, mirror])
-        service: IngestService = site_service(args, site, store, handler, mirror, voice, lock)
+        service: IngestService = serving.site_service(
+            args, site, store, handler, mirror, voice, lock
+        )
         topic.sync(store.open_alerts(site.site.id))  # a site added by a reload, once connected
         return service
 
@@ -306,7 +302,7 @@ def _run_fleet(
         parts.threads["influx-mirror"] = lambda: bool(mirrors.alive)
         voice.say(f"mirroring every site to {mirrors.what}")
     fleet.router = router = SiteRouter(store, build)
-    stopping = Stopping()
+    stopping = serving.Stopping()
     stopping.install()
     ingest = None
     try:
@@ -314,7 +310,7 @@ def _run_fleet(
             endpoints.start(parts, people, voice)
         except OSError as exc:
             voice.err([str(exc)])
-            return EXIT_FAIL
+            return serving.EXIT_FAIL
         mine = fleet.mine(found)
         for sid in sorted(mine):
             fleet.start_site(mine[sid], found.paths[sid])
@@ -322,15 +318,15 @@ def _run_fleet(
         ingest = MqttIngest(
             router,
             broker,
-            clock_ms=now_ms,
+            clock_ms=serving.now_ms,
             client_id=args.client_id or fleet_client_id(fleet.partition),
             take_over=args.take_over,
             on_fatal=stopping.on_fatal,
             fleet=True,
         )
-        if not connect(ingest, MqttStartError, parts, voice):
+        if not serving.connect(ingest, MqttStartError, parts, voice):
             ingest = None
-            return EXIT_FAIL
+            return serving.EXIT_FAIL
         fleet.ingest = ingest
         publisher.client = ingest.client
         for sid in sorted(fleet.configs):  # the store is the truth: the open episodes again
@@ -338,13 +334,13 @@ def _run_fleet(
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
         console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
-        stopping.run(args.tick_s, fleet.reload, lambda: router.tick(now_ms()))
+        stopping.run(args.tick_s, fleet.reload, lambda: router.tick(serving.now_ms()))
     finally:
         parts.stopping = True
         stopping.restore()
         if ingest is not None:
             ingest.stop()
-        router.close(now_ms())
+        router.close(serving.now_ms())
         if deliveries is not None:
             deliveries.close()  # undelivered messages stay in each site's outbox
         store.close()
@@ -352,7 +348,7 @@ def _run_fleet(
             mirrors.close()
         endpoints.stop()
         people.close()
-    return ended(voice, stopping.fatal, router.stats)
+    return serving.ended(voice, stopping.fatal, router.stats)
 
 
 def _banner(

@@ -531,26 +531,6 @@ def ended(voice: Voice, fatal: list[str], stats: object) -> int:
     return EXIT_OK
 
 
-def add_broker_options(p: argparse.ArgumentParser) -> None:
-    """How to reach and log in to the MQTT broker (``serve``, ``log``); see :func:`broker_settings`."""
-    p.add_argument(
-        "--broker",
-        default="mqtt://127.0.0.1:1883",
-        metavar="URL",
-        help="mqtt://host:port, or mqtts://host:port for TLS",
-    )
-    p.add_argument("--username", help="MQTT user name")
-    p.add_argument("--password-file", metavar="FILE", help="file holding the MQTT password")
-    p.add_argument(
-        "--ca-file", metavar="FILE", help="CA certificate for mqtts:// (default: system)"
-    )
-    p.add_argument("--cert-file", metavar="FILE", help="client certificate for mqtts://")
-    p.add_argument("--key-file", metavar="FILE", help="client certificate's key for mqtts://")
-    p.add_argument(
-        "--mqtt-version", choices=("5", "3.1.1"), default="5", help="MQTT protocol (default 5)"
-    )
-
-
 def broker_settings(args: argparse.Namespace) -> BrokerSettings:
     """Where the broker is and how to log in, from :func:`add_broker_options`' options;
     ValueError names a bad URL or an unreadable password file."""
@@ -564,17 +544,4 @@ def broker_settings(args: argparse.Namespace) -> BrokerSettings:
         cert_file=args.cert_file,
         key_file=args.key_file,
         protocol=_protocol(args.mqtt_version),
-    )
-
-
-def add_trusted_proxy_option(parser: argparse.ArgumentParser) -> None:
-    """``--trusted-proxy ADDR`` (repeatable) on a command that serves the console."""
-    parser.add_argument(
-        "--trusted-proxy",
-        action="append",
-        default=[],
-        metavar="ADDR",
-        help="the address (or CIDR) of a reverse proxy whose X-Forwarded-For is believed; "
-        "repeat for more. Default: none, not even loopback (the login throttle counts the "
-        "TCP peer)",
     )
