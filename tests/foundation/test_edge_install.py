@@ -22,8 +22,18 @@ from tests.conftest import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-# What setuptools packages (pyproject.toml [tool.setuptools.packages.find]) and its metadata.
-SOURCES = ("app", "siltwatch", "hardware", "edge", "ingest", "analytics", "alerts", "dashboards")
+# What setuptools packages (setup.py FOLDERS, the console apart) and the command's boot.
+SOURCES = (
+    "app",
+    "siltwatch",
+    "hardware",
+    "edge",
+    "ingest",
+    "analytics",
+    "alerts",
+    "dashboards",
+    "boot",
+)
 SERVER_ONLY = (
     "pandas",
     "numpy",
@@ -55,7 +65,7 @@ def _copy_checkout(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in SOURCES:
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
     return dest
 
