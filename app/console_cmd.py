@@ -19,15 +19,13 @@ that cannot be had end the start with one line on stderr and exit 1.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 from typing import Any
 
 from app.serve import add_broker_options, add_trusted_proxy_option
 from app.serving import (
     EXIT_FAIL,
     EXIT_OK,
+    Stopping,
     Voice,
     broker_settings,
     now_ms,
@@ -143,12 +141,8 @@ def _serve(
     from console.server import ConsoleServer
 
     server = ConsoleServer(app, *listen, trusted_proxies=trusted_proxies)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    stopping = Stopping(Stopping.ENDING)
+    stopping.install()
     try:
         if voice.json_lines:  # uvicorn set up its own handlers when the server was made
             from siltwatch.logjson import adopt_uvicorn_logs
@@ -165,11 +159,9 @@ def _serve(
             f"{server.url}; store {store.where} (read only); records sent to the sites' "
             f"workers through {broker.url}; Ctrl-C or SIGTERM to stop"
         )
-        while not stop.wait(0.5):
-            pass
+        stopping.wait()
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stopping.restore()
         server.stop()
         app.state.console.close()
     voice.say("stopped")

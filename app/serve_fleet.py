@@ -152,13 +152,9 @@ class _FleetDesk:
         self.router = router
 
     def submit(self, topic: str, payload: bytes) -> None:
-        from console.desk import DeskError, ServiceDesk
-        from ingest.sites import site_of_topic
+        from console.desk import ServiceDesk, for_site_of
 
-        sid = site_of_topic(topic)
-        service = None if sid is None else self.router.service_for(sid)
-        if service is None:
-            raise DeskError(f"no site of this service takes {topic}")
+        service = for_site_of(topic, self.router.service_for, "this service")
         ServiceDesk(service, serving.now_ms).submit(topic, payload)
 
 

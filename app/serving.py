@@ -466,8 +466,10 @@ class Stopping:
     with its reason, which :func:`ended` turns into exit 1."""
 
     SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    ENDING = (signal.SIGTERM, signal.SIGINT)  # a command with nothing to re-read
 
-    def __init__(self) -> None:
+    def __init__(self, signals: tuple[signal.Signals, ...] = SIGNALS) -> None:
+        self.signals = signals
         self.stop, self.reload = threading.Event(), threading.Event()
         self.fatal: list[str] = []
         self._previous: dict[int, Any] = {}
@@ -480,12 +482,17 @@ class Stopping:
         self.stop.set()
 
     def install(self) -> None:
-        """Take the three signals (given back by :meth:`restore`)."""
-        self._previous = {s: signal.signal(s, self.on_signal) for s in self.SIGNALS}
+        """Take the signals (given back by :meth:`restore`)."""
+        self._previous = {s: signal.signal(s, self.on_signal) for s in self.signals}
 
     def restore(self) -> None:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
+
+    def wait(self) -> None:
+        """Until stopped (the main thread wakes twice a second, so a signal is seen)."""
+        while not self.stop.wait(0.5):
+            pass
 
     def run(self, tick_s: float, reload: Callable[[], None], tick: Callable[[], object]) -> None:
         """Until stopped: ``reload()`` after each SIGHUP, ``tick()`` every ``tick_s`` seconds

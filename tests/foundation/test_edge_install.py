@@ -19,21 +19,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import in_ci
+from tests.foundation.test_layout import installed_folders
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-# What setuptools packages (setup.py FOLDERS, the console apart) and the command's boot.
-SOURCES = (
-    "app",
-    "siltwatch",
-    "hardware",
-    "edge",
-    "ingest",
-    "analytics",
-    "alerts",
-    "dashboards",
-    "boot",
-)
+# What setuptools packages (setup.py FOLDERS) but the console, which a station's commands never
+# import, and the command's boot.
+SOURCES = (*sorted(installed_folders() - {"console"}), "boot")
 SERVER_ONLY = (
     "pandas",
     "numpy",
