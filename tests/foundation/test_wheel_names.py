@@ -23,6 +23,8 @@ import pytest
 from tests.conftest import in_ci
 from tests.foundation.test_layout import contract_roots
 
+pytestmark = pytest.mark.integration  # pip needs an index for the build's setuptools
+
 ROOT = Path(__file__).resolve().parents[2]
 # What a build reads: setup.py and pyproject.toml, the boot, and the folders (setup.py FOLDERS).
 BUILD_FILES = ("pyproject.toml", "setup.py", "README.md")
