@@ -287,4 +287,6 @@ def test_big_flats_as_built_plans_after_every_completion_overdue_without_them(
     assert alert.rule.startswith("Big Flats 17.37.110 B")
     assert alert.message.startswith("As-built plans overdue at")
     assert "(event as_built)" in alert.message
-    assert officers(flats) <= set(route(flats, "opened", "2026-12-15T05:00:00Z", alert).recipients)
+    assert officers(flats) <= set(
+        route(flats, NoticeEvent.OPENED, "2026-12-15T05:00:00Z", alert).recipients
+    )
