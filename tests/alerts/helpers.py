@@ -23,7 +23,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from alerts.messages import SiteLabel
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from ingest.mqtt.embedded_broker import StartStop
 from siltwatch.config import Contact
 from siltwatch.schema import Alert, Duty
@@ -138,7 +138,7 @@ def note(
     recipients: tuple[Contact, ...] = (OFFICER, OPERATOR),
     **kwargs: Any,
 ) -> Notification:
-    return Notification(event, at, alert(**kwargs), recipients)
+    return Notification(NoticeEvent(event), at, alert(**kwargs), recipients)
 
 
 # --- SMTP ----------------------------------------------------------------------------

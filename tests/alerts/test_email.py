@@ -22,7 +22,7 @@ from alerts.channel import DeliveryFailed
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from alerts.worker import DeliveryWorker, OutboxSink
 from console.charts.draw import png_bytes
 from console.charts.model import Chart, RefLine, Series
@@ -319,7 +319,9 @@ def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, [channel], clock)
         worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
-        sink.send(note(event="opened", at="2026-05-05T16:26:00Z"))  # the alert's opened_at
+        sink.send(
+            note(event=NoticeEvent.OPENED, at="2026-05-05T16:26:00Z")
+        )  # the alert's opened_at
         worker.run_once()
         clock.advance(8 * 3600)
         sink.send(note(event="resolved", at="2026-05-06T00:58:00Z", resolved=True))
@@ -358,7 +360,7 @@ def test_an_escalation_gets_a_new_subject_in_the_same_thread(tmp_path: Path) -> 
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, [channel], clock)
         worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
-        opened = note(event="opened", at="2026-05-05T16:26:00Z", severity="warning")
+        opened = note(event=NoticeEvent.OPENED, at="2026-05-05T16:26:00Z", severity="warning")
         sink.send(opened)
         worker.run_once()
         clock.advance(3600)
@@ -373,7 +375,7 @@ def test_an_escalation_gets_a_new_subject_in_the_same_thread(tmp_path: Path) -> 
                 ],
             }
         )
-        sink.send(Notification("escalated", "2026-05-05T17:26:00Z", up, (OFFICER,)))
+        sink.send(Notification(NoticeEvent.ESCALATED, "2026-05-05T17:26:00Z", up, (OFFICER,)))
         worker.run_once()
         outbox.close()
     mails = [m for _f, rcpt, m in server.handler.received if rcpt == [OFFICER.email]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from alerts.silences import HeldInSilence, held_by, may_be_silenced
 from siltwatch.detections import alert_kinds, alert_spec, duty_spec
 from siltwatch.detections.base import Officer
@@ -58,7 +58,9 @@ def ms(utc_time: str) -> int:
 
 
 def note(event: str, kind: str = "turbidity_contrast", resolved: bool = False) -> Notification:
-    return Notification(event, "2026-05-05T16:30:00Z", alert(kind=kind, resolved=resolved), ())
+    return Notification(
+        NoticeEvent(event), "2026-05-05T16:30:00Z", alert(kind=kind, resolved=resolved), ()
+    )
 
 
 def test_a_covered_opening_is_held_its_end_asks_about_its_opening_too() -> None:

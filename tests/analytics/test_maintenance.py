@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from siltwatch.config import SiteConfig
 from siltwatch.schema import site_log_problem
 from siltwatch.vocabulary import SiteEvent
@@ -43,7 +43,7 @@ def test_each_maintenance_due_on_the_schedule_and_overdue_without_it(george: Sit
     )
     assert alert.message.startswith("Not required (practice removed)")
     assert officers(george) <= set(
-        route(george, "opened", "2026-06-16T04:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2026-06-16T04:00:00Z", alert).recipients
     )
     whole, after = restarted(
         george, ROWS, end="2026-06-30T00:00-04:00", at="2026-06-12T00:00-04:00"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from analytics.engine import Engine
 from analytics.episodes import stable_id
 from analytics.events import Inspection, SiteLogEntry
@@ -98,7 +98,7 @@ def test_lake_george_annual_reports_and_the_two_year_inspection(george: SiteConf
     assert alert.subject == guarantee.id and alert.resolved_at is None
     assert alert.opened_at == iso("2028-10-16T04:00Z") and alert.severity == "critical"
     assert officers(george) <= set(
-        route(george, "opened", "2028-10-16T04:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2028-10-16T04:00:00Z", alert).recipients
     )
 
 
@@ -287,4 +287,6 @@ def test_big_flats_as_built_plans_after_every_completion_overdue_without_them(
     assert alert.rule.startswith("Big Flats 17.37.110 B")
     assert alert.message.startswith("As-built plans overdue at")
     assert "(event as_built)" in alert.message
-    assert officers(flats) <= set(route(flats, "opened", "2026-12-15T05:00:00Z", alert).recipients)
+    assert officers(flats) <= set(
+        route(flats, NoticeEvent.OPENED, "2026-12-15T05:00:00Z", alert).recipients
+    )

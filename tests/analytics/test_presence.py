@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from siltwatch.config import SiteConfig
 from tests.analytics.site_log_helpers import alerts, iso, log, officers, run
 
@@ -31,7 +31,7 @@ def test_work_on_a_day_with_nobody_on_site_until_the_day_ends(george: SiteConfig
     assert alert.evidence["work"] == "cleared north-cut"
     assert "the day 2026-06-02 ended with nobody of the applicant's recorded" in alert.message
     assert officers(george) <= set(
-        route(george, "opened", "2026-06-02T14:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2026-06-02T14:00:00Z", alert).recipients
     )
 
 

@@ -4,7 +4,7 @@ America/New_York (EDT, UTC-4)."""
 
 from __future__ import annotations
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from siltwatch.config import SiteConfig
 from tests.analytics.site_log_helpers import alerts, iso, log, officers, run
 
@@ -38,7 +38,9 @@ def test_more_than_5000_square_feet_disturbed_without_the_permit(george: SiteCon
     assert alert.evidence["disturbed_sq_ft"] == 5435.6
     assert alert.evidence["areas"] == "north-cut, stockpile"
     assert "5,436 sq ft" in alert.message
-    assert officers(site) <= set(route(site, "opened", "2026-06-02T13:00:00Z", alert).recipients)
+    assert officers(site) <= set(
+        route(site, NoticeEvent.OPENED, "2026-06-02T13:00:00Z", alert).recipients
+    )
     assert alerts(run(site, rows[:2], end="2026-06-05T00:00-04:00"), "permit_missing") == []
     permitted = [log("2026-05-20T08:00-04:00", "plan_approved", detail="SMP"), *rows[:3]]
     assert alerts(run(site, permitted, end="2026-06-05T00:00-04:00"), "permit_missing") == []

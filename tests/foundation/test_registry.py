@@ -22,7 +22,7 @@ import pytest
 
 import siltwatch.detections as registry
 from alerts.messages import how_much
-from alerts.routing import officer_cares, route
+from alerts.routing import NoticeEvent, officer_cares, route
 from analytics.detectors import build_detectors
 from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
@@ -198,7 +198,7 @@ def test_a_new_description_reaches_routing_messages_and_config_checks(ph_descrip
     assert officer_cares(alert)  # ON_OPEN: the officer hears it from its opening
     officers = [c for c in site.contacts if c.role == "officer"]
     assert officers and set(officers) <= set(
-        route(site, "opened", "2026-05-05T16:26:00Z", alert).recipients
+        route(site, NoticeEvent.OPENED, "2026-05-05T16:26:00Z", alert).recipients
     )
     data = {"ph_probes": [{"id": "p1", "sensor": "nowhere"}, {"id": "p1", "sensor": "x"}]}
     problems = dict(cross_reference_problems(data))

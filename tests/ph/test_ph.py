@@ -17,7 +17,7 @@ import pytest
 
 from alerts.gsm7 import is_gsm7, segments
 from alerts.messages import SiteLabel, sms_text
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from analytics.events import AlertEvent, SensorReading
 from console.charts.plots import site_charts, subject_chart
 from dashboards.build import build_dashboard
@@ -129,7 +129,7 @@ def test_a_replay_raises_a_sustained_ph_excursion_and_texts_it_in_one_segment(
     opened = next(
         e for e in result.events if isinstance(e, AlertEvent) and e.alert.kind == "ph_range"
     )
-    note = route(site, "opened", utc_iso(opened.at), opened.alert)
+    note = route(site, NoticeEvent.OPENED, utc_iso(opened.at), opened.alert)
     sms = sms_text(note, SiteLabel.of(site))
     assert "pH 9.5 outside 6.5-8.5" in sms
     assert is_gsm7(sms) and segments(sms) == 1, sms
