@@ -12,10 +12,11 @@ does not stop the pipeline.
 The demo lives in its own time (app/demo_clock.py): its clock starts at
 the end of the week and runs on from there, so "now" in the console and the
 messages is the demo's now. With ``--web`` the services keep running behind
-the console (ticked every second, the stations sending their status every
+the console (ticked every second, the stations sending a quiet day's
+readings in the demo's time, app/demo_stations.py, and their status every
 minute): an inspection or a site-log entry submitted in the console completes
-its duty within seconds, and a deadline that passes while you look raises its
-alert.
+its duty within seconds, a deadline that passes while you look raises its
+alert, and no sensor goes offline.
 
 Like the CLI, this module wires packages together; nothing else in
 ``siltwatch`` may.
@@ -29,7 +30,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -42,6 +43,7 @@ from alerts.sinks import ConsoleSink, JsonlSink
 from alerts.sms_preview import SmsPreview
 from analytics.timeutil import MS_PER_MIN, from_ms
 from app.demo_clock import DemoClock
+from app.demo_stations import LiveStations, quiet_ms
 from app.serving import Stopping
 from console.book import ConsoleBook
 from console.server import parse_listen
@@ -246,11 +248,17 @@ def run_demo(out: Path, *, examples: Path, web: str | None = None) -> int:
                 SiteLabel.of(site), _links(book.link_secret(), site, base_url), clock.seconds
             )
             previews.append(preview)
-            run = _SiteRun(name, site, store, broker, clock, preview)
+            # Each site's service on a connection of its own: the two sites' MQTT sessions
+            # and the ticker write at the same time while the stations run on (one shared
+            # sqlite3 connection fails with "SQL statements in progress").
+            run = _SiteRun(name, site, SqliteStore(db_path), broker, clock, preview)
             runs.append(run)
             status |= run.publish_week(examples, log_path)
         for run in runs:
-            clock.quiet(run.service.engine.station_idle_ms)
+            engine = run.service.engine
+            clock.quiet(
+                quiet_ms(engine.station_idle_ms, engine.allowed_lateness_ms, run.live.step_ms())
+            )
         for run in runs:
             run.settle(out)
         notes = sum(1 for _ in log_path.open(encoding="utf-8")) if log_path.exists() else 0
@@ -289,6 +297,7 @@ class _SiteRun:
         self.ingest: MqttIngest | None = None
         self.stations: mqtt.Client | None = None
         self.service: IngestService
+        self.live: LiveStations
 
     def publish_week(self, examples: Path, log_path: Path) -> int:
         """The scripted week through MQTT; the exit status (1: it did not all arrive)."""
@@ -317,6 +326,7 @@ class _SiteRun:
         self.stations.loop_start()
         try:
             self.sent = _publish_site(self.stations, self.site, examples, self.name)
+            self.live = LiveStations(self.site, examples, self.name)
         except RecordingError as exc:
             for line in exc.lines:
                 print(f"error: {line}", file=sys.stderr)
@@ -338,19 +348,28 @@ class _SiteRun:
         if self.stations is not None:
             send_status(self.stations, self.site, self.clock.now_ms())
 
+    def send_readings(self) -> int:
+        """The stations' readings after their week, up to the service's clock
+        (app/demo_stations.py); the number of messages sent."""
+        if self.stations is None:
+            return 0
+        return self.live.publish_due(self.stations, self.clock.arrival_ms())
+
     def tick(self) -> None:
         self.service.tick(self.clock.arrival_ms())
 
     def settle(self, out: Path) -> None:
-        """The week judged up to the demo's now (the stations quiet, their status sent);
-        its alerts and duties written out and printed."""
+        """The week judged up to the demo's now (the stations on to their quiet day after
+        it, their status sent); its alerts and duties written out and printed."""
         info, store, service = self.site.site, self.store, self.service
+        expected = service.stats.messages
+        # The catch-up a minute a round; one client, so the rounds arrive in this order.
+        while not self.live.caught_up(self.clock.arrival_ms()):
+            expected += self.send_readings()
         self.send_status()
-        before = service.stats.messages
-        deadline = time.monotonic() + 10
-        while service.stats.messages < before + len(self.site.stations):
-            if time.monotonic() > deadline:
-                break
+        expected += len(self.site.stations)
+        deadline = time.monotonic() + 30
+        while service.stats.messages < expected and time.monotonic() < deadline:
             time.sleep(0.02)
         self.tick()
         s = service.stats
@@ -379,6 +398,10 @@ class _SiteRun:
                 fh.write(alert.model_dump_json() + "\n")
 
     def stop(self) -> None:
+        self._stop_clients()
+        self.store.close()
+
+    def _stop_clients(self) -> None:
         if self.stations is not None:
             self.stations.loop_stop()
             self.stations.disconnect()
@@ -392,7 +415,7 @@ class _Ticker:
     """The services' clock behind the console: a tick every second, the stations' status
     every minute, in the demo's time. One failing tick is printed, not fatal."""
 
-    def __init__(self, runs: list[_SiteRun], jobs: list[tuple[float, Callable[[], None]]]):
+    def __init__(self, runs: list[_SiteRun], jobs: Sequence[tuple[float, Callable[[], object]]]):
         self.runs = runs
         self.jobs = jobs
         self.stop = threading.Event()
@@ -448,7 +471,9 @@ def _serve_console(
         return 1
     ticker = _Ticker(
         runs,
-        [(TICK_S, r.tick) for r in runs] + [(STATUS_EVERY_S, r.send_status) for r in runs],
+        [(TICK_S, r.send_readings) for r in runs]
+        + [(TICK_S, r.tick) for r in runs]
+        + [(STATUS_EVERY_S, r.send_status) for r in runs],
     )
     ticker.start()
     stopping = Stopping(Stopping.ENDING)

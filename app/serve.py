@@ -101,6 +101,18 @@ class _Wiring:
         self.people, self.endpoints, self.voice = people, endpoints, voice
 
 
+def _with_acks(mirror: Any, book: Any, db: Path | str) -> Any:
+    """The mirror, with the book's acknowledgements copied into it for Grafana's alert
+    table (ingest/influx/acks.py) when people are in the loop (a book is open); the
+    alerts are read on a connection of the flusher's own."""
+    if book is None:
+        return mirror
+    from ingest.influx.acks import AckMirror
+    from ingest.store.from_url import open_store_read_only
+
+    return AckMirror(mirror, book, open_store_read_only(db))
+
+
 def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
@@ -123,11 +135,13 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
     alert_topic = AlertTopic(site.site.id, publisher)
     dispatcher: EventHandler = EventFanOut([Dispatcher(site, sinks), alert_topic])
     flusher = None
+    flushed: Any = None
     if mirror is not None:
         from ingest.influx.mirror import MirrorFlusher
 
         dispatcher = EventFanOut([dispatcher, mirror])
-        flusher = MirrorFlusher(mirror)
+        flushed = _with_acks(mirror, people.book, args.db)
+        flusher = MirrorFlusher(flushed)
         flusher.start()
         parts.threads["influx-mirror"] = lambda: flusher.alive
         voice.say(f"mirroring to {mirror.writer.what}")
@@ -192,7 +206,7 @@ def _run(w: _Wiring, mirror: Any, mqtt_ingest: Any, start_error: type[Exception]
         store.close()
         if flusher is not None:
             flusher.stop()
-            mirror.close()
+            flushed.close()  # the mirror (and the acknowledgements' read connection)
         w.endpoints.stop()
         people.close()
     return ended(voice, stopping.fatal, service.stats if service else "")

@@ -43,7 +43,7 @@ import hashlib
 import re
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
@@ -313,6 +313,19 @@ class ConsoleBook:
             (site, alert_id),
         ).fetchone()
         return None if row is None else Acknowledgement(str(row[0]), int(row[1]), str(row[2]))
+
+    def acknowledgements(self, sites: Sequence[str]) -> dict[tuple[str, str], Acknowledgement]:
+        """Every standing acknowledgement of the episodes of ``sites``, by (site, alert id),
+        in one query: a list of alerts asks once for the page, not once a row."""
+        if not sites:
+            return {}
+        marks = ", ".join("?" for _ in sites)
+        rows = self.db.execute(
+            'SELECT site, alert_id, "by", at_ms, via FROM console_notes '
+            f"WHERE kind = 'acknowledged' AND site IN ({marks})",
+            tuple(sites),
+        )
+        return {(str(s), str(a)): Acknowledgement(str(b), int(t), str(v)) for s, a, b, t, v in rows}
 
     def acknowledge(
         self, site: str, alert_id: str, by: str, now_ms: int, via: str = "console"

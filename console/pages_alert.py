@@ -26,9 +26,8 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
-from console.charts.draw import svg_text
-from console.charts.email import episode_window
-from console.charts.plots import subject_chart
+from console.charts.draw import EPISODE_WIDE, chart_html
+from console.charts.email import alert_chart
 from console.deliveries import delivery_lines
 from console.desk import DeskError
 from console.notes import NoteKind
@@ -90,10 +89,13 @@ def _page(
 
 
 def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup | None:
-    """The episode's plot (its subject's chart, from six hours before it opened), if any."""
-    start, end = episode_window(alert)
-    chart = subject_chart(site, console.store, alert.subject, start, end)
-    return None if chart is None or not chart.has_data() else Markup(svg_text(chart))
+    """The episode's plot, the email's chart (console/charts/email.py: six hours before it
+    opened to an hour after its last change, the episode shaded), if any: a wide and a
+    phone-width drawing, as on the site page, so its text stays readable."""
+    chart = alert_chart(site, console.store, alert)
+    if chart is None or not chart.has_data():
+        return None
+    return Markup(chart_html(chart, EPISODE_WIDE))
 
 
 async def alert_page(request: Request) -> Response:

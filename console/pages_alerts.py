@@ -90,8 +90,9 @@ def _in_state(row: views.AlertRow, state: str) -> bool:
 
 def _rows(console: Console, sites: tuple[str, ...], now_ms: int) -> list[views.AlertRow]:
     rows: list[views.AlertRow] = []
+    acks = console.book.acknowledgements(sites)  # one query for the page, not one a row
     for sid in sites:
-        rows += views.all_alerts(console.sites[sid], console.store, console.book, now_ms)
+        rows += views.all_alerts(console.sites[sid], console.store, console.book, now_ms, acks)
     return rows
 
 

@@ -18,7 +18,7 @@ the silence in words (``AlertRow.silenced``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -116,12 +116,14 @@ def alert_row(
     book: ConsoleBook,
     silences: Sequence[Silence] | None = None,
     now_ms: int | None = None,
+    acks: Mapping[tuple[str, str], Acknowledgement] | None = None,
 ) -> AlertRow:
     """The alert in people's words; with ``now_ms`` an open missed deadline says how
     overdue it is now (:func:`live_amount`)."""
     spec = alert_spec(alert.kind)
     zone = site.site.zone
-    ack = book.acknowledged(site.site.id, alert.id)
+    sid = site.site.id
+    ack = book.acknowledged(sid, alert.id) if acks is None else acks.get((sid, alert.id))
     if silences is None:
         silences = book.silences(site.site.id)
     late = "" if now_ms is None else overdue_words(alert, _at(now_ms), zone)
@@ -156,16 +158,24 @@ def open_alerts(
     alerts = [a for a in store.alerts(site.site.id) if a.resolved_at is None]
     alerts.sort(key=lambda a: (-severity_rank(a.severity), a.opened_at))
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
+    acks = book.acknowledgements([site.site.id])
+    return [alert_row(a, site, book, silences, now_ms, acks) for a in alerts]
 
 
 def all_alerts(
-    site: SiteConfig, store: SqlStore, book: ConsoleBook, now_ms: int | None = None
+    site: SiteConfig,
+    store: SqlStore,
+    book: ConsoleBook,
+    now_ms: int | None = None,
+    acks: Mapping[tuple[str, str], Acknowledgement] | None = None,
 ) -> list[AlertRow]:
-    """Every episode, newest first (resolved ones included: they may need an action)."""
+    """Every episode, newest first (resolved ones included: they may need an action).
+    ``acks``: the acknowledgements already read for a page of several sites."""
     alerts = sorted(store.alerts(site.site.id), key=lambda a: a.opened_at, reverse=True)
     silences = book.silences(site.site.id)
-    return [alert_row(a, site, book, silences, now_ms) for a in alerts]
+    if acks is None:
+        acks = book.acknowledgements([site.site.id])
+    return [alert_row(a, site, book, silences, now_ms, acks) for a in alerts]
 
 
 def severity_counts(rows: list[AlertRow]) -> list[tuple[str, int]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from grafana_foundation_sdk.builders import common as common_b
@@ -199,24 +200,44 @@ _SEVERITY_CELL = [
 ]
 
 
+# An open alert nobody has acknowledged says so in words, in the severity's warning colour.
+_ACK_CELL = [
+    dash_m.DynamicConfigValue(
+        id_val="mappings",
+        value=[
+            {
+                "type": "special",
+                "options": {
+                    "match": "null",
+                    "result": {"color": "orange", "index": 0, "text": "not acknowledged"},
+                },
+            }
+        ],
+    ),
+]
+
+
 def _open_items_table(
     title: str,
     description: str,
     query: str,
-    override: tuple[str, list[dash_m.DynamicConfigValue]],
+    overrides: Sequence[tuple[str, list[dash_m.DynamicConfigValue]]],
     sort_by: tuple[str, bool],
 ) -> table.Panel:
-    """A full-width table of what is still open (alerts, duties): ``override`` styles one
-    column, ``sort_by`` is (column, descending)."""
+    """A full-width table of what is still open (alerts, duties): each of ``overrides``
+    styles one column, ``sort_by`` is (column, descending)."""
     column, descending = sort_by
-    return (
+    panel = (
         table.Panel()
         .title(title)
         .description(description)
         .datasource(DATASOURCE)
         .with_target(InfluxQL("A", query, result_format="table"))
-        .override_by_name(*override)
-        .sort_by([common_b.TableSortByFieldState().display_name(column).desc(descending)])
+    )
+    for name, properties in overrides:
+        panel = panel.override_by_name(name, properties)
+    return (
+        panel.sort_by([common_b.TableSortByFieldState().display_name(column).desc(descending)])
         .height(8)
         .span(12)
     )
@@ -225,11 +246,10 @@ def _open_items_table(
 def alerts_table() -> table.Panel:
     return _open_items_table(
         "Open alerts",
-        "Alert episodes not yet resolved, whenever they opened; Time is the opening. "
-        "Acknowledgements are kept in the console's book, not in this InfluxDB mirror: "
-        "see the console's alert page for who acknowledged.",
+        "Alert episodes not yet resolved, whenever they opened; Time is the opening; "
+        "acknowledged: who acknowledged it (in the console, by SMS or by link).",
         q.open_alerts(),
-        ("severity", _SEVERITY_CELL),
+        [("severity", _SEVERITY_CELL), ("acknowledged", _ACK_CELL)],
         ("Time", True),
     )
 
@@ -240,7 +260,7 @@ def duties_table() -> table.Panel:
         "Inspections not yet recorded, earliest deadline first; state overdue means "
         "the deadline passed (the officer has been told).",
         q.open_duties(),
-        ("due_ms", _date_column("due_ms")),
+        [("due_ms", _date_column("due_ms"))],
         ("due_ms", False),
     )
 

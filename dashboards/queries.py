@@ -61,9 +61,10 @@ def rain_rolling_total(sensor: str, alias: str, n: int = ROLLING_RAIN_H) -> str:
 
 
 def open_alerts() -> str:
-    """Alerts still open, whenever they opened (no time filter: an old open alert matters most)."""
+    """Alerts still open, whenever they opened (no time filter: an old open alert matters most),
+    with who acknowledged each (ingest/influx/acks.py; empty while nobody has)."""
     return (
-        'SELECT "severity", "kind", "subject", "message", "rule", "id" '
+        'SELECT "severity", "acknowledged", "kind", "subject", "message", "rule", "id" '
         f'FROM "{m.ALERT}" WHERE {SITE_FILTER} AND "state" = \'{m.ALERT_OPEN}\''
     )
 

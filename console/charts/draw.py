@@ -95,6 +95,7 @@ EPISODE_LABEL = "alert episode"
 # narrow a 390 px phone; both keep their text at TEXT_PX (never scaled down).
 WIDE = (540, 270)
 NARROW = (340, 270)
+EPISODE_WIDE = (760, 280)  # the alert page's one plot, across its card on a laptop
 EMAIL = (440, 250)  # the email's PNG, shown at this width (it scales down on a phone)
 EMAIL_SCALE = 2  # pixels per CSS px in the PNG: sharp on a phone's screen
 
@@ -156,12 +157,12 @@ def png_bytes(
     return buf.getvalue()
 
 
-def chart_html(chart: Chart) -> str:
+def chart_html(chart: Chart, wide: tuple[int, int] = WIDE) -> str:
     """The chart for a console page: a wide and a phone-width drawing, one shown at a
     time by the page's CSS (``.chart-wide``/``.chart-narrow``), so its text is never
-    scaled below 11 px."""
+    scaled below 11 px. ``wide``: the wide drawing's size (default: half a row)."""
     return (
-        f'<div class="chart-wide">{svg_text(chart, *WIDE)}</div>'
+        f'<div class="chart-wide">{svg_text(chart, *wide)}</div>'
         f'<div class="chart-narrow">{svg_text(chart, *NARROW)}</div>'
     )
 

@@ -118,6 +118,14 @@ def alert_line(site: str, alert: Alert) -> str:
     return line(m.ALERT, tags, fields, _ms(alert.opened_at))
 
 
+def ack_line(site: str, alert: Alert, by: str, at_ms: int) -> str:
+    """Who acknowledged an episode, written onto the episode's own point (its series and
+    opening time): InfluxDB merges the fields, so the alert's later states keep it."""
+    tags = {"site": site, "kind": alert.kind, "subject": alert.subject}
+    fields: dict[str, FieldValue] = {"acknowledged": by, "acknowledged_ms": at_ms}
+    return line(m.ALERT, tags, fields, _ms(alert.opened_at))
+
+
 def duty_line(site: str, duty: Duty, *, overdue: bool = False) -> str:
     """A duty as one point at its creation time; ``overdue`` when the engine said so."""
     if duty.completed_at is not None:

@@ -37,11 +37,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from analytics.events import AlertEvent, DutyEvent, EngineEvent, SensorReading
-from ingest.influx.line_protocol import alert_line, duty_line, reading_lines
+from ingest.influx.line_protocol import ack_line, alert_line, duty_line, reading_lines
 from ingest.influx.recopy import DroppedSpan, StoreRecopy
 from siltwatch import backoff
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
+from siltwatch.schema import Alert
 
 log = logging.getLogger(__name__)
 
@@ -352,6 +353,10 @@ class InfluxMirror:
             elif isinstance(event, DutyEvent):
                 lines.append(duty_line(self.site_id, event.duty, overdue=event.type == "overdue"))
         self._queue(lines)
+
+    def acknowledged(self, alert: Alert, by: str, at_ms: int) -> None:
+        """An episode was acknowledged (ingest/influx/acks.py hears of it from the book)."""
+        self._queue([ack_line(self.site_id, alert, by, at_ms)])
 
     def _queue(self, lines: list[str]) -> None:
         if lines:

@@ -138,6 +138,7 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
     assert len(texts) == 1, texts
     assert len(mails) == 1, [m["Subject"] for m in mails]
     (text,), (mail,) = texts, mails
+    print(f"the officer's text: {text}\nthe officer's email subject: {mail['Subject']}")
     assert text.startswith("FOUND LATE") and "May 5 " in text, text
     assert f"{CONSOLE}/a/" in text and f"ACK {links.code(late.id)}" in text, text
     assert "found late" in str(mail["Subject"]), mail["Subject"]

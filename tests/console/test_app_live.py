@@ -12,8 +12,9 @@ console's book (tests/console/live_world.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -136,6 +137,32 @@ def test_the_alert_list_covers_every_site_of_a_person_with_filters_and_counts(
     bad = client.get("/alerts?severity=dire")
     assert bad.status_code == 400 and "expected one of critical, warning, info" in bad.text
     assert client.get("/alerts?site=ll-hwy64").status_code == 404
+
+
+def test_the_alert_list_reads_every_acknowledgement_in_one_query(
+    live: LiveWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: the list asked the book once a row; a long list must cost one query."""
+    client = login(live)
+    stored = live.console.store.alerts(SID)
+    assert len(stored) >= 3
+    at = int(live.console.now_ms())
+    for alert in stored[:2]:
+        live.console.book.acknowledge(SID, alert.id, OPERATOR, at)
+    db = live.console.book.db
+    asked: list[str] = []
+    execute = db.execute
+
+    def counted(sql: str, args: Sequence[object] = ()) -> Any:
+        if "console_notes" in sql:
+            asked.append(sql)
+        return execute(sql, args)
+
+    monkeypatch.setattr(db, "execute", counted)
+    page = text_of(client.get("/alerts?days=all").text)
+    assert len(asked) == 1, asked
+    assert page.count("✓ Acknowledged by Dana Ruiz") == 2
+    assert f"{len(stored)} shown" in page
 
 
 def test_a_site_without_a_role_is_not_in_anyone_s_list(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 
 from console.server import ConsoleServer
 from ingest.store.from_url import open_store
@@ -172,7 +173,10 @@ def the_site_page_updates_itself(visit: Visit, world: LiveWorld) -> None:
         store.add_readings(SID, [(station, _reading("turb-up", now, 7.77))], now)
     finally:
         store.close()
-    WebDriverWait(driver, 10).until(lambda d: "7.77 NTU" in d.find_element(By.ID, "health").text)
+    # live.js swaps #health in while it is read: a stale element is a retry, not a failure.
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: "7.77 NTU" in d.find_element(By.ID, "health").text
+    )
     assert driver.execute_script("return window.sameSiltwatchPage === true"), "not reloaded"
     assert "Up to date (checked" in driver.find_element(By.ID, "live-status").text
     visit.check("site-updated-itself")

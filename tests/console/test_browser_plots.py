@@ -1,4 +1,5 @@
-"""The site page's plots in a real browser: readable at a desktop's and a phone's width.
+"""The site page's plots, and an alert page's plot of its episode, in a real browser:
+readable at a desktop's and a phone's width.
 
 Debian's headless Chromium opens the Lake George storm week's site page at
 1400 x 1000 and at 390 x 844 (a phone, emulated as one: its viewport is 390
@@ -83,9 +84,21 @@ def test_plot_text_is_at_least_11_px_at_a_desktops_and_a_phones_width(
             shots.folder.mkdir(parents=True, exist_ok=True)
             driver.execute_script("document.querySelector('figure.chart').scrollIntoView()")
             shots(driver, f"plots-{name}")
+            # The alert page's plot of its episode, drawn by the same code: as readable.
+            driver.get(f"{served.url}/sites/{SID}/alerts/{served.plume_id}")
+            wait_for(driver, "figure.chart.episode svg")
+            (episode,) = driver.execute_script(MEASURE)
+            small = [(text, round(px, 2)) for text, px, _ in episode["texts"] if px < MIN_TEXT_PX]
+            assert not small, (name, "the alert page's episode", small)
+            assert episode["right"] <= episode["screen"] + 0.5, (name, "episode")
+            assert "alert episode" in [text for text, _px, _cls in episode["texts"]]  # shaded
+            driver.execute_script("document.querySelector('figure.chart').scrollIntoView()")
+            shots(driver, f"episode-{name}")
     finally:
         driver.quit()
     assert sorted(p.name for p in shots.folder.glob("*.png")) == [
         "01-plots-desktop.png",
-        "02-plots-phone.png",
+        "02-episode-desktop.png",
+        "03-plots-phone.png",
+        "04-episode-phone.png",
     ]

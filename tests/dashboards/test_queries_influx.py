@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 
-from analytics.events import SensorReading
+from analytics.events import AlertEvent, SensorReading
+from console.book import ConsoleBook
 from dashboards.build import build_dashboard
+from ingest.influx.acks import AckMirror
 from ingest.influx.line_protocol import alert_line, duty_line, reading_lines
-from ingest.influx.mirror import InfluxV1Writer, RetryPolicy
+from ingest.influx.mirror import InfluxMirror, InfluxV1Writer, RetryPolicy
 from ingest.recordings.replay import ReplayResult, replay_file
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.rulemath import TrapGeometry
 from siltwatch.units import to_metres
@@ -167,6 +170,43 @@ def test_open_alerts_table_lists_exactly_the_unresolved_episodes(replayed: Repla
     assert [(r["id"], r["kind"], r["subject"], r["severity"]) for r in got] == [
         (a.id, a.kind, a.subject, a.severity) for a in expected
     ]
+
+
+def test_open_alerts_table_says_who_acknowledged_each(
+    influxdb: InfluxDBServer, replayed: Replayed, tmp_path: Path
+) -> None:
+    """An acknowledgement in the console's book reaches Grafana through the mirror
+    (ingest/influx/acks.py), and the alert's later states keep it."""
+    open_now = [a for a in replayed.result.alerts if a.resolved_at is None]
+    db = f"dash{next(_dbs)}"
+    influxdb.create_database(db)
+    writer = InfluxV1Writer(influxdb.url, db, retry=RetryPolicy(attempts=1))
+    writer.write_lines([alert_line(SITE, a) for a in replayed.result.alerts])
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    book = ConsoleBook(tmp_path / "store.sqlite3")
+    try:
+        for a in replayed.result.alerts:
+            store.save_alert(SITE, a)
+        acked = open_now[0]
+        book.acknowledge(SITE, acked.id, "Dana Ruiz", T0, via="sms")
+        mirror = InfluxMirror(LG, writer, auto_flush=False)
+        acks = AckMirror(mirror, book, store)
+        assert acks.flush() and acks.copy_new() == 0  # each acknowledgement copied once
+    finally:
+        book.close()
+        store.close()
+    mirror.handle([AlertEvent("escalated", T0, acked)])  # a later state of the episode
+    assert mirror.flush()
+    p = panel(build_dashboard(LG), "Open alerts")
+    got = {r["id"]: r["acknowledged"] for r in run(influxdb, db, target(p, "A"), 0, 0, "1m")}
+    assert got == {a.id: ("Dana Ruiz" if a is acked else None) for a in open_now}
+    # Nobody acknowledged the others: the table says so in words, not with an empty cell.
+    (rule,) = [
+        o for o in p["fieldConfig"]["overrides"] if o["matcher"]["options"] == "acknowledged"
+    ]
+    mapping = rule["properties"][0]["value"][0]
+    assert mapping["options"]["match"] == "null"
+    assert mapping["options"]["result"]["text"] == "not acknowledged"
 
 
 def test_duties_table_lists_open_duties_with_their_deadlines(replayed: Replayed) -> None:

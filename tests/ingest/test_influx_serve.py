@@ -63,3 +63,39 @@ def test_serve_refuses_half_an_influx_setting(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 1
     assert "--influx-v2-url needs --influx-bucket, --influx-token-file" in run.stderr
+
+
+def test_serve_copies_acknowledgements_into_the_mirror_when_a_book_is_open(
+    tmp_path: Path,
+) -> None:
+    """With people in the loop (--http or --notify opens the console's book), serve's mirror
+    flusher also copies the book's acknowledgements (ingest/influx/acks.py) for Grafana."""
+    from app.serve import _with_acks
+    from console.book import ConsoleBook
+    from ingest.influx.acks import AckMirror
+    from ingest.influx.mirror import InfluxMirror
+    from siltwatch.config import load_site
+
+    class NoWrites:
+        what = "nowhere"
+
+        def write_lines(self, lines: object) -> None:
+            raise AssertionError("nothing was queued")
+
+        def close(self) -> None:
+            pass
+
+    from ingest.store.sqlite import SqliteStore
+
+    mirror = InfluxMirror(load_site(EXAMPLES / "lake-george-site.toml"), NoWrites())
+    db = tmp_path / "site.sqlite3"
+    assert _with_acks(mirror, None, db) is mirror  # nobody can acknowledge: nothing to copy
+    SqliteStore(db).close()
+    book = ConsoleBook(db)
+    try:
+        wrapped = _with_acks(mirror, book, db)
+        assert isinstance(wrapped, AckMirror)
+        assert wrapped.mirror is mirror and wrapped.book is book
+        wrapped.close()
+    finally:
+        book.close()
