@@ -162,21 +162,27 @@ def test_serve_publishes_the_open_episodes_of_its_store_when_it_starts(
     store.save_alert(SID, ended)
     store.save_alert(SID, still)
     store.close()
+    open_topic = alert_episode_topic(SID, still.id)
     proc = serve_lake_george(mosquitto, tmp_path, db, f"alert-topic-serve-{tmp_path.name}")
     try:
         assert proc.stdout is not None
         assert "siltwatch serving site 'lg-route9n'" in proc.stdout.readline()
         watcher, got = consumer(mosquitto, "alert-topic-serve-watcher")
-        seen = {t: (p, r) for t, p, r in drain(got, 1.0)}
+        # serve publishes its open episodes just after its banner, not before it: wait
+        # for the open one (or 15 s), then a quiet second for anything else it sends.
+        seen: dict[str, tuple[bytes, bool]] = {}
+        deadline = time.monotonic() + 15
+        while open_topic not in seen and time.monotonic() < deadline:
+            seen.update({t: (p, r) for t, p, r in drain(got, 0.2)})
+        seen.update({t: (p, r) for t, p, r in drain(got, 1.0)})
         close(watcher)
     finally:
         rest = interrupt(proc)
+        # The session's broker is shared: leave no retained message behind, pass or fail.
+        cleaner = client(mosquitto, "alert-topic-serve-cleaner", "admin")
+        cleaner.publish(open_topic, b"", qos=1, retain=True).wait_for_publish(5)
+        close(cleaner)
     assert proc.returncode == 0, rest
-    open_topic = alert_episode_topic(SID, still.id)
     assert open_topic in seen and seen[open_topic][1] is True, seen.keys()
     assert AlertMessage.model_validate_json(seen[open_topic][0]).id == still.id
     assert alert_episode_topic(SID, ended.id) not in seen
-    # The session's broker is shared: leave no retained message behind.
-    cleaner = client(mosquitto, "alert-topic-serve-cleaner", "admin")
-    cleaner.publish(open_topic, b"", qos=1, retain=True).wait_for_publish(5)
-    close(cleaner)
