@@ -22,14 +22,16 @@ deterministically with everything else. Who listens is derived from the
 detectors' classes, never stored in a snapshot.
 
 Roles a detector may play besides detecting are declared by hooks the engine
-collects: ``screen()`` (the quality screen every reading passes) and
-``rain_days()`` (its part of the site's daily rain record).
+collects: ``screen()`` (the quality screen every reading passes),
+``rain_days()`` (its part of the site's daily rain record) and
+``quiet_reading()`` (what the batch path may leave out of its readings).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
@@ -89,6 +91,25 @@ class Context:
         that the deadline may already lie behind the rest of the data.
         """
         return self._engine.processed_to()
+
+
+class QuietReading(Enum):
+    """What a *quiet* reading does to a detector: one at which nothing can happen.
+
+    The engine's batch path (analytics/batch.py) calls a detector only where
+    something may happen, and asks each detector of a sensor, through
+    :meth:`Detector.quiet_reading`, what it may leave out.
+    """
+
+    CALL = "call"
+    """Every reading may change something: the batch path calls the detector with each."""
+    NOTHING = "nothing"
+    """A reading changes nothing once the detector has started (its clock runs)."""
+    STARTS_CLOCK = "starts_clock"
+    """The first reading starts the detector's clock: that one is a call, the rest NOTHING."""
+    MOVES_WINDOWS = "moves_windows"
+    """A quiet reading only slides the detector's median windows, which the batch path
+    plans and moves itself from arrays (a turbidity pair, analytics/turbidity.py)."""
 
 
 class TimerQueue:
@@ -173,3 +194,8 @@ class Detector:
     def rain_days(self) -> Sequence[RainDay]:
         """This detector's part of the site's daily rain record (NCG01 Part III §A item 1)."""
         return ()
+
+    def quiet_reading(self) -> QuietReading:
+        """What a reading at which nothing happens does to this detector (the batch path's
+        question, analytics/batch.py); by default it must be called with every reading."""
+        return QuietReading.CALL

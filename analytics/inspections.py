@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from datetime import date
 
 from analytics.calendar import SiteCalendar
-from analytics.detector import Context, Detector
+from analytics.detector import Context, Detector, QuietReading
 from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, Inspection, SensorReading, SiteLogEntry
 from analytics.inspection_desk import KIND as KIND
@@ -139,6 +139,10 @@ class InspectionDetector(Detector):
     def sensors(self) -> Iterable[str]:
         # Every sensor: the routine clock starts at the first reading of any of them.
         return list(self._sensors)
+
+    def quiet_reading(self) -> QuietReading:
+        # A reading only starts the routine clock: after the first one it changes nothing.
+        return QuietReading.STARTS_CLOCK if self.started_at is None else QuietReading.NOTHING
 
     # --- engine callbacks ---------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analytics.detector import Context, Detector
+from analytics.detector import Context, Detector, QuietReading
 from analytics.events import SensorReading
 from analytics.quality import UNUSABLE, USABLE, grade, unusable_reasons
 from analytics.robust import TimeWindow, median_of_sorted
@@ -146,6 +146,22 @@ class TurbidityContrast(Detector):
 
     def sensors(self) -> tuple[str, str]:
         return (self.up, self.down)
+
+    def quiet_reading(self) -> QuietReading:
+        # analytics/batch.py plans the pair's windows from arrays (its _PairPlan).
+        return QuietReading.MOVES_WINDOWS
+
+    def idle(self) -> bool:
+        """Nothing in progress: a judgeable reading under the limit changes nothing but the
+        windows (the batch path moves them itself while the pair is idle)."""
+        return (
+            not self.open
+            and self.exceed_since is None
+            and self.blind_since is None
+            and not self.blind_open
+            and self.clear_since is None
+            and self.peak is None
+        )
 
     # --- input ----------------------------------------------------------------------
 
