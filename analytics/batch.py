@@ -842,9 +842,7 @@ def _allowed(rule: Any, bg: Floats) -> Floats:
 # --- the merge -------------------------------------------------------------------------
 
 
-def release(
-    engine: BatchEngine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int
-) -> None:
+def release(engine: BatchEngine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int) -> None:
     """Process readings (sorted by time then sensor id, unique, all after ``processed_to``)
     with everything else buffered and every timer up to ``limit``, as ``_run_until`` does."""
     batch = _Batch(engine, names, s, t, v, limit)
