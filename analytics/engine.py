@@ -96,7 +96,8 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 #    inspection record fields (Inspection.affiliation ... corrective_actions)
 # 6: the law's site-log clocks (issue 21): stabilization's idle, cleared and cover state,
 #    the inspection detector's routine span (RoutineLife) and cadences, applicable rules
-SNAPSHOT_VERSION = 6
+# 7: turbidity's episode as a state enum (Episode, Peak); analytics enums in snapshots as $enum
+SNAPSHOT_VERSION = 7
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
