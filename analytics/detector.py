@@ -44,6 +44,7 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from analytics.timers import Tag
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 
@@ -65,8 +66,10 @@ class Context:
     def zone(self) -> ZoneInfo:
         return self.site.site.zone
 
-    def schedule(self, detector: Detector, at: int, tag: str = "") -> None:
+    def schedule(self, detector: Detector, at: int, tag: Tag = "") -> None:
         """Call ``detector.on_timer(at, tag, ctx)`` once event time reaches ``at``.
+
+        ``tag``: the subject's id, or a typed tag (analytics/timers.py).
 
         Timers cannot be cancelled: a detector checks, when one fires, whether
         it still matters (cheaper than cancellation, and trivially snapshotted).
@@ -115,7 +118,7 @@ class QuietReading(Enum):
 class TimerQueue:
     """Implemented by the engine; declared here to keep the import direction one-way."""
 
-    def schedule(self, detector_name: str, at: int, tag: str) -> None:
+    def schedule(self, detector_name: str, at: int, tag: Tag) -> None:
         raise NotImplementedError
 
     def processed_to(self) -> int | None:
@@ -143,7 +146,7 @@ class Detector:
         health stage; a flagged reading must never silently drive a regulatory alert.
         """
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         """A timer this detector scheduled has come due."""
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:

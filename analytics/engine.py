@@ -55,7 +55,12 @@ the screen and the detectors only where something may happen; late data, a
 live engine, or anything else it cannot take exactly goes through ``feed``.
 The batch path keeps nothing of its own between calls (no numpy in a
 snapshot), and tests/analytics/test_batch_path.py holds it to the per-reading
-path byte for byte.
+path byte for byte. It is a part of the engine's own module family below it:
+the engine imports it, never the other way; what it reads and changes of the
+engine is declared as a Protocol there (``analytics.batch.BatchEngine``) and
+offered here as public methods ("the batch path's view" below), and what it
+may leave out of a detector's readings each detector declares
+(``Detector.quiet_reading``).
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_S
 from siltwatch.applicability import applicable_rules
 from siltwatch.config import SiteConfig
@@ -96,7 +102,8 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 #    inspection record fields (Inspection.affiliation ... corrective_actions)
 # 6: the law's site-log clocks (issue 21): stabilization's idle, cleared and cover state,
 #    the inspection detector's routine span (RoutineLife) and cadences, applicable rules
-# 7: turbidity's episode as a state enum (Episode, Peak); analytics enums in snapshots as $enum
+# 7: turbidity's episode as a state enum (Episode, Peak); analytics enums in snapshots as $enum;
+#    typed timer tags (analytics/timers.py) in the timer heap, written as objects
 SNAPSHOT_VERSION = 7
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
@@ -232,8 +239,8 @@ class Engine(TimerQueue):
         # (t, kind, key, payload) — key makes ties deterministic.
         self._buffer: list[BufferEntry] = []
         self._buffered_keys: set[tuple[str, int]] = set()
-        self._timers: list[tuple[int, str, str]] = []
-        self._timer_keys: set[tuple[int, str, str]] = set()
+        self._timers: list[tuple[int, str, Tag]] = []
+        self._timer_keys: set[tuple[int, str, Tag]] = set()
         self._last_sensor_t: dict[str, int] = {}
         self._max_seen: int | None = None
         self._released_to: int | None = None  # everything with t <= this has been processed
@@ -251,11 +258,11 @@ class Engine(TimerQueue):
         # Event type -> its subscribers in detector order (filled as types are published).
         self._subscribers: dict[type[DetectorEvent], list[Detector]] = {}
         # While a batch runs: keeps the offline checks it walks itself out of the heap.
-        self._hold: Callable[[str, int, str], bool] | None = None
+        self._hold: Callable[[str, int, Tag], bool] | None = None
 
     # --- TimerQueue -------------------------------------------------------------
 
-    def schedule(self, detector_name: str, at: int, tag: str) -> None:
+    def schedule(self, detector_name: str, at: int, tag: Tag) -> None:
         if self._hold is not None and self._hold(detector_name, at, tag):
             return
         key = (at, detector_name, tag)
@@ -741,18 +748,18 @@ class Engine(TimerQueue):
             elif clock.progress is None or t > clock.progress:
                 clock.progress = t
 
-    def timers_of(self, detector_name: str) -> list[tuple[int, str]]:
+    def timers_of(self, detector_name: str) -> list[tuple[int, Tag]]:
         """(at, tag) of every timer ``detector_name`` has waiting (in the heap's order)."""
         return [(at, tag) for at, name, tag in self._timers if name == detector_name]
 
-    def cancel_timer(self, at: int, detector_name: str, tag: str) -> None:
+    def cancel_timer(self, at: int, detector_name: str, tag: Tag) -> None:
         """Take one waiting timer out (a batch fires it itself); it must be waiting."""
         key = (at, detector_name, tag)
         self._timer_keys.discard(key)
         self._timers.remove(key)
         heapq.heapify(self._timers)
 
-    def hold_timers(self, hold: Callable[[str, int, str], bool] | None) -> None:
+    def hold_timers(self, hold: Callable[[str, int, Tag], bool] | None) -> None:
         """While a batch runs: ``hold(name, at, tag)`` True keeps a timer out of the heap."""
         self._hold = hold
 

@@ -57,6 +57,7 @@ from analytics.detector import Context, Detector, Screen
 from analytics.events import SensorReading
 from analytics.quality import usable_in_median
 from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of_sorted
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
@@ -282,8 +283,8 @@ class SensorHealth(Detector):
         st.due = base + st.offline_ms
         ctx.schedule(self, st.due, st.sensor)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        st = self._states.get(tag)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        st = self._states.get(tag) if isinstance(tag, str) else None  # the tag: the sensor id
         if st is None or st.due != at:
             return
         st.due = None

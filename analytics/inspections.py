@@ -55,10 +55,10 @@ from analytics.inspection_timers import (
     QuarterTimer,
     SecondTimer,
     WeekTimer,
-    decode,
 )
 from analytics.inspection_twice_weekly import TwiceWeeklyCadence, TwiceWeeklyRule
 from analytics.rain import RainDetector, StormEnded
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
@@ -202,8 +202,8 @@ class InspectionDetector(Detector):
         if done is not None:
             self._after_completions([done.rec], done.t, done.inspector, desk)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        timer, desk = decode(tag), self._desk(ctx)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        timer, desk = tag, self._desk(ctx)
         routine, quarterly = self.routine, self.quarterly
         if isinstance(timer, DueTimer):
             self.watch.check(timer.duty_id, at, ctx)

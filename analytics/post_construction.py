@@ -38,6 +38,7 @@ from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.post_construction import PostConstructionKind, PostConstructionReason
@@ -53,6 +54,18 @@ WORDS = OverdueWords(
     "Carry it out and record it in the inspections record, naming the duty id.",
     "Post-construction duty done",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderOpens(TimerTag):
+    """The ``n``-th duty of ``reason`` opens (30 local days before its deadline ``due``)."""
+
+    reason: Reason
+    n: int
+    due: int
+
+    def text(self) -> str:
+        return f"open|{self.reason!s}|{self.n}|{self.due}"
 
 
 @dataclass(frozen=True)
@@ -133,13 +146,11 @@ class PostConstructionDetector(Detector):
             done = self.engineer_done = self.engineer_done + 1
             self._plan(Reason.ENGINEER_INSPECTION, done + 1, self._after(day, engineer), t, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        what, _, rest = tag.partition("|")
-        if what == "due":  # a deadline: the tag names the duty
-            self.watch.check(rest, at, ctx)
-        elif what == "open":  # a reminder opens: "open|<reason>|<n>|<due>"
-            reason, n, due = rest.split("|")
-            self._open(Reason(reason), int(n), int(due), at, ctx)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, DutyDue):  # a deadline: the tag names the duty
+            self.watch.check(tag.duty_id, at, ctx)
+        elif isinstance(tag, ReminderOpens):
+            self._open(tag.reason, tag.n, tag.due, at, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:
         self.watch.refresh(end, ctx)
@@ -158,7 +169,7 @@ class PostConstructionDetector(Detector):
         if opens <= after:
             self._open(reason, n, due, after, ctx)
         else:
-            ctx.schedule(self, opens, f"open|{reason.value}|{n}|{due}")
+            ctx.schedule(self, opens, ReminderOpens(reason, n, due))
 
     def _open(self, reason: Reason, n: int, due: int, at: int, ctx: Context) -> None:
         rules, since = self.rules, self._since()
@@ -197,7 +208,7 @@ class PostConstructionDetector(Detector):
             evidence={"construction_completed": None if completed is None else iso(completed)},
         )
         rec = self.watch.create(ctx, KIND, reason, self.site_id, (at, due), note)
-        ctx.schedule(self, due, f"due|{rec.id}")
+        ctx.schedule(self, due, DutyDue(rec.id))
 
     # --- days ---------------------------------------------------------------------------
 
