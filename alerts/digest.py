@@ -34,7 +34,7 @@ LATE_LIMIT_S = 6 * 3600
 
 
 class DigestSource(Protocol):
-    """What the digest reads from the store (ingest/store.py SqliteStore provides it)."""
+    """What the digest reads from the store (ingest/store/sqlite.py SqliteStore provides it)."""
 
     def open_alerts(self, site: str) -> list[Alert]: ...
 

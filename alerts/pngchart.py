@@ -1,8 +1,8 @@
 """The alert email's inline plot, as the email channel receives it: a drawn PNG and its data.
 
 The chart provider (``chart_for`` of the email channel; in the service,
-console/email_charts.py) draws the PNG with the console's own charting code
-(console/chart_draw.py, matplotlib), so the email shows the chart the console
+console/charts/email.py) draws the PNG with the console's own charting code
+(console/charts/draw.py, matplotlib), so the email shows the chart the console
 and the report show: the same medians, limit lines, shaded alert episode,
 local-time axis and legend. This module only carries it, so that ``alerts/``
 imports without the server extra (no plotting library here): a station or a

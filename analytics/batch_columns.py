@@ -5,7 +5,7 @@ Python objects that is a few hundred bytes and a few microseconds a row before
 the detections have done anything; as three numpy arrays (a sensor code into
 a table of names, epoch milliseconds, values) it is 20 bytes a row and no
 per-row work at all. :class:`ReadingColumns` is that: what the CSV reader
-produces (ingest/columns.py) and what :meth:`analytics.engine.Engine.feed_columns`
+produces (ingest/recordings/columns.py) and what :meth:`analytics.engine.Engine.feed_columns`
 takes (analytics/batch.py).
 
 It is also a ``Sequence[SensorReading]``: code that wants readings one by one

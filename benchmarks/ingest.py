@@ -139,7 +139,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from analytics.episodes import stable_id
 from analytics.events import SensorReading
 from analytics.timeutil import iso, to_ms
-from ingest.recording import read_recording
+from ingest.recordings.formats import read_recording
 from ingest.service import IngestService
 from ingest.sites import partition_of
 from siltwatch.config import SiteConfig, load_site
@@ -507,7 +507,7 @@ class Serve:
         self.pg_url = pg_url
         self.alert_log = broker.workdir / f"{tag}-alerts.jsonl"
         self.log_path = broker.workdir / f"{tag}-serve.log"
-        cmd = [sys.executable, "-m", "siltwatch.cli", "serve", *where]
+        cmd = [sys.executable, "-m", "app.cli", "serve", *where]
         cmd += ["--broker", f"mqtt://{LOOPBACK}:{broker.port}", "--db", pg_url or str(self.db)]
         cmd += ["--alert-log", str(self.alert_log), "--tick-s", "0"]
         cmd += ["--client-id", self.client_id, "--take-over", *extra]

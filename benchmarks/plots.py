@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python -m benchmarks.plots`` (``--days 30`` for a month).
 
-Charts are drawn with matplotlib (console/chart_draw.py). A site page draws
+Charts are drawn with matplotlib (console/charts/draw.py). A site page draws
 each chart twice (a wide and a phone-width drawing), the report once at half
 a page, the email once as a PNG at 2x. This times, on the demo week's store
 (tests/console/app_world.py: the Lake George storm week, 1-minute and
@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from console import chart_draw
-from console.email_charts import AlertCharts
-from console.plots import Chart, RefLine, Series, site_charts
-from ingest.store import SqliteStore
+from console.charts import draw as chart_draw
+from console.charts.email import AlertCharts
+from console.charts.plots import Chart, RefLine, Series, site_charts
+from ingest.store.sqlite import SqliteStore
 from tests.console.app_world import SID, SITE, week_store
 
 WEEK_START_MS = 1_777_867_200_000  # 2026-05-04 00:00 EDT
@@ -52,7 +52,7 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 
 def fresh(fn: Callable[[], object]) -> object:
-    """``fn`` with no drawing kept from before (console/chart_draw.py keeps the last ones)."""
+    """``fn`` with no drawing kept from before (console/charts/draw.py keeps the last ones)."""
     chart_draw._DRAWN.clear()
     return fn()
 

@@ -8,9 +8,9 @@ rows of ``time,sensor,value`` CSV (the replay contract's recording format).
 Then runs, each in a fresh Python process of its own (so that each side's peak
 resident memory is its own: ``ru_maxrss`` of that process),
 
-(a) siltwatch: parsing the CSV into readings (``ingest.recording.read_recording``:
+(a) siltwatch: parsing the CSV into readings (``ingest.recordings.formats.read_recording``:
     column-wise with pandas' C parser) and the engine run
-    (``ingest.replay.replay_site``: ordering, the health screen, 20
+    (``ingest.recordings.replay.replay_site``: ordering, the health screen, 20
     turbidity-contrast detectors with 15-minute rolling medians on both probes,
     alert episodes — the batch path of analytics/batch.py);
 (b) pandas alone: ``read_csv`` of the same file, time parsing, and the same
@@ -126,9 +126,9 @@ def run_siltwatch(
     site: SiteConfig, path: Path, *, row_wise: bool = False
 ) -> tuple[float, float, int, int]:
     """(parse s, engine s, readings, alerts)."""
-    from ingest import columns  # noqa: F401 - imported before the clock starts
-    from ingest.recording import _read_csv_rows, read_recording
-    from ingest.replay import replay_site
+    from ingest.recordings import columns  # noqa: F401 - imported before the clock starts
+    from ingest.recordings.formats import _read_csv_rows, read_recording
+    from ingest.recordings.replay import replay_site
 
     t = time.perf_counter()
     readings = (

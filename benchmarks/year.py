@@ -167,9 +167,9 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
         run_pandas(Path(args[0]))
         return {"seconds": clock() - t}
     if which == "replay":
-        from ingest import columns  # noqa: F401 - before the clock starts
-        from ingest.recording import read_recording
-        from ingest.replay import replay_site
+        from ingest.recordings import columns  # noqa: F401 - before the clock starts
+        from ingest.recordings.formats import read_recording
+        from ingest.recordings.replay import replay_site
         from siltwatch.config import load_site
 
         site = load_site(SITE_FILE)
@@ -207,8 +207,8 @@ def in_subprocess(which: str, *args: str) -> dict[str, Any]:
 
 def load_readings(db: str, csv_path: Path, site_id: str | None = None) -> float:
     """Store the recording's readings in chunks of 50,000 (no engine); seconds taken."""
-    from ingest.recording import read_recording
-    from ingest.store_open import open_store
+    from ingest.recordings.formats import read_recording
+    from ingest.store.from_url import open_store
     from siltwatch.config import load_site
 
     site = load_site(SITE_FILE)
@@ -233,7 +233,7 @@ def rebuild(db: str, site_id: str | None = None) -> float:
     Leaves what a service leaves: the alerts and duties stored, and a snapshot.
     """
     from ingest.service import IngestService
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
     from siltwatch.config import load_site
 
     site = load_site(SITE_FILE)
@@ -301,7 +301,7 @@ def console_pages(db: str, repeat: int) -> Pages:
 
     from console.app import make_app
     from console.book import ConsoleBook
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
     from siltwatch.config import load_site
     from tests.console.app_world import log_in
 
@@ -348,8 +348,8 @@ def console_pages(db: str, repeat: int) -> Pages:
 
 def whole_report(db: str) -> float:
     """The report of every day the store holds, built as the command line builds it."""
-    from console.report import build_report
-    from ingest.store_open import open_store
+    from console.report.document import build_report
+    from ingest.store.from_url import open_store
     from siltwatch.config import load_site
 
     site = load_site(SITE_FILE)
@@ -376,8 +376,8 @@ def export_times(db: str, work: Path) -> dict[str, float]:
     """``siltwatch export`` of the readings (CSV, Parquet) and the two baselines."""
     import pandas as pd
 
-    from ingest.export import ExportFormat, SiteSlice, Window, export_tables, tables_named
-    from ingest.store_open import open_store_read_only
+    from ingest.outputs.export import ExportFormat, SiteSlice, Window, export_tables, tables_named
+    from ingest.store.from_url import open_store_read_only
     from siltwatch.config import load_site
 
     site = load_site(SITE_FILE)

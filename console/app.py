@@ -62,7 +62,7 @@ from console import (
 )
 from console.book import ConsoleBook
 from console.desk import FieldDesk
-from console.report_maker import InspectorReport, ReportRenderer
+from console.report.maker import InspectorReport, ReportRenderer
 from console.web import (
     TEMPLATES_DIR,
     Console,
@@ -72,7 +72,7 @@ from console.web import (
     login_redirect_target,
     render,
 )
-from ingest.store_open import open_store
+from ingest.store.from_url import open_store
 from siltwatch.config import SiteConfig
 
 STATIC_DIR = Path(__file__).with_name("static")
@@ -212,7 +212,7 @@ def make_app(
     where people and the SMS gateway reach the console (``https://...`` makes
     the cookies Secure; the Twilio signature is checked against it);
     ``twilio_token`` the gateway's auth token (None: inbound SMS refused);
-    ``report_renderer`` the inspector's report (default console/report.py);
+    ``report_renderer`` the inspector's report (default console/report/document.py);
     ``outboxes`` each site's delivery outbox, whose audit the alert page shows
     (console/deliveries.py); ``refresh_s`` how often live pages update themselves.
     ``clock`` is also "now" on the pages (how overdue, how long a station is

@@ -2,7 +2,7 @@
 
 The book (console/book.py) writes its statements once, in SQLite's spelling,
 and this adapter runs them on either backend, so the two cannot drift apart
-(the same translation as the record store's, ingest/store_pg.py):
+(the same translation as the record store's, ingest/store/postgres.py):
 
 - :meth:`BookDb.execute` runs one statement *whole* under the book's lock and
   hands back its rows. On PostgreSQL the book's threads share one connection
@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ingest.store_open import is_postgres_url
+from ingest.store.from_url import is_postgres_url
 
 if TYPE_CHECKING:
     import psycopg
@@ -158,7 +158,7 @@ class PostgresBookDb(BookDb):
         try:
             import psycopg
 
-            from ingest.store_pg import (
+            from ingest.store.postgres import (
                 claim_key,
                 postgres_schema,
                 postgres_sql,
@@ -218,7 +218,7 @@ def _first_line(exc: Exception) -> str:
 
 def open_book_db(db: Path | str, lock: threading.RLock, schema: str) -> BookDb:
     """The book's tables in ``--db``, created when missing: a SQLite file or a
-    ``postgresql://`` URL (ingest/store_open.py reads ``--db`` the same way)."""
+    ``postgresql://`` URL (ingest/store/from_url.py reads ``--db`` the same way)."""
     if is_postgres_url(db):
         return PostgresBookDb(str(db), lock, schema)
     return SqliteBookDb(Path(db), lock, schema)

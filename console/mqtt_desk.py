@@ -1,6 +1,6 @@
 """The field desk of a console that runs apart from the workers: it publishes over MQTT.
 
-``siltwatch console`` (siltwatch/console_cmd.py) serves one web console over every
+``siltwatch console`` (app/console_cmd.py) serves one web console over every
 site of a fleet, but it owns no site: each site is judged by the worker whose
 partition holds it, and that worker alone writes the site's store rows. So what
 a person records in the console takes the road a field tablet's record takes:
@@ -15,7 +15,7 @@ clock-skew bound, so an entry the worker would refuse is refused at the form
 with the worker's reason instead of vanishing into a rejection row.
 
 Each :meth:`MqttDesk.submit` opens its own short connection (clean start, a
-client id of its own; ingest/mqtt_publish.py) and waits for the PUBACK: a form is submitted rarely, a
+client id of its own; ingest/mqtt/publish.py) and waits for the PUBACK: a form is submitted rarely, a
 per-request client needs no locking between concurrent requests, and an entry
 the broker did not take is never left queued in a long-lived client to be
 delivered behind the person's back after they were told it failed.
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 
 from console.desk import DeskError
 from ingest.decode import DEFAULT_MAX_CLOCK_SKEW_S, Decoded, Rejected, decode_message
-from ingest.mqtt_ingest import BrokerSettings
-from ingest.mqtt_publish import NotAcknowledged, publish_acknowledged
+from ingest.mqtt.publish import NotAcknowledged, publish_acknowledged
+from ingest.mqtt.session import BrokerSettings
 from ingest.sites import site_of_topic
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import utc_iso

@@ -10,7 +10,7 @@ field tablet (the alerts ask to "record the corrective action in the site log").
 
 The page also shows who was told and when (the delivery audit:
 console/deliveries.py), the silence that held it from people if any, and the
-episode's plot (console/plots.py, the same chart as the email's).
+episode's plot (console/charts/plots.py, the same chart as the email's).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
+from console.charts.email import episode_window
+from console.charts.plots import Chart, level_chart, trap_chart, turbidity_chart
 from console.deliveries import delivery_lines
 from console.desk import DeskError
-from console.email_charts import episode_window
 from console.notes import NoteKind
-from console.plots import Chart, level_chart, trap_chart, turbidity_chart
 from console.web import (
     Console,
     Refused,

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, Response
 from console import views
 from console.auth import Permission
 from console.web import Console, Refused, console_of, page_user, render, site_for
-from ingest.store_sql import SqlStore
+from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import local_time
 
@@ -126,7 +126,7 @@ async def overview(request: Request) -> Response:
 
 
 def _charts(site: SiteConfig, store: SqlStore, window: Window) -> list[Markup]:
-    from console.plots import site_charts  # drawn on demand: the overview needs no plots
+    from console.charts.plots import site_charts  # drawn on demand: the overview needs no plots
 
     return [
         Markup(chart.html()) for chart in site_charts(site, store, window.start_ms, window.end_ms)

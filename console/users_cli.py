@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from console.book import CONSOLE_ROLES, BookError, ConsoleBook
-from ingest.store_open import is_postgres_url
+from ingest.store.from_url import is_postgres_url
 
 EXIT_OK, EXIT_FAIL = 0, 1
 _SITE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -28,7 +28,7 @@ from alerts.silences import may_be_silenced
 from console.book import ConsoleBook
 from console.notes import NoteKind
 from console.silences import Silence
-from ingest.store_sql import SqlStore
+from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number

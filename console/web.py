@@ -27,8 +27,8 @@ from starlette.templating import Jinja2Templates
 from console.auth import SESSION_COOKIE, Permission, Sessions, SessionUser, same_token
 from console.book import ConsoleBook
 from console.desk import FieldDesk
-from console.report_maker import ReportRenderer
-from ingest.store_sql import SqlStore
+from console.report.maker import ReportRenderer
+from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import local_time
 

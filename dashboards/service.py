@@ -5,7 +5,7 @@ shows the service watching them: is it ready, how far behind real time is its
 engine, what does it take in and refuse, is anything stuck in the delivery
 outbox or the InfluxDB mirror's queue. Built the same way — typed code with
 grafana-foundation-sdk, deterministic JSON — and every query names its metric
-through siltwatch/service_metrics.py, the table the exporter (ingest/metrics.py)
+through siltwatch/service_metrics.py, the table the exporter (ingest/ops/metrics.py)
 reads too, so a renamed metric cannot leave a panel querying nothing
 (tests/ingest/test_metrics.py).
 """

@@ -33,7 +33,7 @@ is all or nothing: one bad reading refuses the whole batch, and the reason
 says which one.
 
 :func:`validate_payload` (the wire checks against the topic, without a site)
-is shared with JSONL capture replay (ingest/recording.py ``parse_payload``).
+is shared with JSONL capture replay (ingest/recordings/formats.py ``parse_payload``).
 """
 
 from __future__ import annotations

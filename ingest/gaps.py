@@ -12,7 +12,7 @@ for a retention window (edge/outbox.py). So the service can see a hole and ask:
   is more than one past the highest seen, or the station's status says it took
   more readings than arrived while it has nothing waiting (``backlog`` 0).
 * **A request** (siltwatch.schema.ResendRequest, published by
-  ingest/mqtt_ingest.py on the station's command topic) goes out
+  ingest/mqtt/session.py on the station's command topic) goes out
   ``first_request_s`` after the gap opened (readings still in flight or out of
   order fill it first), then with exponential backoff (siltwatch/backoff.py),
   at most ``max_per_tick`` at a time: a request per gap, never a storm.

@@ -4,7 +4,7 @@ Why: a reading refused as "unknown station" or "unknown sensor" is not bad
 data; the site file did not (yet) name its station or sensor. A file cut down
 by mistake for a few seconds used to turn every acknowledged reading of that
 time into a rejection for good (issue 23: 1,960 readings). Such rejections
-keep the whole payload (ingest/store_sql.py ``HELD_REASONS``), and when the
+keep the whole payload (ingest/store/queries.py ``HELD_REASONS``), and when the
 service starts or its configuration changes, :func:`readmit` runs them through
 the normal path again, with their original arrival times: decoded against the
 current configuration, committed (duplicates dropped), the rejection rows
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from analytics.events import EngineEvent
 from ingest.decode import Rejected, decode_message
 from ingest.service import Incoming, IngestService
-from ingest.store_sql import HELD_REASONS
+from ingest.store.queries import HELD_REASONS
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The daily rain log (NCG01 Part III §A item 1: the gauge read and recorded
 daily) and the storms in a report or in ``siltwatch records`` come from
 replaying the stored gauge readings through the engine's rain detector
-(console/report.py ``rain_record``, ingest/records.py ``daily_rain``), so
+(console/report/document.py ``rain_record``, ingest/outputs/records.py ``daily_rain``), so
 that they follow the live engine's quality policy, local days and storm
 segmentation. Replaying a site's whole history for one week made a report's
 cost grow with the site's age (a year of a 5-minute gauge is 105,120
@@ -32,7 +32,7 @@ from datetime import datetime, time, timedelta
 from analytics.events import SensorReading
 from analytics.rain import DAY_MS, RainDetector
 from analytics.timeutil import MS_PER_S
-from ingest.store_sql import SqlStore
+from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
 
 MAX_LEAD_IN_MS = 92 * DAY_MS  # beyond this without a quiet day boundary: the whole history

@@ -40,7 +40,7 @@ def reload_refusal(
     """Why ``new`` may not replace ``old`` (one line naming ``path``), or None.
 
     ``recent``: the ids of the site's sensors with a reading dated in the last
-    :data:`RECENT_MS` (ingest/store_sql.py ``recent_sensors``).
+    :data:`RECENT_MS` (ingest/store/queries.py ``recent_sensors``).
     """
     keeps = f"site {old.site.id!r} keeps the configuration it runs ({FORCE} forces it)"
     if old.sensors() and not new.sensors():

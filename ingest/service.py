@@ -27,7 +27,7 @@ dispatched only when it changes the stored episode, so a restart or a
 rebuild never repeats a notification.
 
 ``handle_message``/``handle_batch`` need no broker, so tests drive them
-directly; ingest/mqtt_ingest.py connects them to a real broker.
+directly; ingest/mqtt/session.py connects them to a real broker.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from ingest.decode import (
     to_station_report,
 )
 from ingest.gaps import GapPolicy, GapTracker, LostRange
-from ingest.store_sql import SnapshotRow, SqlStore, StoredAlert
+from ingest.store.queries import SnapshotRow, SqlStore, StoredAlert
 from siltwatch.config import SiteConfig
 from siltwatch.counters import Counters
 from siltwatch.latemarks import LATE_PREFIX as LATE_PREFIX
@@ -86,7 +86,7 @@ class EventHandler(Protocol):
 
 
 ReadingMirror = Callable[[str, list[tuple[str, SensorReading]]], None]
-"""Gets (site, [(station, reading), ...]) for every newly stored reading (ingest/influx.py)."""
+"""Gets (site, [(station, reading), ...]) for every newly stored reading (ingest/influx/mirror.py)."""
 
 Progress = Callable[[int, int], None]
 
@@ -354,7 +354,7 @@ class IngestService:
         return [self.site_id]
 
     def fence(self, token: int, owner: str) -> None:
-        """Claim the site in the store under ``token`` (ingest/fence.py); from now on a
+        """Claim the site in the store under ``token`` (ingest/store/fence.py); from now on a
         commit under it is refused once a newer claim is stored (Fenced)."""
         with self.lock:
             self.store.claim_site(self.site_id, token, owner)
@@ -474,7 +474,7 @@ class IngestService:
 
     def completeness_due(self, now_ms: int) -> list[ResendRequest]:
         """Record the gaps no answer filled in time; the resend requests due now (for
-        ingest/mqtt_ingest.py to publish). Nothing when gaps are not watched."""
+        ingest/mqtt/session.py to publish). Nothing when gaps are not watched."""
         if self.gaps is None:
             return []
         with self.lock:

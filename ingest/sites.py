@@ -2,7 +2,7 @@
 
 Why a router rather than one ``serve`` per site: a town watches tens of sites,
 and a process per site means tens of broker connections, store writers and
-rebuilds to supervise. :class:`SiteRouter` presents to ingest/mqtt_ingest.py
+rebuilds to supervise. :class:`SiteRouter` presents to ingest/mqtt/session.py
 what one :class:`~ingest.service.IngestService` presents (``handle_batch``,
 ``tick``, ``close``, ``stats``, ``site_ids``) but holds one service per site and
 routes each message by the site segment of its topic.
@@ -21,7 +21,7 @@ The rules that keep it honest:
   unacknowledged (the broker delivers it again).
 * **A message for a site this worker does not own** (an old subscription of a
   persistent session, a stray publish) gets a stored, counted rejection.
-* **One lock.** All services share one :class:`~ingest.store.SqliteStore` and
+* **One lock.** All services share one :class:`~ingest.store.sqlite.SqliteStore` and
   its one connection, whose transaction is one at a time; they share the
   router's lock, so a tick of one site never writes inside another's commit.
 
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 from analytics.events import EngineEvent
 from ingest.service import Committed, Incoming, IngestService, IngestStats
-from ingest.store import SqliteStore
-from ingest.store_sql import StoreUnreachable
+from ingest.store.queries import StoreUnreachable
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig
 from siltwatch.schema import ResendRequest
 

@@ -11,7 +11,7 @@ Accounts:
 
 ``ingest``
     The siltwatch services: read ``siltwatch/#`` (readings, status, inspections),
-    write ``siltwatch/v1/+/alerts/#`` (one topic per episode, ingest/alert_topic.py)
+    write ``siltwatch/v1/+/alerts/#`` (one topic per episode, ingest/mqtt/alert_topic.py)
     and the stations' resend requests (``siltwatch/v1/+/+/cmd/resend``, ingest/gaps.py).
 ``{site}/{station}``
     One per edge station: write only its readings
@@ -29,7 +29,7 @@ a person (``--operators`` TOML)
     Their names cannot contain ``/``, so they never collide with a station.
 
 This module is pure: it validates and builds text. Reading the site files and
-writing the output is ``siltwatch/brokeraccess_cli.py``.
+writing the output is ``app/brokeraccess_cli.py``.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def acl_text(
         f"user {ingest_user}",
         f"topic read {'siltwatch/#'}",
         f"topic write {_topic('+', 'alerts', '#')}",  # one retained topic per episode
-        # The one-owner lease of each site's ingest service (ingest/mqtt_ingest.py).
+        # The one-owner lease of each site's ingest service (ingest/mqtt/session.py).
         f"topic write {_topic('+', 'ingest', 'owner')}",
         # Resend requests for what a broker lost (ingest/gaps.py, edge/publisher.py).
         f"topic write {_topic('+', '+', 'cmd', 'resend')}",

@@ -1,6 +1,6 @@
 """The InfluxDB measurements siltwatch writes and its Grafana dashboards read.
 
-ingest/influx.py writes them and dashboards/ queries them, but dashboards may
+ingest/influx/mirror.py writes them and dashboards/ queries them, but dashboards may
 not import ingest (README.md, "Folders"): the names live here, in the one
 package both may import, so a renamed field breaks at import time on both sides
 instead of silently emptying a panel.

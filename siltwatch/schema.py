@@ -575,7 +575,7 @@ def alerts_topic(site: str) -> str:
 
 def alert_episode_topic(site: str, alert_id: str) -> str:
     """One alert episode's own topic under the site's alerts topic: its retained message
-    is the episode as it stands (ingest/alert_topic.py; docs/wire-format.md)."""
+    is the episode as it stands (ingest/mqtt/alert_topic.py; docs/wire-format.md)."""
     return f"{alerts_topic(site)}/{_check_id('alert', alert_id)}"
 
 

@@ -1,6 +1,6 @@
 """The metrics ``siltwatch serve`` exports to Prometheus, each described once.
 
-Why a table here rather than in the exporter: the collector (ingest/metrics.py)
+Why a table here rather than in the exporter: the collector (ingest/ops/metrics.py)
 and the service's own Grafana dashboard (dashboards/service.py) both loop over
 it, and dashboards/ may import only siltwatch/ (README.md, "Folders"). A panel
 therefore names a metric through its description, never by a typed string, and

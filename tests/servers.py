@@ -29,9 +29,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from ingest.broker import LOOPBACK as LOOPBACK  # re-exported for the tests and benchmarks
-from ingest.broker import EmbeddedBroker, LoopbackServer, StartStop
-from ingest.broker import free_port as free_port  # re-exported for the tests
+from ingest.mqtt.embedded_broker import (
+    LOOPBACK as LOOPBACK,  # re-exported for the tests and benchmarks
+)
+from ingest.mqtt.embedded_broker import EmbeddedBroker, LoopbackServer, StartStop
+from ingest.mqtt.embedded_broker import free_port as free_port  # re-exported for the tests
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
@@ -422,7 +424,7 @@ class MosquittoServer(_LoopbackProcess):
 
 
 class AmqttServer(EmbeddedBroker):
-    """The embedded amqtt broker (ingest/broker.py) as a test server: MQTT 3.1.1, anonymous."""
+    """The embedded amqtt broker (ingest/mqtt/embedded_broker.py) as a test server: MQTT 3.1.1, anonymous."""
 
 
 class InfluxDBServer(_LoopbackProcess):

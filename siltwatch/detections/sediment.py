@@ -88,7 +88,7 @@ def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
     warn, clean = trap_fractions(site, trap)
     share = storage_lost_pct(site, trap)
     if share is not None:
-        # As the console draws it (console/plots.py trap_chart): volume, not depth.
+        # As the console draws it (console/charts/plots.py trap_chart): volume, not depth.
         return level_panel(
             f"Sediment trap {trap.id}: storage lost",
             "%",

@@ -24,7 +24,7 @@ from aiosmtpd.controller import Controller
 
 from alerts.messages import SiteLabel
 from alerts.routing import Notification
-from ingest.broker import StartStop
+from ingest.mqtt.embedded_broker import StartStop
 from siltwatch.config import Contact
 from siltwatch.schema import Alert, Duty
 from tests.servers import ThreadedHttpServer

@@ -24,7 +24,7 @@ from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
 from alerts.routing import Notification
 from alerts.worker import DeliveryWorker, OutboxSink
-from console.plots import Chart, RefLine, Series
+from console.charts.plots import Chart, RefLine, Series
 from siltwatch.schema import Alert
 from tests.alerts.helpers import (
     CITATION,

@@ -21,7 +21,7 @@ from alerts.messages import SiteLabel, section_only, sms_citation
 from alerts.routing import Notification, announced, route
 from alerts.sms import SmsSettings, SmsSink
 from analytics.events import AlertEvent
-from ingest.replay import ReplayResult, replay_file
+from ingest.recordings.replay import ReplayResult, replay_file
 from siltwatch.timefmt import utc_iso
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -28,10 +28,10 @@ from alerts.outbox import Outbox
 from alerts.sms import SmsSettings, SmsSink
 from alerts.worker import DeliveryWorker, OutboxSink
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, MS_PER_S
-from ingest.recording import read_csv_readings
-from ingest.replay import replay_site
+from ingest.recordings.formats import read_csv_readings
+from ingest.recordings.replay import replay_site
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.latemarks import found_late
 from tests.alerts.helpers import FakeClock, HttpServer, SmtpServer, form, twilio_check

@@ -221,7 +221,7 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 def test_serve_refuses_a_bad_notify_file_before_connecting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from siltwatch.cli import EXIT_FAIL, REPO_EXAMPLES, main
+    from app.cli import EXIT_FAIL, REPO_EXAMPLES, main
 
     path = write(tmp_path, GOOD.replace("max_per_hour = 2", "max_per_hour = 0"))
     argv = ["serve", "--site", str(REPO_EXAMPLES / "lake-george-site.toml"), "--notify", str(path)]

@@ -10,7 +10,7 @@ from alerts.digest import Digests
 from alerts.outbox import Outbox
 from alerts.quiet import quiet_until
 from alerts.worker import OutboxSink
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import Contact, SiteConfig, load_site
 from tests.alerts.helpers import FakeClock, RecordingChannel, alert, duty, note
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from analytics import batch
 from analytics.engine import Engine
 from analytics.events import EngineEvent, Inspection, SensorReading, SiteLogEntry, StationReport
-from ingest.recording import _read_csv_rows, read_inspections, read_site_log
+from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
 from siltwatch.config import SiteConfig, load_site
 from tests.analytics.strategies import CUTS, PROPERTY_SETTINGS, SEEDS, Recording, recordings
 from tests.analytics.test_batch_path import (

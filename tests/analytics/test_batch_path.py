@@ -42,8 +42,8 @@ from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, StationReport
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_MIN, MS_PER_S
-from ingest.recording import _read_csv_rows, read_inspections, read_site_log
-from ingest.replay import replay_site
+from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
+from ingest.recordings.replay import replay_site
 from siltwatch.config import SiteConfig, load_site
 from tests.analytics.strategies import (
     CUTS,

@@ -39,7 +39,7 @@ from analytics.rain import RainDetector
 from analytics.sediment import SedimentCapacityDetector
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, MS_PER_S
 from analytics.turbidity import TurbidityContrast
-from ingest.replay import ReplayResult, replay_site
+from ingest.recordings.replay import ReplayResult, replay_site
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import QualityFlag
 from tests.analytics.strategies import PROPERTY_SETTINGS

@@ -218,7 +218,7 @@ def test_config_check_says_why_the_lake_george_pack_applies_and_still_passes(
     path = tmp_path / "minor.toml"
     path.write_text(text.replace('project = "major"', 'project = "minor"'), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "config", "check", str(path)],
+        [sys.executable, "-m", "app.cli", "config", "check", str(path)],
         capture_output=True,
         text=True,
         timeout=60,

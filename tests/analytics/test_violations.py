@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from alerts.routing import announced, route
-from ingest.recording import RecordingError, read_site_log
+from ingest.recordings.formats import RecordingError, read_site_log
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SiteLogRecord
 from siltwatch.vocabulary import SiteEvent

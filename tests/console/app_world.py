@@ -36,10 +36,10 @@ from console.book import ConsoleBook
 from console.desk import DeskError
 from console.notes import NotesSource
 from console.web import Console
-from ingest.recording import read_csv_readings, read_inspections, read_site_log
+from ingest.recordings.formats import read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
-from ingest.store_open import open_store
-from ingest.store_sql import SqlStore
+from ingest.store.from_url import open_store
+from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig, load_site
 from tests.alerts.helpers import FakeClock as BaseClock
 from tests.servers import PostgresServer
@@ -161,7 +161,7 @@ class RecordingDesk:
 
 @dataclass
 class FakeReports:
-    """Stands in for console/report.py: says which days it was asked for."""
+    """Stands in for console/report/document.py: says which days it was asked for."""
 
     asked: list[tuple[str, date, date]] = field(default_factory=list)
 
@@ -257,7 +257,7 @@ def make_world(
 ) -> World:
     """The app over a fresh copy of the week (in ``folder``, or the PostgreSQL database
     ``db`` already holding it: :func:`week_database`); ``real_reports`` serves
-    console/report.py's report instead of the fake."""
+    console/report/document.py's report instead of the fake."""
     where: Path | str = week_store(folder) if db is None else db
     clock, desk, reports = FakeClock(), RecordingDesk(), FakeReports()
     app = make_app(

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from alerts.acklinks import ALPHABET, link_token
 from alerts.acks import Acknowledgement
-from siltwatch.cli import build_parser
-from siltwatch.serve import _People
+from app.cli import build_parser
+from app.serve import _People
 from tests.console.app_world import OFFICER, SID, SITE, SITE_FILE, World
 
 DAY_S = 86_400

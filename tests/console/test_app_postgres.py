@@ -3,7 +3,7 @@ record (acknowledgements, comments) kept in the shared database.
 
 A fleet's workers share one PostgreSQL database (docs/postgres.md); the console
 reads the record store through the same queries as over a SQLite file
-(ingest/store_sql.py) and keeps its book in the same database (console/book.py).
+(ingest/store/queries.py) and keeps its book in the same database (console/book.py).
 The week is the Lake George example judged once into a template database and
 copied for each test (tests/console/app_world.py ``week_database``).
 """
@@ -127,7 +127,7 @@ def test_the_report_command_reads_a_postgresql_store_as_a_sqlite_file(
     for name, db in (("postgres", str(pg_world.db)), ("sqlite", str(lite.db))):
         out = tmp_path / f"{name}.html"
         done = subprocess.run(
-            [sys.executable, "-m", "siltwatch.cli", "report", "--site", str(SITE_FILE),
+            [sys.executable, "-m", "app.cli", "report", "--site", str(SITE_FILE),
              "--db", db, "--from", "2026-05-04", "--to", "2026-05-10", "--out", str(out)],
             cwd=ROOT, capture_output=True, text=True, timeout=120,
         )  # fmt: skip

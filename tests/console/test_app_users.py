@@ -1,6 +1,6 @@
 """``siltwatch users``: accounts and roles from the command line, errors for people.
 
-Run through the real command (``siltwatch.cli.main``) against a store file;
+Run through the real command (``app.cli.main``) against a store file;
 what it writes is then what the console logs in with.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from console.book import ConsoleBook
-from siltwatch.cli import main
 from tests.console.app_world import ROOT, SID, make_world
 
 PASSWORD = "turbid-water-9"
@@ -111,7 +111,7 @@ def test_a_missing_store_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_without_a_terminal_the_password_must_come_from_a_file(store: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "users", "add", "Jo", "--db", str(store)],
+        [sys.executable, "-m", "app.cli", "users", "add", "Jo", "--db", str(store)],
         capture_output=True, text=True, cwd=ROOT, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 1

@@ -26,10 +26,10 @@ from argon2 import PasswordHasher
 from console.auth import MAX_FAILURES, MAX_FAILURES_PER_IP, SESSION_MS, WINDOW_MS, Sessions
 from console.book import AuditEntry, BookError, ConsoleBook, UserInfo, token_digest
 from console.notes import Note, NoteKind
-from console.report_cli import notes_in
+from console.report.cli import notes_in
 from console.silences import Silence
 from console.users_cli import main as users_main
-from ingest.store_open import is_postgres_url, open_store, open_store_read_only
+from ingest.store.from_url import is_postgres_url, open_store, open_store_read_only
 from tests.conftest import BACKENDS
 
 both = pytest.mark.parametrize("store_db", BACKENDS, indirect=True)

@@ -36,7 +36,7 @@ from analytics.events import AlertEvent
 from console.app import make_app
 from console.book import ConsoleBook
 from console.server import ConsoleServer
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import EscalationStep, Notifications
 from siltwatch.schema import Alert
 from tests.alerts.helpers import SITE as LABEL

@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from console.server import ConsoleServer
-from ingest.store_open import open_store
+from ingest.store.from_url import open_store
 from tests.conftest import require_server
 from tests.console.app_world import OPERATOR, PASSWORD, SID, SITE
 from tests.console.live_world import (

@@ -32,9 +32,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 from analytics.events import Inspection
 from console.desk import DeskError
 from console.mqtt_desk import MqttDesk
-from ingest.mqtt_ingest import BrokerSettings
+from ingest.mqtt.session import BrokerSettings
 from ingest.sites import partition_of
-from ingest.store_open import open_store_read_only
+from ingest.store.from_url import open_store_read_only
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.vocabulary import SiteEvent
@@ -68,7 +68,7 @@ class ConsoleProcess:
 
     def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "siltwatch.cli", "console", *args],
+            [sys.executable, "-m", "app.cli", "console", *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

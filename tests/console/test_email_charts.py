@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from alerts.pngchart import MAX_WIDTH, render_png
-from console.email_charts import AlertCharts, alert_chart, episode_window
-from console.plots import PALETTE
-from ingest.store import SqliteStore
+from console.charts.email import AlertCharts, alert_chart, episode_window
+from console.charts.plots import PALETTE
+from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import Alert
 from tests.console.app_world import SID, SITE, week_store
 from tests.pngread import colours, decode

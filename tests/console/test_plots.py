@@ -1,4 +1,4 @@
-"""The console's charts (console/plots.py, drawn by console/chart_draw.py), as a browser,
+"""The console's charts (console/charts/plots.py, drawn by console/charts/draw.py), as a browser,
 a PDF or an email shows them.
 
 Pure: a chart is built from numbers and its SVG is parsed as XML, so each test
@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from console.chart_draw import TEXT_PX
-from console.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
+from console.charts.draw import TEXT_PX
+from console.charts.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
 from tests.pngread import colours, decode
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -359,7 +359,7 @@ def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone(
     settings are process-wide, so each drawing must still come out as it does alone."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from console import chart_draw
+    from console.charts import draw as chart_draw
 
     monkeypatch.setattr(chart_draw, "DRAWN_KEEP", 0)  # every call draws: none kept
 
@@ -371,7 +371,7 @@ def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone(
 
 
 def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    from console import chart_draw
+    from console.charts import draw as chart_draw
 
     drawn: list[str] = []
     real = chart_draw._draw_svg
@@ -388,7 +388,7 @@ def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_level_chart_cites_the_sites_own_drain_rule_or_says_there_is_none() -> None:
-    from console.plots import _drain_limit_text
+    from console.charts.plots import _drain_limit_text
     from siltwatch.config import load_site
     from tests.console.app_world import EXAMPLES
 

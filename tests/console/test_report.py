@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from console.book import ConsoleBook
+from console.charts.plots import DESIGN_BLUE, LIMIT_RED, PALETTE
 from console.notes import NoteKind
-from console.plots import DESIGN_BLUE, LIMIT_RED, PALETTE
-from ingest.store import SqliteStore
-from siltwatch.cli import main
+from ingest.store.sqlite import SqliteStore
 from tests.conftest import require_server
 from tests.console.app_world import OPERATOR, SID, SITE_FILE, week_store
 from tests.pngread import decode

@@ -1,4 +1,4 @@
-"""What makes the report a filing (console/report_parts.py): the verdict line, the
+"""What makes the report a filing (console/report/parts.py): the verdict line, the
 certification each site's law asks for, people's names for subjects, the footer's CSS."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from console.report_parts import (
+from console.report.parts import (
     DEFAULT,
     LAKE_LURE,
     NY_GP,

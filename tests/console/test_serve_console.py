@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from tests.console.app_world import SID, SITE, SITE_FILE, csrf_of, inspection_form
 from tests.ingest.live import SERVICE_USERS, ServeProcess, loopback_broker, run_cli
 from tests.servers import MosquittoServer, free_port

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from console.book import ConsoleBook
-from ingest.recording import read_csv_readings
-from ingest.store_open import open_store
+from ingest.recordings.formats import read_csv_readings
+from ingest.store.from_url import open_store
 from tests.alerts.helpers import SmtpServer
 from tests.console.app_world import EXAMPLES, SID, SITE, SITE_FILE, csrf_of
 from tests.ingest.live import (

@@ -61,7 +61,7 @@ def test_builds_are_byte_identical_and_uids_stable(site: SiteConfig, tmp_path: P
         [
             sys.executable,
             "-m",
-            "siltwatch.cli",
+            "app.cli",
             "dashboards",
             "--site",
             str(source),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from dashboards.build import build_dashboard
-from siltwatch.cli import main
 from siltwatch.config import load_site
 from tests.dashboards.http_standin import StandIn
 from tests.dashboards.test_provisioning_push import FakeGrafana

@@ -16,9 +16,9 @@ import pytest
 
 from analytics.events import SensorReading
 from dashboards.build import build_dashboard
-from ingest.influx import InfluxV1Writer, RetryPolicy
-from ingest.influx_lp import alert_line, duty_line, reading_lines
-from ingest.replay import ReplayResult, replay_file
+from ingest.influx.line_protocol import alert_line, duty_line, reading_lines
+from ingest.influx.mirror import InfluxV1Writer, RetryPolicy
+from ingest.recordings.replay import ReplayResult, replay_file
 from siltwatch.config import load_site
 from siltwatch.rulemath import TrapGeometry
 from siltwatch.units import to_metres

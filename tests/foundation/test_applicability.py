@@ -36,7 +36,7 @@ def test_the_command_prints_the_warnings_and_still_passes(tmp_path: Path) -> Non
     path = tmp_path / "small.toml"
     path.write_text(text.replace("disturbed_acres = 1.6", "disturbed_acres = 0.8"))
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "config", "check", str(path)],
+        [sys.executable, "-m", "app.cli", "config", "check", str(path)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from app.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.brokeraccess import OperatorAccount, SiteStations, acl_text, station_user
-from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from tests.conftest import require_server
 from tests.servers import MosquittoServer
 from tests.test_servers import Probe
@@ -131,7 +131,7 @@ def test_a_person_records_inspections_only_for_their_own_sites(connect: dict[str
 def test_a_person_reads_the_alerts_of_their_sites_only(connect: dict[str, Probe]) -> None:
     ingest, dana = connect["ingest"], connect["dana.ruiz"]
     dana.subscribe("siltwatch/v1/+/alerts/#")
-    for site in ("lg-route9n", "lg-annex"):  # one topic per episode (ingest/alert_topic.py)
+    for site in ("lg-route9n", "lg-annex"):  # one topic per episode (ingest/mqtt/alert_topic.py)
         episode = f"siltwatch/v1/{site}/alerts/al-1"
         assert not ingest.publish(episode, site.encode()).is_failure
     assert ingest.publish(READING.format(site="lg-annex", station="up-1"), b"{}").value == (

@@ -17,7 +17,7 @@ EXAMPLES = ROOT / "examples"
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", *args],
+        [sys.executable, "-m", "app.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -90,7 +90,7 @@ def _run_demo_with_web(out_dir: Path) -> tuple[int, str, str]:
     the overview, then Ctrl-C. (exit code, stdout, what the check found wrong or "")."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "siltwatch.cli", "demo", "--out", str(out_dir),
+        [sys.executable, "-m", "app.cli", "demo", "--out", str(out_dir),
          "--web", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from siltwatch.demo_clock import QUIET_MARGIN_MS, DemoClock
+from app.demo_clock import QUIET_MARGIN_MS, DemoClock
 
 WEEK_END = 1_778_472_000_000  # 2026-05-11T04:00:00Z, the demo week's last reading
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from siltwatch.cli import build_parser
+from app.cli import build_parser
 from tests.conftest import require_server
 from tests.servers import MosquittoServer
 from tests.test_servers import Probe

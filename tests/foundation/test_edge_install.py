@@ -23,7 +23,7 @@ from tests.conftest import in_ci
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 # What setuptools packages (pyproject.toml [tool.setuptools.packages.find]) and its metadata.
-SOURCES = ("siltwatch", "hardware", "edge", "ingest", "analytics", "alerts", "dashboards")
+SOURCES = ("app", "siltwatch", "hardware", "edge", "ingest", "analytics", "alerts", "dashboards")
 SERVER_ONLY = (
     "pandas",
     "numpy",

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
+from app.cli import build_parser
 from ingest.sites import parse_partition
-from siltwatch.cli import build_parser
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 MANIFEST = K8S / "ingest-statefulset.yaml"

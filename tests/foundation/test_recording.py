@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analytics.events import Inspection, SensorReading
-from ingest.recording import (
+from ingest.recordings.formats import (
     RecordingError,
     read_capture,
     read_csv_readings,

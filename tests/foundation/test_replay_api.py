@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ingest.replay import replay_file, replay_frame
+from ingest.recordings.replay import replay_file, replay_frame
 from siltwatch.config import load_site
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -6,7 +6,7 @@ import configparser
 import shlex
 from pathlib import Path
 
-from siltwatch.cli import build_parser
+from app.cli import build_parser
 
 UNIT = Path(__file__).resolve().parents[2] / "deploy" / "systemd" / "siltwatch-serve.service"
 

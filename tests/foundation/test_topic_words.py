@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from app.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.brokeraccess import SiteStations, acl_text
-from siltwatch.brokeraccess_cli import add_broker_acl_parser
 from siltwatch.config import ConfigError, load_site
 from siltwatch.topic_words import RESERVED_IDS, filter_covers
 

@@ -18,7 +18,7 @@ import pytest
 
 import siltwatch.detections as registry
 from analytics import drain, health, inspections, sediment, turbidity
-from ingest.replay import ReplayResult, replay_file
+from ingest.recordings.replay import ReplayResult, replay_file
 from siltwatch.schema import Alert, Duty, Escalation
 from siltwatch.vocabulary import AlertKind, DutyKind, DutyReason, Severity, severity_rank
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ingest.store_open import open_store
-from ingest.store_sql import SqlStore
+from ingest.store.from_url import open_store
+from ingest.store.queries import SqlStore
 from tests.conftest import BACKENDS as BACKENDS
 
 

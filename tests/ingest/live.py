@@ -187,7 +187,7 @@ def serve_lake_george(
     secret = password_file(work, broker.users["ingest"])
     return subprocess.Popen(
         [
-            sys.executable, "-m", "siltwatch.cli", "serve",
+            sys.executable, "-m", "app.cli", "serve",
             "--site", str(EXAMPLES / "lake-george-site.toml"),
             "--broker", f"mqtt://{broker.host}:{broker.port}",
             "--username", "ingest", "--password-file", str(secret),
@@ -207,7 +207,7 @@ def serve_lake_george(
 def run_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
     """``siltwatch ARGS…`` to its end, its output captured (a one-shot command)."""
     return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", *args],
+        [sys.executable, "-m", "app.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -252,7 +252,7 @@ class ServeProcess:
     def start(self, wait_s: float = 60.0) -> None:
         self._ready.clear()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "siltwatch.cli", "serve", *self.args],
+            [sys.executable, "-m", "app.cli", "serve", *self.args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -26,7 +26,7 @@ from analytics.engine import Engine
 from analytics.events import SiteLogEntry, StationReport
 from analytics.timeutil import MS_PER_DAY, MS_PER_MIN, MS_PER_S, iso
 from ingest.service import IngestService
-from ingest.store import SCHEMA_VERSION, SqliteStore
+from ingest.store.sqlite import SCHEMA_VERSION, SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import reading_topic
 from tests.ingest.live import EXAMPLES

@@ -19,12 +19,12 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
-from ingest.alert_topic import AlertTopic
-from ingest.influx import EventFanOut
-from ingest.recording import read_csv_readings
-from ingest.replay import replay_site
+from ingest.influx.mirror import EventFanOut
+from ingest.mqtt.alert_topic import AlertTopic
+from ingest.recordings.formats import read_csv_readings
+from ingest.recordings.replay import replay_site
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import AlertMessage, alert_episode_topic
 from tests.conftest import BrokerInfo

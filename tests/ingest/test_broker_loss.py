@@ -46,9 +46,9 @@ from edge.agent import Agent
 from edge.config import load_config
 from edge.outbox import Outbox
 from ingest.gaps import GapPolicy
-from ingest.mqtt_ingest import BrokerSettings, MqttIngest
+from ingest.mqtt.session import BrokerSettings, MqttIngest
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.brokeraccess import SiteStations, acl_text, station_user
 from siltwatch.config import SiteConfig, load_site
 from tests.conftest import require_server

@@ -32,9 +32,9 @@ import pytest
 
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_MIN, iso
-from ingest.recording import read_csv_readings
-from ingest.replay import load_jsonl
-from ingest.store import SqliteStore
+from ingest.recordings.formats import read_csv_readings
+from ingest.recordings.replay import load_jsonl
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.ingest.live import (
     EXAMPLES,
@@ -138,7 +138,7 @@ def replay_outputs(readings: list[SensorReading], work: Path) -> tuple[list[Any]
             out.writerow([iso(r.t), r.sensor, repr(r.value)])
     alerts, duties = work / "replay-alerts.jsonl", work / "replay-duties.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "replay", str(recording), "--site",
+        [sys.executable, "-m", "app.cli", "replay", str(recording), "--site",
          str(SITE_FILE), "--alerts-out", str(alerts), "--duties-out", str(duties)],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

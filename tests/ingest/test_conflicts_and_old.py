@@ -13,7 +13,7 @@ from pathlib import Path
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_S
 from ingest.service import Incoming, IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.timefmt import utc_iso
 from tests.ingest.live import reading_messages
 from tests.ingest.test_event_time import END, READINGS, SITE, START, expected, on_time, outputs

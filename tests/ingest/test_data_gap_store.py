@@ -11,7 +11,7 @@ import pytest
 
 from ingest.gaps import GapPolicy, LostRange
 from ingest.service import IngestService
-from ingest.store_sql import SqlStore
+from ingest.store.queries import SqlStore
 from siltwatch.config import load_site
 from tests.ingest.conftest import BACKENDS
 from tests.ingest.live import EXAMPLES

@@ -32,7 +32,7 @@ from ingest.decode import (
     nesting_depth,
     to_station_report,
 )
-from ingest.recording import parse_payload
+from ingest.recordings.formats import parse_payload
 from siltwatch.config import load_site
 from siltwatch.physical import PHYSICAL_BOUNDS, impossible
 from siltwatch.schema import (

@@ -16,10 +16,10 @@ from typing import Any
 from analytics.engine import CLOCK_AHEAD
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_DAY, MS_PER_H, MS_PER_MIN, MS_PER_S, iso
-from ingest.recording import read_csv_readings
-from ingest.replay import replay_site
+from ingest.recordings.formats import read_csv_readings
+from ingest.recordings.replay import replay_site
 from ingest.service import LATE_PREFIX, IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import inspections_topic
 from tests.ingest.live import EXAMPLES, Outgoing, alert_key, duty_key, reading_messages

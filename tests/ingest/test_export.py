@@ -26,10 +26,10 @@ import pytest
 
 from analytics.events import SensorReading
 from analytics.timeutil import from_ms, to_ms
-from ingest import export, export_cli
-from ingest.records import export_records, parse_day
-from ingest.store import SqliteStore
-from siltwatch.cli import main
+from app.cli import main
+from ingest.outputs import export, export_cli
+from ingest.outputs.records import export_records, parse_day
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.console.app_world import fill_week
 from tests.ingest.test_records import SITE, fill, rows
@@ -143,7 +143,7 @@ def csv_cell_for_parquet(value: str, kind: pa.DataType) -> str:
 def test_the_command_writes_every_stored_row_of_both_sites(world: Path, tmp_path: Path) -> None:
     out = tmp_path / "csv"
     done = subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "export", "--db", str(world), *BOTH],
+        [sys.executable, "-m", "app.cli", "export", "--db", str(world), *BOTH],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -153,7 +153,7 @@ def test_the_command_writes_every_stored_row_of_both_sites(world: Path, tmp_path
         [
             sys.executable,
             "-m",
-            "siltwatch.cli",
+            "app.cli",
             "export",
             "--db",
             str(world),
@@ -444,7 +444,7 @@ def test_parquet_without_pyarrow_says_to_install_the_server_extra(
     hide = (
         "import sys\n"
         "sys.modules['pyarrow'] = None  # as if not installed: importing it fails\n"
-        "from siltwatch.cli import main\n"
+        "from app.cli import main\n"
         f"sys.exit(main({['export', '--db', str(world), *BOTH, '--out', str(out), '--format', 'parquet']!r}))\n"
     )
     done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, cwd=ROOT)
@@ -489,7 +489,7 @@ def test_an_export_from_postgresql_equals_the_export_from_sqlite(
     world: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--db postgresql://…`` is read the same way: the same store, the same files."""
-    from ingest.store_open import open_store
+    from ingest.store.from_url import open_store
 
     source, target = SqliteStore.open_read_only(world), open_store(postgres_url)
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.store_open import open_store_read_only
+from ingest.store.from_url import open_store_read_only
 from tests.ingest.fleet_world import stream, write_sites
 from tests.ingest.live import SERVICE_USERS, Outgoing, Publisher, ServeProcess
 from tests.ingest.test_fleet import (

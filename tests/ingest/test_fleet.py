@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.health import ServiceParts
-from ingest.metrics import exposition, service_registry
+from ingest.ops.health import ServiceParts
+from ingest.ops.metrics import exposition, service_registry
 from ingest.service import Incoming, IngestService
 from ingest.sites import NOT_OWNED, SiteRouter, parse_partition, partition_of, site_hash
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from tests.ingest.fleet_world import (
     findings,
     site_id,

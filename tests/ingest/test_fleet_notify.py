@@ -26,12 +26,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alerts.notify_config import site_outbox_path
-from ingest.health import ServiceParts, liveness
-from ingest.store import SqliteStore
-from siltwatch.cli import build_parser
+from app.cli import build_parser
+from app.fleet_notify import FleetDeliveries, LockedDigests
+from app.serve import _People
+from ingest.ops.health import ServiceParts, liveness
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
-from siltwatch.fleet_notify import FleetDeliveries, LockedDigests
-from siltwatch.serve import _People
 from tests.alerts.helpers import SmtpServer
 from tests.ingest.fleet_world import site_id, stream, write_site, write_sites
 from tests.ingest.live import Outgoing, ServeProcess, loopback_broker

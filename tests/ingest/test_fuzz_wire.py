@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from paho.mqtt.client import topic_matches_sub
 
-from ingest.recording import read_csv_readings
-from ingest.store import SqliteStore
+from ingest.recordings.formats import read_csv_readings
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.schema import inspections_topic, readings_subscription, statuses_subscription
 from tests.ingest.hostile import EXPECTED_REASONS, hostile_payloads

@@ -21,13 +21,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from analytics.events import SensorReading
-from ingest.health import ServiceParts
-from ingest.influx import InfluxV1Writer
-from ingest.influx_fleet import FleetMirrors
-from ingest.metrics import exposition, service_registry
+from ingest.influx.fleet import FleetMirrors
+from ingest.influx.mirror import InfluxV1Writer
+from ingest.ops.health import ServiceParts
+from ingest.ops.metrics import exposition, service_registry
 from ingest.service import IngestService
 from ingest.sites import SiteRouter
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from tests.ingest.fleet_world import site_id, stream, write_site, write_sites
 from tests.ingest.live import SERVICE_USERS, Publisher, ServeProcess

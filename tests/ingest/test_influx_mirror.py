@@ -14,9 +14,15 @@ from pathlib import Path
 import pytest
 
 from analytics.events import AlertEvent, DutyEvent, SensorReading
-from ingest.influx import EventFanOut, InfluxMirror, InfluxV1Writer, InfluxWriteError, RetryPolicy
+from ingest.influx.mirror import (
+    EventFanOut,
+    InfluxMirror,
+    InfluxV1Writer,
+    InfluxWriteError,
+    RetryPolicy,
+)
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import reading_topic
 from tests.alerts.helpers import alert, duty
 from tests.ingest.test_service import SITE, T0, reading
@@ -91,7 +97,7 @@ def test_lines_refused_as_bad_data_are_counted_and_logged_not_retried_forever(
 ) -> None:
     w = ScriptedWriter(BAD)
     mirror = InfluxMirror(SITE, w)
-    with caplog.at_level(logging.ERROR, logger="ingest.influx"):
+    with caplog.at_level(logging.ERROR, logger="ingest.influx.mirror"):
         mirror("lg-route9n", [r(0)])
     assert mirror.pending == [] and mirror.stats.refused == 1
     assert "field type conflict" in caplog.text
@@ -102,7 +108,7 @@ def test_lines_refused_as_bad_data_are_counted_and_logged_not_retried_forever(
 def test_a_full_queue_drops_the_oldest_loudly(caplog: pytest.LogCaptureFixture) -> None:
     clock, w = Clock(), ScriptedWriter(DOWN)
     mirror = InfluxMirror(SITE, w, clock=clock, max_pending=2)
-    with caplog.at_level(logging.ERROR, logger="ingest.influx"):
+    with caplog.at_level(logging.ERROR, logger="ingest.influx.mirror"):
         mirror("lg-route9n", [r(0)])
         mirror("lg-route9n", [r(1), r(2)])
     assert mirror.stats.dropped == 1 and len(mirror.pending) == 2
@@ -115,7 +121,7 @@ def test_close_retries_then_reports_what_is_left(caplog: pytest.LogCaptureFixtur
     mirror = InfluxMirror(SITE, w, clock=Clock())
     mirror("lg-route9n", [r(0)])
     waits: list[float] = []
-    with caplog.at_level(logging.ERROR, logger="ingest.influx"):
+    with caplog.at_level(logging.ERROR, logger="ingest.influx.mirror"):
         mirror.close(attempts=2, sleep=waits.append)
     assert len(w.calls) == 3 and waits == [1.0] and w.closed
     assert "stopped with 1 points unwritten" in caplog.text
@@ -182,7 +188,7 @@ def test_without_auto_flush_ingest_only_queues_and_a_failed_batch_keeps_its_plac
 def test_the_flusher_thread_writes_what_ingest_queued() -> None:
     import time
 
-    from ingest.influx import MirrorFlusher
+    from ingest.influx.mirror import MirrorFlusher
 
     w = ScriptedWriter()
     mirror = InfluxMirror(SITE, w, auto_flush=False)

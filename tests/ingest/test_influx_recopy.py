@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from analytics.events import AlertEvent
-from ingest.influx import EventFanOut, InfluxMirror, InfluxV1Writer, RetryPolicy
-from ingest.influx_lp import alert_line, reading_line
-from ingest.influx_recopy import DroppedSpan, StoreRecopy
+from ingest.influx.line_protocol import alert_line, reading_line
+from ingest.influx.mirror import EventFanOut, InfluxMirror, InfluxV1Writer, RetryPolicy
+from ingest.influx.recopy import DroppedSpan, StoreRecopy
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch import measurements as m
 from siltwatch.schema import reading_topic
 from tests.alerts.helpers import alert

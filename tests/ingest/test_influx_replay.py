@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from analytics.events import SensorReading
-from ingest.influx import InfluxMirror, InfluxV1Writer, RetryPolicy
-from ingest.replay import replay_file
-from ingest.replay_influx import ReplayLoadError, load_replay
+from app.cli import main
+from ingest.influx.mirror import InfluxMirror, InfluxV1Writer, RetryPolicy
+from ingest.influx.replay_load import ReplayLoadError, load_replay
+from ingest.recordings.replay import replay_file
 from siltwatch import measurements as m
-from siltwatch.cli import main
 from siltwatch.config import load_site
 from tests.dashboards.grafana_macros import rows
 from tests.servers import InfluxDBServer, free_port

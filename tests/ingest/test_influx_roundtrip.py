@@ -3,7 +3,7 @@
 The escaping is property-tested: any alert subject and message (spaces, commas,
 equals signs, quotes, backslashes, line breaks, non-ASCII) written by the
 writer must read back as written — the message exactly, the subject as
-``stored_tag`` documents (ingest/influx_lp.py).
+``stored_tag`` documents (ingest/influx/line_protocol.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analytics.events import SensorReading
-from ingest.influx import InfluxV1Writer, InfluxWriteError, RetryPolicy
-from ingest.influx_lp import alert_line, duty_line, escape_tag, reading_line, stored_tag
+from ingest.influx.line_protocol import alert_line, duty_line, escape_tag, reading_line, stored_tag
+from ingest.influx.mirror import InfluxV1Writer, InfluxWriteError, RetryPolicy
 from siltwatch.schema import Alert
 from tests.alerts.helpers import duty
 from tests.servers import InfluxDBServer

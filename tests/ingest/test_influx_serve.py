@@ -54,7 +54,7 @@ def test_serve_mirrors_readings_into_influxdb(
 def test_serve_refuses_half_an_influx_setting(tmp_path: Path) -> None:
     run = subprocess.run(
         [
-            sys.executable, "-m", "siltwatch.cli", "serve",
+            sys.executable, "-m", "app.cli", "serve",
             "--site", str(EXAMPLES / "lake-george-site.toml"),
             "--db", str(tmp_path / "x.sqlite3"),
             "--influx-v2-url", "http://127.0.0.1:9", "--influx-org", "o",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.influx import InfluxV2Writer, InfluxWriteError, RetryPolicy
+from ingest.influx.mirror import InfluxV2Writer, InfluxWriteError, RetryPolicy
 from tests.dashboards.http_standin import Recorded, Reply, StandIn
 
 LINES = [

@@ -33,14 +33,14 @@ from starlette.testclient import TestClient
 
 from alerts.notify_config import Delivery, load_notify
 from alerts.worker import OutboxSink
+from app.cli import build_parser
 from dashboards.build import TAGS
 from dashboards.provisioning import PrometheusSource
 from dashboards.service import PROMETHEUS_UID, build_service_dashboard, queries
-from ingest.health import ServiceParts
-from ingest.metrics import ServiceCollector, exposition, service_registry
-from ingest.ops_http import ops_app
-from ingest.store import SqliteStore
-from siltwatch.cli import build_parser
+from ingest.ops.health import ServiceParts
+from ingest.ops.http import ops_app
+from ingest.ops.metrics import ServiceCollector, exposition, service_registry
+from ingest.store.sqlite import SqliteStore
 from siltwatch.logjson import JsonFormatter
 from siltwatch.schema import reading_topic
 from siltwatch.service_metrics import SERVICE_METRICS
@@ -99,7 +99,7 @@ def serve(
     secret = password_file(tmp_path, SERVICE_USERS["ingest"])
     return subprocess.Popen(
         [
-            sys.executable, "-m", "siltwatch.cli", "serve",
+            sys.executable, "-m", "app.cli", "serve",
             "--site", str(EXAMPLES / "lake-george-site.toml"),
             "--broker", f"mqtt://{broker.host}:{broker.port}",
             "--username", "ingest", "--password-file", str(secret),
@@ -397,7 +397,7 @@ def test_a_taken_metrics_port_is_one_error_line_and_exit_1(tmp_path: Path) -> No
         port = taken.getsockname()[1]
         done = subprocess.run(
             [
-                sys.executable, "-m", "siltwatch.cli", "serve",
+                sys.executable, "-m", "app.cli", "serve",
                 "--site", str(EXAMPLES / "lake-george-site.toml"),
                 "--db", str(tmp_path / "site.sqlite3"),
                 "--alert-log", str(tmp_path / "alerts.jsonl"),

@@ -1,6 +1,6 @@
 """``siltwatch serve`` as an operator meets it: what it says when it cannot start, and why.
 
-Every test here runs the real command (``python -m siltwatch.cli serve``) against a
+Every test here runs the real command (``python -m app.cli serve``) against a
 real Mosquitto and asserts what a person sees: the one ``error: ...`` line on stderr
 and exit code 1 for a start that cannot go on (wrong password, no broker, a site
 already served, a store already served or unreadable, a TLS certificate nobody
@@ -36,9 +36,9 @@ from analytics import statecodec
 from analytics.engine import Engine
 from analytics.events import SensorReading
 from analytics.statecodec import SnapshotError
-from ingest.mqtt_ingest import owner_topic
+from ingest.mqtt.session import owner_topic
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.ingest.live import (
     EXAMPLES,
@@ -128,7 +128,7 @@ def plain_url(broker: MosquittoServer) -> str:
 def run_serve(args: Sequence[str], timeout: float = START_S) -> subprocess.CompletedProcess[str]:
     """A serve expected to end by itself (a refused start); stdout and stderr kept apart."""
     return subprocess.run(
-        [sys.executable, "-m", "siltwatch.cli", "serve", *args],
+        [sys.executable, "-m", "app.cli", "serve", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

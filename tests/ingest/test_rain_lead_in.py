@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_MIN
-from console.report import Period, rain_record, rain_rows, storm_rows
+from console.report.document import Period, rain_record, rain_rows, storm_rows
+from ingest.outputs.records import daily_rain
 from ingest.rain_lead_in import MAX_LEAD_IN_MS, gauge_readings, lead_in_start, quiet_ms
-from ingest.records import daily_rain
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 
 SITE = load_site(Path(__file__).resolve().parents[2] / "examples" / "lake-george-site.toml")

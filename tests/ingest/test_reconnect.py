@@ -3,7 +3,7 @@
 Issue 23: after a 40 s broker restart ``serve`` took 21 s to reconnect (paho's 1-30 s
 doubling backoff), and what stations publish before the session is back is what a
 failed-over broker drops. Now the waits are 0.25-1 s (with jitter) for the first
-minute (ingest/mqtt_ingest.py). A real ``serve`` process and a real Mosquitto stopped
+minute (ingest/mqtt/session.py). A real ``serve`` process and a real Mosquitto stopped
 with SIGTERM for 12 s: with the old backoff the attempts fall 1, 3, 7 and 15 s after
 the stop, 3 s after the return; the test wants the reconnect within 2 s. Bounded:
 about 25 s.

@@ -12,7 +12,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from ingest.replay import replay_file
+from ingest.recordings.replay import replay_file
 from siltwatch.schema import inspections_topic, reading_topic
 from tests.conftest import BrokerInfo
 from tests.ingest.live import ROOT, SERVICE_USERS, admin_client, loopback_broker, password_file
@@ -27,7 +27,7 @@ def tls_broker() -> Iterator[MosquittoServer]:
 
 def record_command(out: Path, broker_args: list[str], seconds: float) -> list[str]:
     return [
-        sys.executable, "-m", "siltwatch.cli", "record", "lg-route9n",
+        sys.executable, "-m", "app.cli", "record", "lg-route9n",
         "--out", str(out), *broker_args, "--seconds", str(seconds),
     ]  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""The column-wise CSV reader (ingest/columns.py) equals the row-wise one, readings and errors.
+"""The column-wise CSV reader (ingest/recordings/columns.py) equals the row-wise one, readings and errors.
 
 Generated recordings with everything a person's file may hold: columns in any
 order and extra ones, a byte-order mark, blank and whitespace-only lines, CR,
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from analytics.batch_columns import ReadingColumns
 from analytics.events import SensorReading
-from ingest.recording import (
+from ingest.recordings.formats import (
     RecordingError,
     _read_csv_rows,
     read_csv_columns,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from analytics.events import Inspection, SensorReading, SiteLogEntry
 from analytics.timeutil import to_ms
-from ingest.records import export_records, parse_day
-from ingest.store import SqliteStore
+from ingest.outputs.records import export_records, parse_day
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def test_records_of_a_date_range_in_local_days(tmp_path: Path) -> None:
 def test_the_command_writes_the_three_files_and_refuses_a_missing_store(tmp_path: Path) -> None:
     db = tmp_path / "site.sqlite3"
     fill(db)
-    command = [sys.executable, "-m", "siltwatch.cli", "records", "--site", str(SITE)]
+    command = [sys.executable, "-m", "app.cli", "records", "--site", str(SITE)]
     done = subprocess.run(
         [*command, "--db", str(db), "--out", str(tmp_path / "all")],
         capture_output=True,

@@ -16,7 +16,7 @@ from analytics.timeutil import MS_PER_S
 from ingest.held import readmit
 from ingest.reload_guard import RECENT_MS, reload_refusal
 from ingest.service import Incoming, IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from siltwatch.latemarks import WITHDRAWN_PREFIX, WITHDRAWN_REBUILT_PREFIX
 from tests.ingest.live import EXAMPLES, Outgoing, run_cli

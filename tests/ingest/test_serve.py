@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from analytics.engine import Engine
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import reading_topic
 from tests.conftest import BrokerInfo
 from tests.ingest.live import admin_client, interrupt, serve_lake_george

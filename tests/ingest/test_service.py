@@ -16,9 +16,9 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from alerts.dispatch import Dispatcher
 from alerts.routing import Notification
 from analytics.timeutil import iso
-from ingest.mqtt_ingest import BrokerSettings, MqttIngest
+from ingest.mqtt.session import BrokerSettings, MqttIngest
 from ingest.service import IngestService
-from ingest.store import SqliteStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import reading_topic
 from tests.conftest import BrokerInfo

@@ -28,10 +28,10 @@ from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
 from analytics.timeutil import iso
 from ingest.decode import Decoded, Rejected, decode_message
-from ingest.recording import RecordingError, read_capture, read_inspections, read_site_log
-from ingest.replay import replay_file, replay_site
-from ingest.store import SqliteStore
-from ingest.store_sql import SqlStore
+from ingest.recordings.formats import RecordingError, read_capture, read_inspections, read_site_log
+from ingest.recordings.replay import replay_file, replay_site
+from ingest.store.queries import SqlStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import inspections_topic, parse_topic, site_log_topic
 from tests.analytics import recorders
 from tests.analytics.recorders import Log, Q, Recorder, each_detector, out_of_order, rain, recorded

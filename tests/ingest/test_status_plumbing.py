@@ -16,10 +16,10 @@ import pytest
 from analytics.engine import Engine
 from analytics.events import StationReport
 from analytics.timeutil import MS_PER_S, iso
-from ingest.recording import read_capture
-from ingest.replay import replay_site
-from ingest.store import SqliteStore
-from ingest.store_sql import SqlStore
+from ingest.recordings.formats import read_capture
+from ingest.recordings.replay import replay_site
+from ingest.store.queries import SqlStore
+from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import reading_topic, status_topic
 from tests.ingest import probes
 from tests.ingest.conftest import BACKENDS

@@ -21,11 +21,11 @@ import psycopg
 import pytest
 
 from analytics.events import Inspection, SensorReading
-from ingest.recording import read_csv_readings
+from ingest.recordings.formats import read_csv_readings
 from ingest.service import IngestService
-from ingest.store_open import is_postgres_url, open_store, open_store_read_only
-from ingest.store_pg import PostgresStore
-from ingest.store_sql import SNAPSHOT_SPACING_MS, SqlStore, StoreError, StoreUnreachable
+from ingest.store.from_url import is_postgres_url, open_store, open_store_read_only
+from ingest.store.postgres import PostgresStore
+from ingest.store.queries import SNAPSHOT_SPACING_MS, SqlStore, StoreError, StoreUnreachable
 from siltwatch.config import load_site
 from siltwatch.schema import Alert, Duty
 from tests.ingest.conftest import BACKENDS

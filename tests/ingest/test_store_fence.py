@@ -12,7 +12,7 @@ import pytest
 
 from analytics.events import SensorReading
 from ingest.service import IngestService
-from ingest.store_sql import Fenced, SqlStore
+from ingest.store.queries import Fenced, SqlStore
 from tests.ingest.conftest import BACKENDS
 from tests.ingest.live import reading_messages
 from tests.ingest.test_event_time import SITE, SITE_ID, START

@@ -1,0 +1,1 @@
+"""The roof: the commands and the service wiring that import everything; nothing imports this package."""

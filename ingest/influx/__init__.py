@@ -1,0 +1,1 @@
+"""The InfluxDB mirror for Grafana: line protocol, per-site mirrors, re-copies after an outage, replays loaded for dashboards."""

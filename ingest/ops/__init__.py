@@ -1,0 +1,1 @@
+"""The operations endpoints: Prometheus metrics, /healthz and /readyz."""

@@ -1,0 +1,1 @@
+"""Recordings: sensor data captured to files and read back, and replay through the same engine as live."""

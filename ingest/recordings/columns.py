@@ -1,0 +1,307 @@
+"""Recordings read column-wise: pandas' C parser, the same readings and the same errors.
+
+A 30-day recording of a 40-probe site is 1.7 M rows. The csv module hands
+them over one Python list at a time; pandas' C tokenizer hands over three
+columns. This reader gives exactly what the row-wise reader
+(``ingest.recordings.formats._read_csv_rows``) gives — the same readings in file order,
+or the same ``FILE:LINE`` errors, the first 20 and how many more:
+
+* the header is read and checked by the row-wise code itself;
+* **fast path**: the body parsed with the value column as float64. A time text
+  is parsed once per distinct text, by the same ``parse_time``; a sensor id once
+  per distinct id. When every row is good (nearly always) the columns are done;
+* **exact path**, when anything is off (a value that is not a plain number, an
+  unknown sensor, a bad time, a short or blank row): the body again, every line
+  a row (``skip_blank_lines=False``, so row *i* is line *i* + 2), the values
+  converted by Python's ``float`` (what the row-wise reader uses). The rows
+  that are not plainly good are found on arrays; only those lines are read
+  again as text and judged by the row-wise code (``csv_reading``), which says
+  what is wrong, with the line number;
+* a file the two tokenizers could split differently goes to the row-wise reader
+  whole: quotes (a quoted field may hold commas and line breaks), NUL bytes,
+  text that is not UTF-8, a line count that does not match.
+
+pandas (the server extra) is needed; without it :func:`read_csv_columns`
+returns None and the caller reads row by row.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analytics.batch_columns import ReadingColumns, numpy_available
+from ingest.recordings.formats import (
+    CSV_COLUMNS,
+    RecordingError,
+    _check_header,
+    _open_text,
+    _Problems,
+    csv_reading,
+    parse_time,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+_SCAN_BYTES = 1 << 22
+
+
+class _RowWise(Exception):
+    """This file is for the row-wise reader."""
+
+
+def read_csv_columns(path: Path, sensors: Iterable[str]) -> ReadingColumns | None:
+    """The recording as columns; None when the row-wise reader must read it.
+
+    RecordingError (the header, or the bad rows) exactly as the row-wise reader.
+    """
+    if not numpy_available():
+        return None
+    known = set(sensors)
+    source = str(path)
+    try:
+        if _needs_csv_module(path):
+            return None
+        with _open_text(path) as fh:
+            header = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError):
+        return None  # the row-wise reader says what is wrong with the file
+    cols = _check_header(source, header, CSV_COLUMNS)
+    width = len(header or ())
+    try:
+        fast = _fast(path, width, cols, known)
+        if fast is not None:
+            return fast
+        return _exact(path, source, width, cols, known)
+    except _RowWise:
+        return None
+
+
+def _needs_csv_module(path: Path) -> bool:
+    """Quotes or NUL bytes anywhere: the csv module's rules decide where fields end."""
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        while chunk := fh.read(_SCAN_BYTES):
+            if b'"' in chunk or b"\0" in chunk:
+                return True
+    return False
+
+
+def _read(path: Path, width: int, cols: dict[str, int], value_dtype: Any, blank: bool) -> Any:
+    """The body (after the header line) as a DataFrame of the three columns."""
+    import numpy as np
+    import pandas as pd
+
+    it, ss, vs = cols["time"], cols["sensor"], cols["value"]
+    options: dict[str, Any] = {}
+    if _PANDAS_ROUNDS_EXACTLY is False:
+        options["float_precision"] = "round_trip"  # Python's own conversion
+    try:
+        with warnings.catch_warnings():
+            # Rows longer than the header: the cells beyond are dropped, as the
+            # row-wise reader ignores them.
+            warnings.simplefilter("ignore")
+            return pd.read_csv(
+                path,
+                header=None,
+                skiprows=1,
+                names=list(range(width)),
+                usecols=[it, ss, vs],
+                dtype={it: object, ss: object, vs: value_dtype},
+                na_filter=False,
+                skip_blank_lines=not blank,
+                engine="c",
+                index_col=False,
+                encoding="utf-8",
+                compression="gzip" if path.suffix == ".gz" else None,
+                **options,
+            )
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame({it: np.array([], object), ss: np.array([], object), vs: []})
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, EOFError) as exc:
+        raise _RowWise from exc
+    except ValueError:
+        raise  # a value that is not a number (the fast path's float64): look closely
+    except Exception as exc:  # anything else pandas trips on: the csv module reads it
+        raise _RowWise from exc
+
+
+def _version_rounds_exactly() -> bool:
+    """pandas >= 3.1 parses floats with fast_float (correctly rounded, as Python's float);
+    before, only ``float_precision="round_trip"`` (Python's own conversion) is."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return False
+    major, minor = (int(x) for x in pd.__version__.split(".")[:2])
+    return (major, minor) >= (3, 1)
+
+
+_PANDAS_ROUNDS_EXACTLY: bool | None = _version_rounds_exactly() if numpy_available() else None
+
+
+def _fast(path: Path, width: int, cols: dict[str, int], known: set[str]) -> ReadingColumns | None:
+    """Every row good: the columns. None: something is off, look closely."""
+    import numpy as np
+    import pandas as pd
+
+    try:
+        frame = _read(path, width, cols, np.float64, blank=False)
+    except ValueError:
+        return None  # a value that is not a plain number, or a missing one
+    values = frame[cols["value"]].to_numpy(dtype=np.float64)
+    if not bool(np.isfinite(values).all()):
+        return None
+    s_codes, s_texts = pd.factorize(frame[cols["sensor"]].to_numpy(dtype=object))
+    ids = [str(text).strip() for text in s_texts]
+    if any(x not in known or not x for x in ids):
+        return None
+    t_codes, t_texts = pd.factorize(frame[cols["time"]].to_numpy(dtype=object))
+    try:
+        stamps = np.array([parse_time(str(text)) for text in t_texts], dtype=np.int64)
+    except ValueError:
+        return None
+    names, code_of = _names(ids)
+    return ReadingColumns(
+        names,
+        code_of[s_codes].astype(np.int32),
+        stamps[t_codes] if len(t_codes) else np.zeros(0, np.int64),
+        values,
+    )
+
+
+def _names(ids: list[str]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+    """Distinct stripped ids in order of appearance, and each text's code among them."""
+    import numpy as np
+
+    index: dict[str, int] = {}
+    codes = [index.setdefault(x, len(index)) for x in ids]
+    return tuple(index), np.array(codes, dtype=np.int64)
+
+
+def _exact(
+    path: Path, source: str, width: int, cols: dict[str, int], known: set[str]
+) -> ReadingColumns:
+    """Every line a row: the plainly good ones on arrays, the others by the row-wise code."""
+    import numpy as np
+    import pandas as pd
+
+    frame = _read(path, width, cols, object, blank=True)
+    n = len(frame)
+    t_raw = frame[cols["time"]].to_numpy(dtype=object)
+    s_raw = frame[cols["sensor"]].to_numpy(dtype=object)
+    v_raw = frame[cols["value"]].to_numpy(dtype=object)
+
+    t_codes, t_texts = pd.factorize(t_raw)
+    stamps = np.zeros(len(t_texts), dtype=np.int64)
+    t_ok = np.zeros(len(t_texts), dtype=bool)
+    for k, text in enumerate(t_texts.tolist()):
+        try:
+            stamps[k] = parse_time(text)
+            t_ok[k] = True
+        except ValueError:
+            pass
+    s_codes, s_texts = pd.factorize(s_raw)
+    ids = [str(text).strip() for text in s_texts]
+    s_ok = np.array([bool(x) and x in known for x in ids], dtype=bool)
+    values, v_ok = _python_floats(v_raw)
+
+    good = (
+        (t_ok[t_codes] if n else np.zeros(0, bool))
+        & (s_ok[s_codes] if n else np.zeros(0, bool))
+        & v_ok
+        & np.isfinite(values)
+    )
+    # The others (bad rows and blank lines): their text, judged as the row-wise reader does.
+    others = np.flatnonzero(~good)
+    lines = _lines(path, set((others + 2).tolist()), n + 1)
+    problems = _Problems(source)
+    extra_s: list[int] = []
+    extra_t: list[int] = []
+    extra_v: list[float] = []
+    extra_name: list[str] = []
+    times: dict[str, int] = {}
+    for i in others.tolist():
+        line = i + 2
+        row = next(csv.reader([lines[line]]), [])
+        if not row or not any(c.strip() for c in row):
+            continue  # a blank line
+        reading = csv_reading(row, cols, max(cols.values()) + 1, known, times)
+        if isinstance(reading, str):
+            problems.add(line, reading)
+        else:  # good after all (e.g. a value written 1_000, which float() takes)
+            extra_s.append(i)
+            extra_t.append(reading.t)
+            extra_v.append(reading.value)
+            extra_name.append(reading.sensor)
+    problems.raise_if_any()
+
+    names, code_of = _names(ids + extra_name)
+    code = np.full(n, -1, dtype=np.int64)
+    t = np.zeros(n, dtype=np.int64)
+    if n:
+        code[good] = code_of[: len(ids)][s_codes[good]]
+        t[good] = stamps[t_codes[good]]
+    if extra_s:
+        rows = np.array(extra_s, dtype=np.int64)
+        code[rows] = code_of[len(ids) :]
+        t[rows] = extra_t
+        values[rows] = extra_v
+    keep = code >= 0
+    # Readings in file order; the names in order of appearance among them.
+    used, first = np.unique(code[keep], return_index=True)
+    order = used[np.argsort(first, kind="stable")]
+    renumber = np.full(len(names), -1, dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    return ReadingColumns(
+        tuple(names[k] for k in order.tolist()),
+        renumber[code[keep]].astype(np.int32),
+        t[keep],
+        values[keep],
+    )
+
+
+def _python_floats(texts: Any) -> tuple[Any, Any]:
+    """``float(text)`` of every cell (what the row-wise reader applies), and where it worked."""
+    import numpy as np
+
+    n = len(texts)
+    try:
+        # numpy converts each object with float(): the same semantics, in C.
+        return texts.astype(np.float64), np.ones(n, dtype=bool)
+    except (ValueError, TypeError):
+        pass
+    values = np.zeros(n, dtype=np.float64)
+    ok = np.zeros(n, dtype=bool)
+    for k, text in enumerate(texts.tolist()):
+        try:
+            values[k] = float(text)
+            ok[k] = True
+        except (ValueError, TypeError):
+            pass
+    return values, ok
+
+
+def _lines(path: Path, wanted: set[int], expected: int) -> dict[int, str]:
+    """The text of the wanted lines (1-based), checking that the file has ``expected`` lines
+    as the csv module counts them (else the row-wise reader must read it)."""
+    found: dict[int, str] = {}
+    count = 0
+    with _open_text(path) as fh:
+        for count, line in enumerate(fh, start=1):
+            if count in wanted:
+                found[count] = line
+    if count != expected and not (count == 0 and expected == 1):
+        raise _RowWise(f"{path}: {count} lines, pandas saw {expected}")
+    if len(found) != len(wanted):
+        raise _RowWise(f"{path}: lines {sorted(wanted - set(found))[:5]} not found")
+    return found
+
+
+__all__ = ["RecordingError", "read_csv_columns"]

@@ -1,0 +1,1103 @@
+"""The store's queries, written once for SQLite and PostgreSQL.
+
+design.md: "the store is the truth". What the store keeps and why (dedupe keys,
+arrival order and snapshot marks, statuses, the site log, snapshots) is told in
+ingest/store/sqlite.py; this module holds that schema and every query on it, so the
+SQLite file (ingest/store/sqlite.py ``SqliteStore``) and the shared PostgreSQL database
+(ingest/store/postgres.py ``PostgresStore``) answer the same questions the same way.
+
+The SQL here is SQLite's spelling (``?`` placeholders, ``INSERT OR IGNORE``);
+a store subclass runs it through :meth:`SqlStore._execute`, where PostgreSQL
+translates it (ingest/store/postgres.py ``postgres_sql``). Everything else a
+backend differs in (opening, migrating, the one-writer claim, transactions) is
+the subclass's.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from analytics.engine import UNTRUSTED_TIME
+from analytics.events import (
+    STATION_HEALTH_FIELDS,
+    Inspection,
+    SensorReading,
+    SiteLogEntry,
+    StationReport,
+)
+from ingest.gaps import LostRange
+from siltwatch.schema import Alert, Duty
+
+# 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
+# gains the statuses table and snapshots.status_mark in place); 4: the site log and the
+# inspection record fields (additive: the site_log table, snapshots.site_log_mark and
+# the inspections' record columns are added in place); 5: data_gaps, and station_clocks
+# kept with the readings (additive: the tables are created, station_clocks filled from the
+# readings once, in place).
+SCHEMA_VERSION = 5
+
+# Rejection reasons that say only that the configuration does not know the message's
+# station or sensor (ingest/decode.py): such messages are held, not lost.
+HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS readings (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
+    t INTEGER NOT NULL, seq INTEGER, value REAL NOT NULL, flags TEXT NOT NULL DEFAULT '',
+    received_at INTEGER NOT NULL,
+    UNIQUE (site, sensor, t)
+);
+CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
+CREATE TABLE IF NOT EXISTS rejections (
+    id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL, topic TEXT NOT NULL,
+    reason TEXT NOT NULL, payload TEXT NOT NULL, site TEXT
+);
+CREATE TABLE IF NOT EXISTS inspections (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, t INTEGER NOT NULL, inspector TEXT NOT NULL, duty TEXT NOT NULL DEFAULT '',
+    received_at INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (site, t, inspector, duty)
+);
+CREATE TABLE IF NOT EXISTS alerts (
+    site TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL, subject TEXT NOT NULL,
+    severity TEXT NOT NULL, opened_at TEXT NOT NULL, resolved_at TEXT, body TEXT NOT NULL,
+    late INTEGER NOT NULL DEFAULT 0, withdrawn INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (site, id)
+);
+CREATE TABLE IF NOT EXISTS duties (
+    site TEXT NOT NULL, id TEXT NOT NULL, reason TEXT NOT NULL, created_at TEXT NOT NULL,
+    due_at TEXT NOT NULL, completed_at TEXT, body TEXT NOT NULL,
+    PRIMARY KEY (site, id)
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    site TEXT NOT NULL, processed_to INTEGER NOT NULL, reading_mark INTEGER NOT NULL,
+    inspection_mark INTEGER NOT NULL, taken_at INTEGER NOT NULL, blob BLOB NOT NULL,
+    status_mark INTEGER NOT NULL DEFAULT 0, site_log_mark INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (site, processed_to)
+);
+CREATE TABLE IF NOT EXISTS statuses (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, station TEXT NOT NULL, t INTEGER NOT NULL,
+    received_at INTEGER NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL DEFAULT '{}',
+    timed INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS statuses_site_t ON statuses (site, t);
+CREATE INDEX IF NOT EXISTS statuses_site_station ON statuses (site, station, id);
+CREATE TABLE IF NOT EXISTS site_log (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, t INTEGER NOT NULL, event TEXT NOT NULL, area TEXT NOT NULL DEFAULT '',
+    who TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '', received_at INTEGER NOT NULL,
+    UNIQUE (site, t, event, area, who, detail)
+);
+CREATE INDEX IF NOT EXISTS site_log_site_t ON site_log (site, t);
+CREATE TABLE IF NOT EXISTS data_gaps (
+    id INTEGER PRIMARY KEY,
+    site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
+    seq_from INTEGER NOT NULL, seq_to INTEGER NOT NULL, time_from INTEGER, time_to INTEGER,
+    reason TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+    UNIQUE (site, sensor, seq_from)
+);
+CREATE TABLE IF NOT EXISTS station_clocks (
+    site TEXT NOT NULL, station TEXT NOT NULL, t INTEGER NOT NULL, received_at INTEGER NOT NULL,
+    PRIMARY KEY (site, station)
+);
+"""
+
+# Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
+ADDED_COLUMNS = (
+    ("snapshots", "status_mark", "INTEGER NOT NULL DEFAULT 0"),  # 3
+    ("snapshots", "site_log_mark", "INTEGER NOT NULL DEFAULT 0"),  # 4
+    *(("inspections", name, "TEXT") for name in ("affiliation", "address", "phone")),  # 4
+    ("inspections", "signed", "INTEGER"),  # 4
+    *(("inspections", name, "TEXT") for name in ("deviations", "corrective_actions")),  # 4
+)
+_INSPECTION_COLUMNS = (
+    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions"
+)
+
+# Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
+_TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
+
+SNAPSHOT_SPACING_MS = 6 * 3_600_000  # keep one snapshot per 6 h of event time ...
+SNAPSHOTS_KEPT = 40  # ... up to ten days back, plus the newest
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message names the file (or database) and says why."""
+
+
+class StoreUnreachable(StoreError):
+    """The store's connection is gone (the database restarted, the network cut): nothing
+    more can be committed. The service stops without acknowledging what it holds (the
+    broker keeps it for the next start) and leaves no snapshot; it does not mistake
+    the outage for bad data (a rejection) or a bad engine (a rebuild)."""
+
+    STOPPING = (
+        "stopping without acknowledging what is in hand: the broker keeps it for the next "
+        "start, which rebuilds from the store"
+    )
+
+
+class Fenced(StoreUnreachable):
+    """This writer's claim on a site is older than the store's owner token (ingest/store/fence.py):
+    another owner took the site over, so this one may write nothing more."""
+
+    STOPPING = "stopping: another owner holds this site; nothing more is written or acknowledged"
+
+
+# The owner token per site (created on the first claim, so no schema version changes):
+# every commit of readings checks it in its own transaction.
+_SITE_OWNER = (
+    "CREATE TABLE IF NOT EXISTS site_owner "
+    "(site TEXT PRIMARY KEY, token BIGINT NOT NULL, owner TEXT NOT NULL)"
+)
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One stored engine snapshot and how far it had read the store (the ids of its marks)."""
+
+    processed_to: int | None
+    reading_mark: int
+    inspection_mark: int
+    taken_at: int
+    blob: bytes
+    status_mark: int = 0
+    site_log_mark: int = 0
+
+
+Marks = tuple[int, int, int, int]
+"""The newest reading, inspection, status and site-log ids: how far a snapshot had read
+the store."""
+
+
+@dataclass(frozen=True)
+class StoredAlert:
+    """What the store knows of an alert episode, to tell a change from a repeat."""
+
+    alert: Alert
+    late: bool
+    withdrawn: bool
+
+
+class Cursor(Protocol):
+    """What a query returns, in both drivers (sqlite3 and psycopg cursors)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class SqlStore(ABC):
+    """Every read and write of the store, over a backend's :meth:`_execute`.
+
+    ``insert_*`` methods write inside the caller's :meth:`transaction`;
+    ``add_*``/``save_*``/``drop_*`` make their own commit (:meth:`_own_commit`).
+    """
+
+    where: str  # the store as messages name it: a file path, or a URL without its password
+
+    @abstractmethod
+    def _execute(self, sql: str, args: Sequence[object] = ()) -> Cursor:
+        """Run one statement (SQLite spelling) and return its cursor."""
+
+    @abstractmethod
+    def _own_commit(self) -> AbstractContextManager[object]:
+        """``with`` it: the writes inside are committed together (or not at all)."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[object]:
+        """``with store.transaction():`` groups writes into one commit (the group commit)."""
+
+    @abstractmethod
+    def claim_writer(self, who: str, *, claim: str | None = None) -> None:
+        """Make this process the only live writer of ``claim`` (what it serves: a site, a
+        partition; by default ``who``), or say who already is."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection and any writer claim."""
+
+    # --- writes -----------------------------------------------------------------
+
+    # Readings per multi-row INSERT: 8 host parameters each, 4,000 a statement, under
+    # SQLite's limit (32,766 since 3.32; 999 before, where 124 rows would fit) and
+    # PostgreSQL's 65,535. An outbox flush of a few thousand readings is then a handful
+    # of statements, not one per reading (one network round trip each on PostgreSQL).
+    READINGS_PER_INSERT = 500
+
+    def insert_readings(
+        self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading]:
+        """Store (station, reading) pairs inside the caller's transaction; return the new ones.
+
+        New means not yet stored under (site, sensor, t), in the order given; a reading
+        twice in ``rows`` is stored and returned once, as it first came.
+        """
+        pending = rows if isinstance(rows, list) else list(rows)
+        return self.insert_reading_groups(site, [(pending, received_at)])[0]
+
+    def insert_reading_groups(
+        self, site: str, groups: Sequence[tuple[Sequence[tuple[str, SensorReading]], int]]
+    ) -> list[list[SensorReading]]:
+        """Several messages' (station, reading) pairs, each group with its arrival time, in
+        one go inside the caller's transaction; the new readings of each group, in order.
+
+        The same answer as one :meth:`insert_readings` per group in turn (a reading in
+        two groups is new in the first), but a group commit of many one-reading
+        messages is a few multi-row statements instead of a statement (on PostgreSQL
+        a network round trip) per reading. One reading in all is one ``INSERT OR
+        IGNORE``, the cheapest statement for it; more go in multi-row inserts of
+        :attr:`READINGS_PER_INSERT`.
+        """
+        total = sum(len(rows) for rows, _ in groups)
+        if total == 1:
+            ((only, received_at),) = [(rows, at) for rows, at in groups if rows]
+            station, r = only[0]
+            cur = self._execute(
+                "INSERT OR IGNORE INTO readings "
+                "(site, station, sensor, t, seq, value, flags, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at),
+            )
+            if cur.rowcount:
+                self._advance_clocks(site, [(station, r, received_at)])
+            return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
+        # The first of each key only: a statement then never meets its own row twice, and
+        # each (sensor, t) it returns names exactly one reading of ``groups``.
+        first: dict[tuple[str, int], tuple[str, SensorReading, int]] = {}
+        for rows, received_at in groups:
+            for station, r in rows:
+                first.setdefault((r.sensor, r.t), (station, r, received_at))
+        unique = list(first.values())
+        stored: set[tuple[str, int]] = set()
+        step = self.READINGS_PER_INSERT
+        for start in range(0, len(unique), step):
+            stored.update(self._insert_reading_rows(site, unique[start : start + step]))
+        if stored:
+            self._advance_clocks(site, [first[key] for key in stored])
+        # RETURNING's row order is not promised (SQLite says so): the input sets the order,
+        # and a key is new once, in the group that brought it first.
+        out: list[list[SensorReading]] = []
+        for rows, _ in groups:
+            new: list[SensorReading] = []
+            for _station, r in rows:
+                key = (r.sensor, r.t)
+                if key in stored and first[key][1] is r:
+                    stored.discard(key)
+                    new.append(r)
+            out.append(new)
+        return out
+
+    def _insert_reading_rows(
+        self, site: str, rows: Sequence[tuple[str, SensorReading, int]]
+    ) -> list[tuple[str, int]]:
+        """One multi-row insert of (station, reading, arrival) of distinct (sensor, t); the
+        keys it stored.
+
+        ``ON CONFLICT DO NOTHING`` (no target: the readings' one unique key) and
+        ``RETURNING`` are spelled alike in SQLite (3.35 and later) and PostgreSQL, so
+        ingest/store/postgres.py ``postgres_sql`` only changes the placeholders.
+        """
+        args: list[object] = []
+        for station, r, received_at in rows:
+            args += (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        cur = self._execute(
+            "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+            f"VALUES {values} ON CONFLICT DO NOTHING RETURNING sensor, t",
+            args,
+        )
+        return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
+
+    def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
+        """Bring ``station_clocks`` up to the readings just stored (same transaction).
+
+        Each station's latest trustworthy event time and the latest arrival among
+        those readings: what :meth:`station_clocks` answers, kept as readings are
+        stored so that a page or a start never aggregates the whole history. A
+        reading whose time cannot be trusted moves neither (as ``_TRUSTED_TIME_SQL``).
+        """
+        newest: dict[str, tuple[int, int]] = {}
+        for station, r, received_at in stored:
+            if UNTRUSTED_TIME & r.flags:
+                continue
+            t, at = newest.get(station, (r.t, received_at))
+            newest[station] = (max(t, r.t), max(at, received_at))
+        for station, (t, at) in newest.items():
+            self._execute(
+                "INSERT INTO station_clocks (site, station, t, received_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (site, station) DO UPDATE SET "
+                "t = CASE WHEN excluded.t > station_clocks.t "
+                "THEN excluded.t ELSE station_clocks.t END, "
+                "received_at = CASE WHEN excluded.received_at > station_clocks.received_at "
+                "THEN excluded.received_at ELSE station_clocks.received_at END",
+                (site, station, t, at),
+            )
+
+    def _fill_station_clocks(self) -> None:
+        """Fill ``station_clocks`` from the stored readings: once, when a store written
+        before it existed (schema v4 or older) is upgraded."""
+        self._execute("DELETE FROM station_clocks")
+        self._execute(
+            "INSERT INTO station_clocks (site, station, t, received_at) "
+            "SELECT site, station, max(t), max(received_at) FROM readings WHERE "
+            + _TRUSTED_TIME_SQL
+            + " GROUP BY site, station"
+        )
+
+    def add_readings(
+        self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading]:
+        """Store (station, reading) pairs in their own commit; return the ones that were new."""
+        with self._own_commit():
+            return self.insert_readings(site, rows, received_at)
+
+    def insert_rejection(
+        self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
+    ) -> None:
+        # A message refused for the configuration alone is kept whole: a later
+        # configuration takes it back (ingest/held.py). Others keep their first 10 kB.
+        whole = reason.startswith(HELD_REASONS)
+        text = (payload if whole else payload[:10_000]).decode("utf-8", errors="replace")
+        self._execute(
+            "INSERT INTO rejections (received_at, topic, reason, payload, site) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (received_at, topic, reason, text, site),
+        )
+
+    def add_rejection(
+        self, topic: str, reason: str, payload: bytes, received_at: int, site: str | None = None
+    ) -> None:
+        with self._own_commit():
+            self.insert_rejection(topic, reason, payload, received_at, site)
+
+    def rejections(self) -> list[tuple[str, str]]:
+        return [
+            (str(t), str(r))
+            for t, r in self._execute("SELECT topic, reason FROM rejections ORDER BY id")
+        ]
+
+    def rejection_count(self) -> int:
+        return int(self._execute("SELECT count(*) FROM rejections").fetchone()[0])
+
+    def held_rejections(self, site: str) -> list[tuple[int, str, bytes, int]]:
+        """(id, topic, payload, received_at) of ``site``'s messages refused for the
+        configuration alone (unknown station or sensor), oldest first."""
+        rows = self._execute(
+            "SELECT id, topic, payload, received_at FROM rejections WHERE site = ? AND "
+            "(reason LIKE 'unknown station%' OR reason LIKE 'unknown sensor%') ORDER BY id",
+            (site,),
+        ).fetchall()
+        return [(int(i), str(t), str(p).encode("utf-8"), int(r)) for i, t, p, r in rows]
+
+    def drop_rejections(self, ids: Sequence[int]) -> None:
+        """Forget rejections whose messages were taken back (inside the caller's commit)."""
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            self._execute(f"DELETE FROM rejections WHERE id IN ({marks})", chunk)
+
+    def stored_values(
+        self, site: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], float]:
+        """The stored value of each (sensor, t) of ``site`` that is stored (one indexed
+        lookup each: duplicates are few, and this is asked only for them)."""
+        out: dict[tuple[str, int], float] = {}
+        for sensor, t in dict.fromkeys(keys):
+            row = self._execute(
+                "SELECT value FROM readings WHERE site = ? AND sensor = ? AND t = ?",
+                (site, sensor, t),
+            ).fetchone()
+            if row is not None:
+                out[(sensor, t)] = float(row[0])
+        return out
+
+    def claim_site(self, site: str, token: int, owner: str) -> None:
+        """Record ``token`` as ``site``'s owner token; Fenced when a newer claim is stored."""
+        with self._own_commit():
+            self._execute(_SITE_OWNER)
+            row = self._execute(
+                "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+            ).fetchone()
+            if row is not None and int(row[0]) > token:
+                raise Fenced(
+                    f"site {site!r}: this claim's token {token} is older than the store's "
+                    f"owner {row[1]} (token {row[0]})"
+                )
+            if row is None:
+                self._execute(
+                    "INSERT INTO site_owner (site, token, owner) VALUES (?, ?, ?)",
+                    (site, token, owner),
+                )
+            else:
+                self._execute(
+                    "UPDATE site_owner SET token = ?, owner = ? WHERE site = ?",
+                    (token, owner, site),
+                )
+
+    def check_owner(self, site: str, token: int) -> None:
+        """Inside a commit: Fenced unless ``token`` is still ``site``'s owner token."""
+        row = self._execute(
+            "SELECT token, owner FROM site_owner WHERE site = ?", (site,)
+        ).fetchone()
+        if row is not None and int(row[0]) != token:
+            raise Fenced(
+                f"site {site!r} is now owned by {row[1]} (token {row[0]}); a write under the "
+                f"older token {token} is refused"
+            )
+
+    def recent_sensors(self, site: str, since_t: int) -> set[str]:
+        """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
+        rows = self._execute(
+            "SELECT DISTINCT sensor FROM readings WHERE site = ? AND t > ?", (site, since_t)
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def insert_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
+        """Store an inspection inside the caller's transaction; False for a duplicate
+        (the same time, inspector and duty)."""
+        cur = self._execute(
+            f"INSERT OR IGNORE INTO inspections (site, {_INSPECTION_COLUMNS}, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                ins.t,
+                ins.inspector,
+                ins.duty or "",
+                ins.affiliation,
+                ins.address,
+                ins.phone,
+                None if ins.signed is None else int(ins.signed),
+                ins.deviations,
+                ins.corrective_actions,
+                received_at,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    def add_inspection(self, site: str, ins: Inspection, received_at: int = 0) -> bool:
+        with self._own_commit():
+            return self.insert_inspection(site, ins, received_at)
+
+    def insert_status(self, site: str, report: StationReport, received_at: int) -> bool:
+        """Store a station's status inside the caller's transaction; False for a duplicate.
+
+        A retained status is delivered again on every reconnect (and a QoS 1
+        message after a crash): the same message, not news. So a status equal to
+        the latest stored status of its station is a duplicate — equal in
+        (t, state, health) when the station gave the time; in (state, health)
+        when it did not (a last will's ``t`` is its arrival, which differs with
+        every redelivery). The same report again after a different one is a
+        change of state, and stored.
+        """
+        health = _health_text(report)
+        last = self._execute(
+            "SELECT t, state, health, timed FROM statuses WHERE site = ? AND station = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (site, report.station),
+        ).fetchone()
+        if last is not None:
+            t, state, stored_health, timed = last
+            if (
+                state == report.state
+                and stored_health == health
+                and bool(timed) == report.timed
+                and (not report.timed or int(t) == report.t)
+            ):
+                return False
+        self._execute(
+            "INSERT INTO statuses (site, station, t, received_at, state, health, timed) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (site, report.station, report.t, received_at, report.state, health, int(report.timed)),
+        )
+        return True
+
+    def add_status(self, site: str, report: StationReport, received_at: int) -> bool:
+        """:meth:`insert_status` in its own commit."""
+        with self._own_commit():
+            return self.insert_status(site, report, received_at)
+
+    def insert_site_log(self, site: str, entry: SiteLogEntry, received_at: int) -> bool:
+        """Store a site-log entry inside the caller's transaction; False for a duplicate.
+
+        A duplicate is the same entry exactly (time, event, area, who, detail): a
+        QoS 1 message delivered again, a form sent twice. The same event in the
+        same area at another time, or by another person, is another entry.
+        """
+        cur = self._execute(
+            "INSERT OR IGNORE INTO site_log (site, t, event, area, who, detail, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                entry.t,
+                entry.event,
+                entry.area or "",
+                entry.by,
+                entry.detail,
+                received_at,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    def add_site_log(self, site: str, entry: SiteLogEntry, received_at: int) -> bool:
+        """:meth:`insert_site_log` in its own commit."""
+        with self._own_commit():
+            return self.insert_site_log(site, entry, received_at)
+
+    def insert_data_gap(self, site: str, gap: LostRange) -> bool:
+        """Record readings that will never arrive (ingest/gaps.py), inside the caller's
+        transaction; False when that gap is recorded already."""
+        cur = self._execute(
+            "INSERT OR IGNORE INTO data_gaps (site, station, sensor, seq_from, seq_to, "
+            "time_from, time_to, reason, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                site,
+                gap.station,
+                gap.sensor,
+                gap.seq_from,
+                gap.seq_to,
+                gap.time_from,
+                gap.time_to,
+                gap.reason,
+                gap.recorded_at,
+            ),
+        )
+        return bool(cur.rowcount)
+
+    def add_data_gap(self, site: str, gap: LostRange) -> bool:
+        """:meth:`insert_data_gap` in its own commit."""
+        with self._own_commit():
+            return self.insert_data_gap(site, gap)
+
+    def data_gaps(self, site: str, station: str | None = None) -> list[LostRange]:
+        """The site's recorded data gaps, in the order recorded."""
+        query = (
+            "SELECT station, sensor, seq_from, seq_to, time_from, time_to, reason, recorded_at "
+            "FROM data_gaps WHERE site = ?"
+        )
+        args: tuple[object, ...] = (site,)
+        if station is not None:
+            query += " AND station = ?"
+            args += (station,)
+        return [
+            LostRange(
+                str(st),
+                str(se),
+                int(lo),
+                int(hi),
+                None if tf is None else int(tf),
+                None if tt is None else int(tt),
+                str(why),
+                int(at),
+            )
+            for st, se, lo, hi, tf, tt, why, at in self._execute(query + " ORDER BY id", args)
+        ]
+
+    def data_gap_totals(self, site: str) -> dict[str, tuple[int, int]]:
+        """Per station: (gaps recorded, readings lost in them)."""
+        rows = self._execute(
+            "SELECT station, count(*), sum(seq_to - seq_from + 1) FROM data_gaps "
+            "WHERE site = ? GROUP BY station",
+            (site,),
+        )
+        return {str(st): (int(n), int(lost)) for st, n, lost in rows}
+
+    def save_alert(self, site: str, alert: Alert, *, late: bool = False) -> None:
+        """Write an episode as it now stands (``late``: it was found only when late data came)."""
+        with self._own_commit():
+            self._execute(
+                "INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0) "
+                "ON CONFLICT (site, id) DO UPDATE SET severity = excluded.severity, "
+                "resolved_at = excluded.resolved_at, body = excluded.body, "
+                "late = CASE WHEN excluded.late > alerts.late THEN excluded.late ELSE alerts.late END, "
+                "withdrawn = 0",
+                (
+                    site,
+                    alert.id,
+                    alert.kind,
+                    alert.subject,
+                    alert.severity,
+                    alert.opened_at.isoformat(),
+                    None if alert.resolved_at is None else alert.resolved_at.isoformat(),
+                    alert.model_dump_json(),
+                    int(late),
+                ),
+            )
+
+    def withdraw_alert(self, site: str, alert: Alert) -> None:
+        """Mark an episode that late data disproved (kept, for the record of what was sent)."""
+        with self._own_commit():
+            self._execute(
+                "UPDATE alerts SET withdrawn = 1, body = ? WHERE site = ? AND id = ?",
+                (alert.model_dump_json(), site, alert.id),
+            )
+
+    def save_duty(self, site: str, duty: Duty) -> None:
+        with self._own_commit():
+            self._execute(
+                "INSERT INTO duties VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site, id) DO UPDATE SET "
+                "reason = excluded.reason, created_at = excluded.created_at, "
+                "due_at = excluded.due_at, completed_at = excluded.completed_at, "
+                "body = excluded.body",
+                (
+                    site,
+                    duty.id,
+                    duty.reason,
+                    duty.created_at.isoformat(),
+                    duty.due_at.isoformat(),
+                    None if duty.completed_at is None else duty.completed_at.isoformat(),
+                    duty.model_dump_json(),
+                ),
+            )
+
+    # --- reads ------------------------------------------------------------------
+
+    def alerts(self, site: str) -> list[Alert]:
+        """The site's alert episodes (without withdrawn ones), in ALERTS.jsonl order."""
+        rows = self._execute(
+            "SELECT body FROM alerts WHERE site = ? AND withdrawn = 0 ORDER BY opened_at, id",
+            (site,),
+        )
+        return [Alert.model_validate(json.loads(body)) for (body,) in rows]
+
+    def stored_alert(self, site: str, alert_id: str) -> StoredAlert | None:
+        row = self._execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? AND id = ?", (site, alert_id)
+        ).fetchone()
+        if row is None:
+            return None
+        return StoredAlert(Alert.model_validate(json.loads(row[0])), bool(row[1]), bool(row[2]))
+
+    def alerts_opened_after(self, site: str, opened_after_iso: str) -> list[StoredAlert]:
+        """Episodes (withdrawn or not) opened strictly after a time, for a rebuild to check."""
+        rows = self._execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? AND opened_at > ?",
+            (site, opened_after_iso),
+        )
+        return [
+            StoredAlert(Alert.model_validate(json.loads(b)), bool(lt), bool(w)) for b, lt, w in rows
+        ]
+
+    def alert_records(self, site: str) -> list[StoredAlert]:
+        """Every episode with its late and withdrawn marks, in ALERTS.jsonl order (exports)."""
+        rows = self._execute(
+            "SELECT body, late, withdrawn FROM alerts WHERE site = ? ORDER BY opened_at, id",
+            (site,),
+        )
+        return [
+            StoredAlert(Alert.model_validate(json.loads(b)), bool(lt), bool(w)) for b, lt, w in rows
+        ]
+
+    def late_alert_ids(self, site: str) -> set[str]:
+        rows = self._execute("SELECT id FROM alerts WHERE site = ? AND late = 1", (site,))
+        return {str(r[0]) for r in rows}
+
+    def duties(self, site: str) -> list[Duty]:
+        rows = self._execute(
+            "SELECT body FROM duties WHERE site = ? ORDER BY created_at, id", (site,)
+        )
+        return [Duty.model_validate(json.loads(body)) for (body,) in rows]
+
+    def open_alerts(self, site: str) -> list[Alert]:
+        """Episodes not yet resolved (the daily digest, the console's overview)."""
+        return [a for a in self.alerts(site) if a.resolved_at is None]
+
+    def duties_due(self, site: str, until: datetime) -> list[Duty]:
+        """Open duties due before ``until``, overdue ones included, soonest first."""
+        due = [d for d in self.duties(site) if d.completed_at is None and d.due_at < until]
+        return sorted(due, key=lambda d: d.due_at)
+
+    def stored_duty(self, site: str, duty_id: str) -> Duty | None:
+        row = self._execute(
+            "SELECT body FROM duties WHERE site = ? AND id = ?", (site, duty_id)
+        ).fetchone()
+        return None if row is None else Duty.model_validate(json.loads(row[0]))
+
+    def reading_count(self, site: str, sensor: str | None = None) -> int:
+        if sensor is None:
+            row = self._execute("SELECT count(*) FROM readings WHERE site = ?", (site,)).fetchone()
+        else:
+            row = self._execute(
+                "SELECT count(*) FROM readings WHERE site = ? AND sensor = ?", (site, sensor)
+            ).fetchone()
+        return int(row[0])
+
+    def newest_reading_t(self, site: str) -> int | None:
+        """The event time of the site's newest stored reading (None: no reading yet)."""
+        row = self._execute("SELECT max(t) FROM readings WHERE site = ?", (site,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def readings(self, site: str, sensor: str) -> list[SensorReading]:
+        rows = self._execute(
+            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
+            "ORDER BY t",
+            (site, sensor),
+        )
+        return [_reading(row) for row in rows]
+
+    def readings_between_of(
+        self, site: str, sensor: str, start: int, end: int
+    ) -> list[SensorReading]:
+        """A sensor's readings with ``start <= t <= end`` in time order: :meth:`readings`
+        over a bounded span (ingest/rain_lead_in.py), one range on the (site, sensor, t) key."""
+        rows = self._execute(
+            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
+            "AND t >= ? AND t <= ? ORDER BY t",
+            (site, sensor, start, end),
+        )
+        return [_reading(row) for row in rows]
+
+    def sensor_points(
+        self, site: str, sensor: str, start: int, end: int
+    ) -> list[tuple[int, float, str]]:
+        """(t, value, flags) of a sensor's readings with ``start <= t <= end``, in time order.
+
+        What a plot of a window needs, one range query on the (site, sensor, t)
+        key: :meth:`readings` returns the whole history, too much for a window
+        of a long-running site.
+        """
+        rows = self._execute(
+            "SELECT t, value, flags FROM readings WHERE site = ? AND sensor = ? "
+            "AND t >= ? AND t <= ? ORDER BY t",
+            (site, sensor, start, end),
+        )
+        return [(int(t), float(value), str(flags)) for t, value, flags in rows]
+
+    def latest_reading(self, site: str, sensor: str) -> tuple[int, float] | None:
+        """(t, value) of the sensor's newest reading (None: none yet); one index seek."""
+        row = self._execute(
+            "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
+            (site, sensor),
+        ).fetchone()
+        return None if row is None else (int(row[0]), float(row[1]))
+
+    def readings_after(
+        self, site: str, after: int | None, chunk: int = 20_000
+    ) -> Iterator[list[SensorReading]]:
+        """Every reading with event time after ``after``, in (time, sensor) order, in chunks."""
+        last_t = -(2**62) if after is None else after
+        last_sensor = "\uffff"
+        while True:
+            rows = self._execute(
+                "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? "
+                "AND (t > ? OR (t = ? AND sensor > ?)) ORDER BY t, sensor LIMIT ?",
+                (site, last_t, last_t, last_sensor, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            out = [_reading(row) for row in rows]
+            yield out
+            last_t, last_sensor = out[-1].t, out[-1].sensor
+
+    def readings_between(
+        self, site: str, start: int | None, end: int | None, chunk: int = 20_000
+    ) -> Iterator[list[tuple[str, SensorReading]]]:
+        """(station, reading) with event time in [start, end), in (time, sensor) order, in chunks.
+
+        Each chunk is its own short query (resuming after the last row), so a long
+        export holds no read transaction open against the live writer's WAL.
+        """
+        last_t = -(2**62) if start is None else start
+        stop = 2**62 if end is None else end
+        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
+        while True:
+            rows = self._execute(
+                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
+                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
+                (site, last_t, stop, last_t, last_sensor, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            out = [(str(row[0]), _reading(row[1:])) for row in rows]
+            yield out
+            last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
+
+    def sites(self) -> list[str]:
+        """Every site id the store holds anything of (readings, records, alerts, duties).
+
+        Each table's index leads with the site, so the next site after one is a
+        seek: a store of millions of readings answers in a few index lookups.
+        """
+        found: set[str] = set()
+        for table in ("readings", "inspections", "site_log", "statuses", "alerts", "duties"):
+            rows = self._execute(
+                f"WITH RECURSIVE s(site) AS (SELECT min(site) FROM {table} UNION ALL "
+                f"SELECT (SELECT min(site) FROM {table} WHERE site > s.site) FROM s "
+                "WHERE s.site IS NOT NULL) SELECT site FROM s WHERE site IS NOT NULL"
+            )
+            found.update(str(r[0]) for r in rows)
+        return sorted(found)
+
+    def inspections_after(self, site: str, after: int | None) -> list[Inspection]:
+        rows = self._execute(
+            f"SELECT {_INSPECTION_COLUMNS} FROM inspections WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [_inspection(row) for row in rows]
+
+    def site_log_after(self, site: str, after: int | None) -> list[SiteLogEntry]:
+        """Every site-log entry with event time after ``after``, in (time, id) order.
+
+        What a restart or rebuild replays after a snapshot, as
+        :meth:`statuses_after`; entries stored after the snapshot but dated
+        before it are caught by the marks (:meth:`earliest_stored_after`).
+        """
+        rows = self._execute(
+            "SELECT t, event, area, who, detail FROM site_log WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [_site_log_entry(row) for row in rows]
+
+    def site_log(self, site: str) -> list[SiteLogEntry]:
+        """The site's whole log in event-time order (arrival order at one instant)."""
+        return self.site_log_after(site, None)
+
+    def statuses_after(self, site: str, after: int | None) -> list[StationReport]:
+        """Every status with event time after ``after``, in (time, id) order.
+
+        What a restart or rebuild replays after a snapshot, as
+        :meth:`inspections_after`: by event time, not by id — a status stored
+        before the snapshot but dated after what it had processed was still
+        waiting in the engine's buffer, which a snapshot does not keep. Statuses
+        stored after the snapshot but dated before it are caught by the marks
+        (:meth:`earliest_stored_after`), which send the service to an older one.
+        """
+        rows = self._execute(
+            "SELECT station, t, state, health, timed FROM statuses WHERE site = ? AND t > ? "
+            "ORDER BY t, id",
+            (site, -(2**62) if after is None else after),
+        )
+        return [_status(row) for row in rows]
+
+    def statuses(
+        self, site: str, station: str | None = None, after_id: int = 0
+    ) -> list[tuple[int, int, StationReport]]:
+        """(id, received_at, status) of the site's stored statuses in arrival (id) order."""
+        query = (
+            "SELECT id, received_at, station, t, state, health, timed FROM statuses "
+            "WHERE site = ? AND id > ?"
+        )
+        args: tuple[object, ...] = (site, after_id)
+        if station is not None:
+            query += " AND station = ?"
+            args += (station,)
+        rows = self._execute(query + " ORDER BY id", args)
+        return [(int(i), int(a), _status(rest)) for i, a, *rest in rows]
+
+    def latest_status(self, site: str, station: str) -> StationReport | None:
+        """The station's newest stored status by arrival (None: none yet): one seek on the
+        (site, station, id) index, not the station's whole history as :meth:`statuses`."""
+        row = self._execute(
+            "SELECT station, t, state, health, timed FROM statuses "
+            "WHERE site = ? AND station = ? ORDER BY id DESC LIMIT 1",
+            (site, station),
+        ).fetchone()
+        return None if row is None else _status(row)
+
+    def marks(self) -> Marks:
+        """The newest reading, inspection, status and site-log ids: how far a snapshot has
+        read the store."""
+        r, i, s, g = (
+            int(self._execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
+            for table in ("readings", "inspections", "statuses", "site_log")
+        )
+        return r, i, s, g
+
+    def earliest_stored_after(
+        self,
+        site: str,
+        reading_mark: int,
+        inspection_mark: int,
+        status_mark: int = 0,
+        site_log_mark: int = 0,
+    ) -> int | None:
+        """The earliest event time among what was stored after the given marks."""
+        r = self._execute(
+            "SELECT min(t) FROM readings WHERE site = ? AND id > ? AND " + _TRUSTED_TIME_SQL,
+            (site, reading_mark),
+        ).fetchone()[0]
+        i = self._execute(
+            "SELECT min(t) FROM inspections WHERE site = ? AND id > ?", (site, inspection_mark)
+        ).fetchone()[0]
+        s = self._execute(
+            "SELECT min(t) FROM statuses WHERE site = ? AND id > ?", (site, status_mark)
+        ).fetchone()[0]
+        g = self._execute(
+            "SELECT min(t) FROM site_log WHERE site = ? AND id > ?", (site, site_log_mark)
+        ).fetchone()[0]
+        found = [int(v) for v in (r, i, s, g) if v is not None]
+        return min(found) if found else None
+
+    def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
+        """(station, latest trustworthy event time, latest arrival among its trustworthy
+        readings) of every station that has one.
+
+        Read from ``station_clocks``, kept as readings are stored
+        (:meth:`_advance_clocks`): a few rows whatever the history's length.
+        """
+        rows = self._execute(
+            "SELECT station, t, received_at FROM station_clocks WHERE site = ? ORDER BY station",
+            (site,),
+        )
+        return [(str(s), int(t), int(a)) for s, t, a in rows]
+
+    # --- snapshots --------------------------------------------------------------
+
+    def save_snapshot(
+        self,
+        site: str,
+        blob: bytes,
+        taken_at: int,
+        *,
+        processed_to: int | None = None,
+        marks: Marks | tuple[int, int, int] | tuple[int, int] = (0, 0, 0, 0),
+    ) -> None:
+        """Keep a snapshot; older ones are thinned to one per ``SNAPSHOT_SPACING_MS``.
+
+        ``marks`` is :meth:`marks` as the snapshot was taken; a shorter tuple (what
+        callers before statuses or the site log passed) counts none of those read.
+        """
+        key = -(2**62) if processed_to is None else processed_to
+        status_mark = marks[2] if len(marks) > 2 else 0
+        site_log_mark = marks[3] if len(marks) > 3 else 0
+        with self._own_commit():
+            self._execute(
+                "INSERT INTO snapshots (site, processed_to, reading_mark, "
+                "inspection_mark, taken_at, blob, status_mark, site_log_mark) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (site, processed_to) DO UPDATE SET "
+                "reading_mark = excluded.reading_mark, inspection_mark = excluded.inspection_mark, "
+                "taken_at = excluded.taken_at, blob = excluded.blob, "
+                "status_mark = excluded.status_mark, site_log_mark = excluded.site_log_mark",
+                (site, key, marks[0], marks[1], taken_at, blob, status_mark, site_log_mark),
+            )
+            kept = [
+                int(r[0])
+                for r in self._execute(
+                    "SELECT processed_to FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
+                    (site,),
+                )
+            ]
+            keep: list[int] = []
+            for t in kept:
+                if not keep or (keep[-1] - t >= SNAPSHOT_SPACING_MS and len(keep) < SNAPSHOTS_KEPT):
+                    keep.append(t)
+            drop = [t for t in kept if t not in set(keep)]
+            for t in drop:
+                self._execute(
+                    "DELETE FROM snapshots WHERE site = ? AND processed_to = ?", (site, t)
+                )
+
+    def snapshots(self, site: str) -> list[SnapshotRow]:
+        """Every kept snapshot of the site, newest first."""
+        rows = self._execute(
+            "SELECT processed_to, reading_mark, inspection_mark, taken_at, blob, status_mark, "
+            "site_log_mark FROM snapshots WHERE site = ? ORDER BY processed_to DESC",
+            (site,),
+        )
+        return [
+            SnapshotRow(
+                None if p == -(2**62) else int(p),
+                int(rm),
+                int(im),
+                int(ta),
+                bytes(b),
+                int(sm),
+                int(gm),
+            )
+            for p, rm, im, ta, b, sm, gm in rows
+        ]
+
+    def load_snapshot(self, site: str) -> bytes | None:
+        """The newest snapshot's bytes (None without one)."""
+        rows = self.snapshots(site)
+        return rows[0].blob if rows else None
+
+    def drop_snapshots_from(self, site: str, t: int) -> None:
+        """Forget snapshots that processed past ``t``: late data made them wrong."""
+        with self._own_commit():
+            self._execute("DELETE FROM snapshots WHERE site = ? AND processed_to >= ?", (site, t))
+
+    def drop_snapshot(self, site: str, row: SnapshotRow) -> None:
+        key = -(2**62) if row.processed_to is None else row.processed_to
+        with self._own_commit():
+            self._execute("DELETE FROM snapshots WHERE site = ? AND processed_to = ?", (site, key))
+
+
+def _reading(row: Sequence[object]) -> SensorReading:
+    s, t, v, q, f = row
+    return SensorReading(
+        str(s),
+        int(t),  # type: ignore[call-overload]
+        float(v),  # type: ignore[arg-type]
+        None if q is None else int(q),  # type: ignore[call-overload]
+        frozenset(str(f).split(",")) if f else frozenset(),
+    )
+
+
+def _flags_text(r: SensorReading) -> str:
+    """A reading's quality flags as stored: sorted, comma-separated ('' for none)."""
+    return ",".join(sorted(r.flags))
+
+
+def _health_text(report: StationReport) -> str:
+    """The reported health fields as canonical JSON (the same report gives the same text)."""
+    return json.dumps(report.health(), sort_keys=True, separators=(",", ":"))
+
+
+def _status(row: Sequence[object]) -> StationReport:
+    station, t, state, health, timed = row
+    fields = json.loads(str(health)) if health else {}
+    if not isinstance(fields, dict):
+        fields = {}
+    return StationReport(
+        str(station),
+        int(t),  # type: ignore[call-overload]
+        "online" if state == "online" else "offline",
+        timed=bool(timed),
+        **{k: v for k, v in fields.items() if k in STATION_HEALTH_FIELDS},
+    )
+
+
+def _inspection(row: Sequence[object]) -> Inspection:
+    t, who, duty, affiliation, address, phone, signed, deviations, actions = row
+    return Inspection(
+        int(t),  # type: ignore[call-overload]
+        str(who),
+        str(duty) or None,
+        affiliation=_text(affiliation),
+        address=_text(address),
+        phone=_text(phone),
+        signed=None if signed is None else bool(signed),
+        deviations=_text(deviations),
+        corrective_actions=_text(actions),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _site_log_entry(row: Sequence[object]) -> SiteLogEntry:
+    t, event, area, who, detail = row
+    return SiteLogEntry(
+        int(t),  # type: ignore[call-overload]
+        str(event),
+        str(area) or None,
+        str(who),
+        str(detail),
+    )
