@@ -731,10 +731,12 @@ class Engine(TimerQueue):
         heapq.heapify(self._buffer)
         self._buffered_keys.clear()
 
-    def buffer_reading(self, reading: SensorReading) -> None:
-        """Put a reading beyond the watermark in the buffer, as ``feed`` leaves it."""
-        self._buffered_keys.add((reading.sensor, reading.t))
-        heapq.heappush(self._buffer, (reading.t, _READING, reading.sensor, reading))
+    def buffer_readings(self, readings: Iterable[SensorReading]) -> None:
+        """Put readings beyond the watermark in the buffer, as ``feed`` leaves them."""
+        keys, buffer, push = self._buffered_keys, self._buffer, heapq.heappush
+        for r in readings:
+            keys.add((r.sensor, r.t))
+            push(buffer, (r.t, _READING, r.sensor, r))
 
     def note_progress(self, newest: int, stations: Iterable[tuple[str, int]]) -> None:
         """``_progress`` for a block of trustworthy readings: their newest time, and each
