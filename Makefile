@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.edge
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.plots
+	$(BIN)/python -m benchmarks.wire_payloads
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -18,6 +18,7 @@ from app.brokeraccess_cli import add_broker_acl_parser
 from app.console_cmd import add_console_options
 from app.serve import add_broker_options, add_serve_options, read_secret
 from siltwatch.configerrors import ConfigError
+from siltwatch.rulepacks import site_rules
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -100,7 +101,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
             _err(exc.lines)
             status = EXIT_FAIL
             continue
-        rules = site.rules()
+        rules = site_rules(site)
         print(
             f"{path}: ok — site {site.site.id!r}, {len(site.sensors())} sensors, "
             f"{len(site.turbidity_pairs)} turbidity pairs, {len(site.infiltration_practices)} "

@@ -52,6 +52,16 @@ class FakeClock:
         self.t += seconds
 
 
+class RecordingSink:
+    """A notification sink that keeps what it is sent, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[Notification] = []
+
+    def send(self, note: Notification) -> None:
+        self.sent.append(note)
+
+
 def alert(
     *,
     id: str = "al-9ff14d7ed75e140c",

@@ -24,7 +24,8 @@ from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
 from alerts.routing import Notification
 from alerts.worker import DeliveryWorker, OutboxSink
-from console.charts.plots import Chart, RefLine, Series
+from console.charts.draw import png_bytes
+from console.charts.model import Chart, RefLine, Series
 from siltwatch.schema import Alert
 from tests.alerts.helpers import (
     CITATION,
@@ -303,7 +304,7 @@ def turbidity_chart(site_id: str, alert: Alert) -> ChartData | None:
     drawn = Chart("Turbidity outfall-a", "NTU", [Series("downstream", down), Series("upstream", up)],
                   [RefLine("limit", 54.3)], start_ms=down[0][0], end_ms=down[-1][0])  # fmt: skip
     return ChartData("Turbidity outfall-a", "NTU", (("downstream", down), ("upstream", up)),
-                     (("limit", 54.3),), png=drawn.png(), width=440, height=250)  # fmt: skip
+                     (("limit", 54.3),), png=png_bytes(drawn), width=440, height=250)  # fmt: skip
 
 
 def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
