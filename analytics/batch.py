@@ -56,14 +56,16 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from analytics.batch_columns import ReadingColumns, numpy_available
+from analytics.detector import Context, Detector, QuietReading, Screen
 from analytics.events import SensorReading
-from analytics.health import FLATLINE, OUT_OF_RANGE, SPIKE, SensorHealth, _SensorState
-from analytics.inspections import InspectionDetector
+from analytics.health import FLATLINE, OUT_OF_RANGE, SPIKE, SensorHealth, SensorState
 from analytics.robust import median_of_sorted
+from analytics.timers import Tag
 from analytics.turbidity import UPSTREAM_HORIZON_MS, TurbidityContrast
 from siltwatch.rulemath import (
     NO_INCREASE_TOLERANCE_FRACTION,
@@ -74,8 +76,6 @@ from siltwatch.rulemath import LimitRule as _RuleMathLimit
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    from analytics.engine import Engine
 
     Bools = npt.NDArray[np.bool_]
     Ints = npt.NDArray[np.int64]
@@ -88,19 +88,74 @@ INCREMENTAL = 16
 MARGIN = 1e-9
 # A buffer of at least this many readings is released as a batch by ``finish``.
 MIN_BUFFERED = 64
-
-_READING = 0  # analytics.engine's kind of a reading in the buffer
+# A catch-up chunk below this size goes row by row: as quick as building the arrays.
+MIN_CHUNK = 256
 
 
 class BatchDiverged(RuntimeError):
     """A real call did not do what the plan said it would: a bug, never data."""
 
 
-def usable_here(engine: Engine) -> bool:
-    """Whether the engine may take the batch path at all (a replay, numpy at hand)."""
-    if not engine.batch or engine._live or not numpy_available():
+class BatchStats(Protocol):
+    """The engine's counters the batch path keeps as the per-reading path would."""
+
+    readings_in: int
+    readings_processed: int
+    duplicates: int
+    unknown_sensor: int
+    unknown_sensors: dict[str, int]
+    timers_fired: int
+
+
+class BatchEngine(Protocol):
+    """What the batch path reads and changes of the engine (analytics/engine.py offers it).
+
+    The engine's own state stays the engine's: the batch path holds nothing
+    between calls and touches the engine only through these methods, so this
+    module imports nothing of the engine's (the import runs one way: engine ->
+    batch).
+    """
+
+    batch: bool
+    detectors: dict[str, Detector]
+    ctx: Context
+
+    @property
+    def stats(self) -> BatchStats: ...
+    @property
+    def live(self) -> bool: ...
+    @property
+    def quality_screen(self) -> Screen | None: ...
+    @property
+    def watermark(self) -> int | None: ...
+    def processed_to(self) -> int | None: ...
+    def mark_processed_to(self, limit: int) -> None: ...
+    def sensor_ids(self) -> list[str]: ...
+    def station_of(self) -> dict[str, str]: ...
+    def detectors_of(self, sensor: str) -> Sequence[Detector]: ...
+    def last_reading_times(self) -> dict[str, int]: ...
+    def set_last_reading_time(self, sensor: str, t: int) -> None: ...
+    def buffered_reading_count(self) -> int: ...
+    def buffered_readings(self) -> list[SensorReading]: ...
+    def drop_buffered_readings(self) -> None: ...
+    def buffer_readings(self, readings: Iterable[SensorReading]) -> None: ...
+    def note_progress(self, newest: int, stations: Iterable[tuple[str, int]]) -> None: ...
+    def timers_of(self, detector_name: str) -> list[tuple[int, Tag]]: ...
+    def cancel_timer(self, at: int, detector_name: str, tag: Tag) -> None: ...
+    def schedule(self, detector_name: str, at: int, tag: Tag) -> None: ...
+    def hold_timers(self, hold: Callable[[str, int, Tag], bool] | None) -> None: ...
+    def next_pending(self, limit: int) -> tuple[Any, ...] | None: ...
+    def process_pending(self, key: tuple[Any, ...]) -> bool: ...
+    def screen_reading(self, reading: SensorReading) -> tuple[SensorReading, ...]: ...
+    def hand_over(self, checked: SensorReading) -> None: ...
+
+
+def usable_here(engine: BatchEngine, *, live: bool = False) -> bool:
+    """Whether the engine may take the batch path at all (numpy at hand, a screen it
+    knows); ``live``: a catch-up, which sets its own release limit, may be live."""
+    if not engine.batch or (engine.live and not live) or not numpy_available():
         return False
-    screen = engine._screen
+    screen = engine.quality_screen
     return screen is None or (
         type(screen) is SensorHealth and engine.detectors.get(screen.name) is screen
     )
@@ -109,86 +164,164 @@ def usable_here(engine: Engine) -> bool:
 # --- intake ----------------------------------------------------------------------------
 
 
-def feed_columns(engine: Engine, block: ReadingColumns) -> bool:
+class _Block:
+    """One block of readings on its way in: known rows as arrays, and the engine's names."""
+
+    def __init__(self, engine: BatchEngine, s: Ints, t: Ints, v: Floats) -> None:
+        self.engine = engine
+        self.names = engine.sensor_ids()
+        self.index = {name: i for i, name in enumerate(self.names)}
+        known = s >= 0
+        self.known = known
+        self.s, self.t, self.v = s[known], t[known], v[known]
+
+    def takeable(self) -> list[SensorReading] | None:
+        """The buffered readings to take with the block, or None (nothing changed) when the
+        block must go row by row: a value not finite, data at or before what was
+        processed, a buffered reading with flags or a sequence number."""
+        import numpy as np
+
+        if not bool(np.isfinite(self.v).all()):
+            return None
+        released = self.engine.processed_to()
+        if released is not None and len(self.t) and int(self.t.min()) <= released:
+            return None  # late data: the per-reading path handles it where it falls
+        held = self.engine.buffered_readings()
+        if any(r.flags or r.seq is not None for r in held):
+            return None
+        return held
+
+    def merge(self, held: list[SensorReading]) -> tuple[Ints, Floats, Ints]:
+        """Take the buffered readings out and merge them with the block: sorted by (time,
+        sensor id), duplicates counted and dropped, the stations' progress noted."""
+        import numpy as np
+
+        engine, index, names = self.engine, self.index, self.names
+        if held:
+            engine.drop_buffered_readings()
+        n_held = len(held)
+        h_t = np.array([r.t for r in held], dtype=np.int64)
+        h_v = np.array([r.value for r in held], dtype=np.float64)
+        h_s = np.array([index[r.sensor] for r in held], dtype=np.int64)
+        all_t = np.concatenate([h_t, self.t])
+        all_v = np.concatenate([h_v, self.v])
+        all_s = np.concatenate([h_s, self.s])
+        arrival = np.arange(len(all_t))  # buffered readings first: they were fed first
+        rank = _name_ranks(names)
+        if not _in_order(all_t, rank[all_s]):
+            order = np.lexsort((arrival, rank[all_s], all_t))
+            all_t, all_v, all_s, arrival = all_t[order], all_v[order], all_s[order], arrival[order]
+        keep = np.ones(len(all_t), dtype=bool)
+        if len(all_t) > 1:
+            keep[1:] = (all_t[1:] != all_t[:-1]) | (all_s[1:] != all_s[:-1])
+        engine.stats.duplicates += int((~keep).sum())
+        all_t, all_v, all_s, arrival = all_t[keep], all_v[keep], all_s[keep], arrival[keep]
+        fresh = arrival >= n_held
+        _progress(engine, names, all_t[fresh], all_s[fresh], arrival[fresh])
+        return all_t, all_v, all_s
+
+    def release(self, t: Ints, v: Floats, s: Ints, limit: int) -> None:
+        """Process what lies at or before ``limit``; the rest waits in the buffer."""
+        import numpy as np
+
+        cut = int(np.searchsorted(t, limit, side="right"))
+        release(self.engine, self.names, s[:cut], t[:cut], v[:cut], limit)
+        _push_back(self.engine, self.names, t[cut:], v[cut:], s[cut:])
+
+
+def feed_columns(engine: BatchEngine, block: ReadingColumns) -> bool:
     """``engine.feed(block)``, on arrays; False (nothing changed) when it must be row-wise."""
     if not usable_here(engine):
         return False
     import numpy as np
 
-    names = list(engine._by_sensor)
-    index = {name: i for i, name in enumerate(names)}
+    index = {name: i for i, name in enumerate(engine.sensor_ids())}
     to_engine = np.array([index.get(name, -1) for name in block.names], dtype=np.int64)
     code = np.asarray(block.code, dtype=np.int64)
-    t = np.asarray(block.t, dtype=np.int64)
-    value = np.asarray(block.value, dtype=np.float64)
     sidx = to_engine[code] if len(code) else np.zeros(0, np.int64)
-    known = sidx >= 0
-    kt, kv, ks = t[known], value[known], sidx[known]
-    if not bool(np.isfinite(kv).all()):
-        return False
-    released = engine._released_to
-    if released is not None and len(kt) and int(kt.min()) <= released:
-        return False  # late data: the per-reading path handles it where it falls
-    held = _buffered_readings(engine)
+    rows = _Block(
+        engine, sidx, np.asarray(block.t, dtype=np.int64), np.asarray(block.value, np.float64)
+    )
+    held = rows.takeable()
     if held is None:
         return False
-    last = engine._last_sensor_t
-    if last and len(kt):
-        floor = np.array([last.get(name, np.iinfo(np.int64).min) for name in names], np.int64)
-        if bool((kt <= floor[ks]).any()):
+    last = engine.last_reading_times()
+    if last and len(rows.t):
+        floor = np.array([last.get(name, np.iinfo(np.int64).min) for name in rows.names], np.int64)
+        if bool((rows.t <= floor[rows.s]).any()):
             return False
 
     # From here on the engine changes: the per-reading path's bookkeeping, on arrays.
-    stats = engine.stats
-    stats.readings_in += len(t)
-    if not bool(known.all()):
-        _count_unknown(engine, block, code[~known])
-    _take_buffered(engine, held)
-    n_held = len(held)
-    h_t = np.array([r.t for r in held], dtype=np.int64)
-    h_v = np.array([r.value for r in held], dtype=np.float64)
-    h_s = np.array([index[r.sensor] for r in held], dtype=np.int64)
-    all_t = np.concatenate([h_t, kt])
-    all_v = np.concatenate([h_v, kv])
-    all_s = np.concatenate([h_s, ks])
-    arrival = np.arange(len(all_t))  # buffered readings first: they were fed first
-    rank = _name_ranks(names)
-    if not _in_order(all_t, rank[all_s]):
-        order = np.lexsort((arrival, rank[all_s], all_t))
-        all_t, all_v, all_s, arrival = all_t[order], all_v[order], all_s[order], arrival[order]
-    keep = np.ones(len(all_t), dtype=bool)
-    if len(all_t) > 1:
-        keep[1:] = (all_t[1:] != all_t[:-1]) | (all_s[1:] != all_s[:-1])
-    stats.duplicates += int((~keep).sum())
-    all_t, all_v, all_s, arrival = all_t[keep], all_v[keep], all_s[keep], arrival[keep]
-    fresh = arrival >= n_held
-    _progress(engine, names, all_t[fresh], all_s[fresh], arrival[fresh])
-
+    engine.stats.readings_in += len(code)
+    if not bool(rows.known.all()):
+        _count_unknown(engine, block, code[~rows.known])
+    all_t, all_v, all_s = rows.merge(held)
     wm = engine.watermark
     if wm is None:
-        _push_back(engine, names, all_t, all_v, all_s)
+        _push_back(engine, rows.names, all_t, all_v, all_s)
         return True
-    cut = int(np.searchsorted(all_t, wm, side="right"))
-    release(engine, names, all_s[:cut], all_t[:cut], all_v[:cut], wm)
-    _push_back(engine, names, all_t[cut:], all_v[cut:], all_s[cut:])
+    rows.release(all_t, all_v, all_s, wm)
     return True
 
 
-def release_buffered(engine: Engine, limit: int) -> bool:
-    """``engine._run_until(limit)`` with its buffered readings as a batch (False: not done)."""
-    if not usable_here(engine) or len(engine._buffered_keys) < MIN_BUFFERED:
+def take_chunk(engine: BatchEngine, chunk: Sequence[SensorReading], limit: int) -> bool:
+    """``Engine.catch_up``'s work for one chunk of stored history (issue 24), on arrays;
+    False: nothing was changed and the chunk must go row by row.
+
+    A chunk from the store is what the batch path is made for: readings in
+    (time, sensor) order, all after what the engine has processed. The engine
+    of a catch-up is live (its station clocks came from the store), which is
+    why ``feed_columns`` would refuse it; the catch-up sets the release limit
+    itself, so the per-station watermark plays no part. A chunk with a flagged
+    reading (flags steer the quality screen) or one too small to be worth the
+    arrays goes row by row.
+    """
+    if len(chunk) < MIN_CHUNK or not usable_here(engine, live=True):
+        return False
+    if any(r.flags for r in chunk):
         return False
     import numpy as np
 
-    held = _buffered_readings(engine)
+    index = {name: i for i, name in enumerate(engine.sensor_ids())}
+    rows = _Block(
+        engine,
+        np.fromiter((index.get(r.sensor, -1) for r in chunk), np.int64, len(chunk)),
+        np.fromiter((r.t for r in chunk), np.int64, len(chunk)),
+        np.fromiter((r.value for r in chunk), np.float64, len(chunk)),
+    )
+    held = rows.takeable()
     if held is None:
         return False
-    released = engine._released_to
+
+    # From here on the engine changes, as catch_up's loop would change it.
+    stats = engine.stats
+    stats.readings_in += len(chunk)
+    stats.unknown_sensor += len(chunk) - int(rows.known.sum())  # (catch_up: not by name)
+    all_t, all_v, all_s = rows.merge(held)
+    released = engine.processed_to()
+    if released is not None and limit <= released:
+        _push_back(engine, rows.names, all_t, all_v, all_s)  # nothing may be processed yet
+        return True
+    rows.release(all_t, all_v, all_s, limit)
+    return True
+
+
+def release_buffered(engine: BatchEngine, limit: int) -> bool:
+    """The engine's ``_run_until(limit)`` with its buffered readings as a batch (False: not done)."""
+    if not usable_here(engine) or engine.buffered_reading_count() < MIN_BUFFERED:
+        return False
+    import numpy as np
+
+    held = engine.buffered_readings()
+    if any(r.flags or r.seq is not None for r in held):
+        return False
+    released = engine.processed_to()
     if released is not None and any(r.t <= released for r in held):
         return False
-    names = list(engine._by_sensor)
+    names = engine.sensor_ids()
     index = {name: i for i, name in enumerate(names)}
-    _take_buffered(engine, held)
+    if held:
+        engine.drop_buffered_readings()
     rank = _name_ranks(names)
     s = np.array([index[r.sensor] for r in held], dtype=np.int64)
     t = np.array([r.t for r in held], dtype=np.int64)
@@ -201,33 +334,12 @@ def release_buffered(engine: Engine, limit: int) -> bool:
     return True
 
 
-def _buffered_readings(engine: Engine) -> list[SensorReading] | None:
-    """The readings waiting in the buffer, or None if one carries flags or a sequence number."""
-    held: list[SensorReading] = []
-    for entry in engine._buffer:
-        if entry[1] == _READING:
-            r = entry[3]
-            if r.flags or r.seq is not None:
-                return None
-            held.append(r)
-    return held
-
-
-def _take_buffered(engine: Engine, held: list[SensorReading]) -> None:
-    if not held:
-        return
-    engine._buffer = [e for e in engine._buffer if e[1] != _READING]
-    heapq.heapify(engine._buffer)
-    engine._buffered_keys.clear()
-
-
-def _push_back(engine: Engine, names: list[str], t: Ints, v: Floats, s: Ints) -> None:
+def _push_back(engine: BatchEngine, names: list[str], t: Ints, v: Floats, s: Ints) -> None:
     """Readings beyond the watermark wait in the buffer, as ``feed`` leaves them."""
-    buffer, keys = engine._buffer, engine._buffered_keys
-    for sensor_i, ti, vi in zip(s.tolist(), t.tolist(), v.tolist(), strict=True):
-        name = names[sensor_i]
-        keys.add((name, ti))
-        heapq.heappush(buffer, (ti, _READING, name, SensorReading(name, ti, vi)))
+    engine.buffer_readings(
+        SensorReading(names[sensor_i], ti, vi)
+        for sensor_i, ti, vi in zip(s.tolist(), t.tolist(), v.tolist(), strict=True)
+    )
 
 
 def _in_order(t: Ints, rank: Ints) -> bool:
@@ -249,7 +361,7 @@ def _name_ranks(names: list[str]) -> Ints:
     return rank
 
 
-def _count_unknown(engine: Engine, block: ReadingColumns, codes: Ints) -> None:
+def _count_unknown(engine: BatchEngine, block: ReadingColumns, codes: Ints) -> None:
     import numpy as np
 
     stats = engine.stats
@@ -260,18 +372,14 @@ def _count_unknown(engine: Engine, block: ReadingColumns, codes: Ints) -> None:
         stats.unknown_sensors[name] = stats.unknown_sensors.get(name, 0) + int(counts[i])
 
 
-def _progress(engine: Engine, names: list[str], t: Ints, s: Ints, arrival: Ints) -> None:
-    """``Engine._progress`` for every fresh reading: the replay watermark, station clocks."""
+def _progress(engine: BatchEngine, names: list[str], t: Ints, s: Ints, arrival: Ints) -> None:
+    """The engine's ``_progress`` for every fresh reading: the replay watermark, station clocks."""
     import numpy as np
-
-    from analytics.engine import StationClock
 
     if not len(t):
         return
     top = int(t.max())
-    if engine._max_seen is None or top > engine._max_seen:
-        engine._max_seen = top
-    station_of = engine._station_of
+    station_of = engine.station_of()
     stations = sorted({st for st in station_of.values()})
     number = {st: k for k, st in enumerate(stations)}
     of_sensor = np.array([number.get(station_of.get(name, ""), -1) for name in names], np.int64)
@@ -279,19 +387,15 @@ def _progress(engine: Engine, names: list[str], t: Ints, s: Ints, arrival: Ints)
     mine = code >= 0
     code, t, arrival = code[mine], t[mine], arrival[mine]
     if not len(code):
+        engine.note_progress(top, ())
         return
     latest = np.full(len(stations), np.iinfo(np.int64).min)
     np.maximum.at(latest, code, t)
     first = np.full(len(stations), np.iinfo(np.int64).max)
     np.minimum.at(first, code, arrival)
     present = np.flatnonzero(first < np.iinfo(np.int64).max)
-    for k in present[np.argsort(first[present], kind="stable")].tolist():  # new ones in feed order
-        station, newest = stations[k], int(latest[k])
-        clock = engine._stations.get(station)
-        if clock is None:
-            engine._stations[station] = StationClock(newest, None)
-        elif clock.progress is None or newest > clock.progress:
-            clock.progress = newest
+    new_first = present[np.argsort(first[present], kind="stable")].tolist()  # in feed order
+    engine.note_progress(top, [(stations[k], int(latest[k])) for k in new_first])
 
 
 # --- plans -----------------------------------------------------------------------------
@@ -331,7 +435,7 @@ class _Sensor:
         self.batch = True  # quiet rows possible
         self.chain = False  # the offline check is walked here
         self.nxt: list[int] | None = None  # last row within the offline delay of each row
-        self.st: _SensorState | None = None
+        self.st: SensorState | None = None
         self.health: _HealthPlan | None = None
         self.pairs: list[_PairPlan] = []
         self.down_pairs: list[_PairPlan] = []
@@ -360,7 +464,7 @@ class _HealthPlan:
         "static_real",
     )
 
-    def __init__(self, s: _Sensor, st: _SensorState) -> None:
+    def __init__(self, s: _Sensor, st: SensorState) -> None:
         import numpy as np
 
         self.s = s
@@ -738,33 +842,20 @@ def _allowed(rule: Any, bg: Floats) -> Floats:
     return best
 
 
-def _idle(det: TurbidityContrast) -> bool:
-    """Nothing in progress: a judgeable reading under the limit changes nothing but windows."""
-    return (
-        not det.open
-        and det.exceed_since is None
-        and det.blind_since is None
-        and not det.blind_open
-        and det.clear_since is None
-        and det.peak is None
-    )
-
-
 # --- the merge -------------------------------------------------------------------------
 
 
-def release(engine: Engine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int) -> None:
+def release(engine: BatchEngine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int) -> None:
     """Process readings (sorted by time then sensor id, unique, all after ``processed_to``)
     with everything else buffered and every timer up to ``limit``, as ``_run_until`` does."""
     batch = _Batch(engine, names, s, t, v, limit)
-    engine._hold = batch.hold
+    engine.hold_timers(batch.hold)
     try:
         batch.run()
-        batch.finish()
     finally:
-        engine._hold = None
-    if engine._released_to is None or limit > engine._released_to:
-        engine._released_to = limit
+        engine.hold_timers(None)
+    batch.finish()
+    engine.mark_processed_to(limit)
 
 
 SensorEvent = tuple[tuple[Any, ...], int, int, int, int, int]
@@ -773,7 +864,7 @@ SensorEvent = tuple[tuple[Any, ...], int, int, int, int, int]
 
 class _Batch:
     def __init__(
-        self, engine: Engine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int
+        self, engine: BatchEngine, names: list[str], s: Ints, t: Ints, v: Floats, limit: int
     ) -> None:
         import numpy as np
 
@@ -783,7 +874,7 @@ class _Batch:
         self.real_calls = 0
         self.seq = 0
         self.events: list[SensorEvent] = []
-        screen = engine._screen
+        screen = engine.quality_screen
         self.health: SensorHealth | None = screen if isinstance(screen, SensorHealth) else None
         self.hname = self.health.name if self.health is not None else ""
         order = np.argsort(s, kind="stable")
@@ -805,20 +896,21 @@ class _Batch:
         import numpy as np
 
         engine, health = self.engine, self.health
-        timers_of: dict[str, list[int]] = {}
+        timers_of: dict[Tag, list[int]] = {}
         if health is not None:
-            for at, name, tag in engine._timers:
-                if name == self.hname:
-                    timers_of.setdefault(tag, []).append(at)
+            for at, tag in engine.timers_of(self.hname):
+                timers_of.setdefault(tag, []).append(at)
         pairs: dict[str, TurbidityContrast] = {}
         for sensor in self.sensors:
-            for det in engine._by_sensor.get(sensor.name, ()):
-                if type(det) is TurbidityContrast:
+            for det in engine.detectors_of(sensor.name):
+                # What a quiet reading does to the detector (Detector.quiet_reading).
+                role = det.quiet_reading()
+                if role is QuietReading.MOVES_WINDOWS and isinstance(det, TurbidityContrast):
                     pairs[det.name] = det
-                elif type(det) is not InspectionDetector:
+                elif role is QuietReading.CALL:
                     sensor.batch = False
             if health is not None:
-                st = health._states.get(sensor.name)
+                st = health.sensor_state(sensor.name)
                 sensor.st = st
                 if st is None:
                     sensor.batch = False
@@ -861,7 +953,7 @@ class _Batch:
                 down.real.extend(np.flatnonzero(plan.real_rows()).tolist())
         # The inspection clock starts at the first reading it is given: that one is real.
         for det in engine.detectors.values():
-            if type(det) is InspectionDetector and det.started_at is None:
+            if det.quiet_reading() is QuietReading.STARTS_CLOCK:
                 watched = set(det.sensors())
                 first = min(
                     (x for x in self.sensors if x.name in watched),
@@ -883,60 +975,33 @@ class _Batch:
         self.last_t0 = {x.name: x.st.last_t if x.st is not None else None for x in self.sensors}
 
     def _drop_timer(self, key: tuple[int, str, str]) -> None:
-        engine = self.engine
-        engine._timer_keys.discard(key)
-        engine._timers.remove(key)
-        heapq.heapify(engine._timers)
+        self.engine.cancel_timer(*key)
 
     # --- the loop ---------------------------------------------------------------------
 
     def run(self) -> None:
         engine = self.engine
-        ctx = engine.ctx
-        buffer, timers = engine._buffer, engine._timers
         events, sensors = self.events, self.sensors
         limit = self.limit
-        detectors = engine.detectors
-        from analytics.engine import _DELIVERY
-
         for sensor in sensors:
             self._schedule(sensor)
         while True:
             while events and events[0][2] != sensors[events[0][3]].version:
                 heapq.heappop(events)
-            best: tuple[Any, ...] | None = events[0][0] if events else None
-            source = 0
-            if buffer and buffer[0][0] <= limit:
-                b = buffer[0]
-                input_key: tuple[Any, ...] = (b[0], 0, b[1], b[2])
-                if best is None or input_key < best:
-                    best, source = input_key, 1
-            if timers and timers[0][0] <= limit:
-                tm = timers[0]
-                timer_key: tuple[Any, ...] = (tm[0], 1, tm[1], tm[2])
-                if best is None or timer_key < best:
-                    best, source = timer_key, 2
-            if best is None:
-                return
-            if source == 1:
-                _t, kind, _tie, payload = heapq.heappop(buffer)
-                if kind == _READING:
-                    raise BatchDiverged("a reading was left in the buffer")
-                method = _DELIVERY[kind]
-                for det in detectors.values():
-                    getattr(det, method)(payload, ctx)
-            elif source == 2:
-                at, name, tag = heapq.heappop(timers)
-                engine._timer_keys.discard((at, name, tag))
-                engine.stats.timers_fired += 1
-                detectors[name].on_timer(at, tag, ctx)
-            else:
+            # The next of the batch's own events, the engine's buffered inputs and its
+            # timers, in the engine's order (a tie goes to the batch's event).
+            pending = engine.next_pending(limit)
+            if events and (pending is None or not pending < events[0][0]):
                 event = heapq.heappop(events)
                 i, kind, where = event[3], event[4], event[5]
                 if kind == 0:
                     self._real_row(sensors[i], where)
                 else:
                     self._offline_check(sensors[i], where)
+            elif pending is None:
+                return
+            elif not engine.process_pending(pending):
+                raise BatchDiverged("a reading was left in the buffer")
 
     def _schedule(self, sensor: _Sensor) -> None:
         """Push the sensor's next real event: a real row, or an offline check that finds it silent."""
@@ -950,7 +1015,7 @@ class _Batch:
                 st = sensor.st
                 busy = st is not None and (st.offline or st.due is None)
                 if not busy:
-                    busy = any(not _idle(p.det) for p in sensor.down_pairs)
+                    busy = any(not p.det.idle() for p in sensor.down_pairs)
                 if busy:
                     row = j
                 else:
@@ -998,9 +1063,9 @@ class _Batch:
         self.engine.stats.timers_fired += fired
         return due
 
-    def hold(self, name: str, at: int, tag: str) -> bool:
+    def hold(self, name: str, at: int, tag: Tag) -> bool:
         """Engine.schedule during the batch: a batched sensor's offline check stays here."""
-        if name != self.hname:
+        if name != self.hname or not isinstance(tag, str):
             return False
         sensor = self.by_name.get(tag)
         if sensor is None or not (sensor.batch and sensor.chain):
@@ -1020,15 +1085,11 @@ class _Batch:
                 pair.sync(g)
         reading = SensorReading(name, t, value)
         engine.stats.readings_processed += 1
-        screen = engine._screen
-        screened = (reading,) if screen is None else tuple(screen(reading, engine.ctx))
+        screened = engine.screen_reading(reading)
         if plan is not None and (len(screened) != 1 or screened[0].flags != plan.added(j)):
             raise BatchDiverged(f"the screen flagged {name} at {t} otherwise than planned")
-        ctx = engine.ctx
-        by_sensor = engine._by_sensor
         for checked in screened:
-            for det in by_sensor.get(checked.sensor, ()):
-                det.on_reading(checked, ctx)
+            engine.hand_over(checked)
         if plan is not None:
             plan.cur = j + 1
         for pair in sensor.pairs:
@@ -1062,24 +1123,24 @@ class _Batch:
                 if id(pair) not in done:
                     done.add(id(pair))
                     pair.sync(self.n)
-        last = engine._last_sensor_t
         for sensor in sorted(self.sensors, key=lambda x: int(x.pos[0])):
-            last[sensor.name] = sensor.times[-1]
+            engine.set_last_reading_time(sensor.name, sensor.times[-1])
         engine.stats.readings_processed += self.n - self.real_calls
         for sensor in self.sensors:
             st = sensor.st
             if sensor.batch and sensor.chain and st is not None and st.due is not None:
-                key = (st.due, self.hname, sensor.name)
-                if key not in engine._timer_keys:
-                    engine._timer_keys.add(key)
-                    heapq.heappush(engine._timers, key)
+                # The walked offline check goes back to the engine's heap (the batch's
+                # hold on it has ended).
+                engine.schedule(self.hname, st.due, sensor.name)
 
 
 __all__ = [
     "BatchDiverged",
+    "BatchEngine",
     "ReadingColumns",
     "feed_columns",
     "release",
     "release_buffered",
+    "take_chunk",
     "usable_here",
 ]

@@ -22,14 +22,16 @@ deterministically with everything else. Who listens is derived from the
 detectors' classes, never stored in a snapshot.
 
 Roles a detector may play besides detecting are declared by hooks the engine
-collects: ``screen()`` (the quality screen every reading passes) and
-``rain_days()`` (its part of the site's daily rain record).
+collects: ``screen()`` (the quality screen every reading passes),
+``rain_days()`` (its part of the site's daily rain record) and
+``quiet_reading()`` (what the batch path may leave out of its readings).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar
 from zoneinfo import ZoneInfo
 
@@ -42,6 +44,7 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from analytics.timers import Tag
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
 
@@ -63,8 +66,10 @@ class Context:
     def zone(self) -> ZoneInfo:
         return self.site.site.zone
 
-    def schedule(self, detector: Detector, at: int, tag: str = "") -> None:
+    def schedule(self, detector: Detector, at: int, tag: Tag = "") -> None:
         """Call ``detector.on_timer(at, tag, ctx)`` once event time reaches ``at``.
+
+        ``tag``: the subject's id, or a typed tag (analytics/timers.py).
 
         Timers cannot be cancelled: a detector checks, when one fires, whether
         it still matters (cheaper than cancellation, and trivially snapshotted).
@@ -91,10 +96,29 @@ class Context:
         return self._engine.processed_to()
 
 
+class QuietReading(Enum):
+    """What a *quiet* reading does to a detector: one at which nothing can happen.
+
+    The engine's batch path (analytics/batch.py) calls a detector only where
+    something may happen, and asks each detector of a sensor, through
+    :meth:`Detector.quiet_reading`, what it may leave out.
+    """
+
+    CALL = "call"
+    """Every reading may change something: the batch path calls the detector with each."""
+    NOTHING = "nothing"
+    """A reading changes nothing once the detector has started (its clock runs)."""
+    STARTS_CLOCK = "starts_clock"
+    """The first reading starts the detector's clock: that one is a call, the rest NOTHING."""
+    MOVES_WINDOWS = "moves_windows"
+    """A quiet reading only slides the detector's median windows, which the batch path
+    plans and moves itself from arrays (a turbidity pair, analytics/turbidity.py)."""
+
+
 class TimerQueue:
     """Implemented by the engine; declared here to keep the import direction one-way."""
 
-    def schedule(self, detector_name: str, at: int, tag: str) -> None:
+    def schedule(self, detector_name: str, at: int, tag: Tag) -> None:
         raise NotImplementedError
 
     def processed_to(self) -> int | None:
@@ -122,7 +146,7 @@ class Detector:
         health stage; a flagged reading must never silently drive a regulatory alert.
         """
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         """A timer this detector scheduled has come due."""
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
@@ -173,3 +197,8 @@ class Detector:
     def rain_days(self) -> Sequence[RainDay]:
         """This detector's part of the site's daily rain record (NCG01 Part III §A item 1)."""
         return ()
+
+    def quiet_reading(self) -> QuietReading:
+        """What a reading at which nothing happens does to this detector (the batch path's
+        question, analytics/batch.py); by default it must be called with every reading."""
+        return QuietReading.CALL

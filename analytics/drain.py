@@ -47,7 +47,7 @@ the events and the clogging trend (analytics/drain_event.py), the early warning
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from analytics.detector import Context, Detector
@@ -61,6 +61,7 @@ from analytics.events import DetectorEvent, SensorReading
 from analytics.quality import usable
 from analytics.rain import DESIGN_STORM_EVENTS, DesignStormMemory, DesignStormNote
 from analytics.recession import RecessionForecast
+from analytics.timers import Tag, TimerTag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import InfiltrationPractice, SiteConfig
 from siltwatch.rulepacks import RuleValue
@@ -76,9 +77,14 @@ STALE_MIN_MS = (
 )  # no alert at the deadline on a reading older than this (or 6 intervals)
 
 
-def deadline_tag(start_at: int) -> str:
-    """The timer tag of the deadline of the event that started at ``start_at``."""
-    return f"deadline:{start_at}"
+@dataclass(frozen=True, slots=True)
+class DrainDeadline(TimerTag):
+    """The drain-time deadline of the fill event that started at ``start_at``."""
+
+    start_at: int
+
+    def text(self) -> str:
+        return f"deadline:{self.start_at}"
 
 
 class DrainTimeDetector(Detector):
@@ -144,7 +150,7 @@ class DrainTimeDetector(Detector):
         if step.change is Change.STARTED:
             if self.report.limit_h is not None:
                 # The clock can only start later (at the peak): a chain of timers follows it.
-                ctx.schedule(self, step.at + self.report.limit_ms(), deadline_tag(step.at))
+                ctx.schedule(self, step.at + self.report.limit_ms(), DrainDeadline(step.at))
         elif step.change is Change.DRAINED:
             self._drained(step.event, step.at, step.rise_m, ctx)
         else:
@@ -154,9 +160,9 @@ class DrainTimeDetector(Detector):
     def on_event(self, event: DetectorEvent, ctx: Context) -> None:
         self.design.on_event(event)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         fill = self.tracker.fill
-        if fill is None or self.report.limit_h is None or tag != deadline_tag(fill.event.start_at):
+        if fill is None or self.report.limit_h is None or tag != DrainDeadline(fill.event.start_at):
             return  # a timer of an event that has drained
         deadline = fill.event.peak_at + self.report.limit_ms()
         if at < deadline:

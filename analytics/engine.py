@@ -55,7 +55,12 @@ the screen and the detectors only where something may happen; late data, a
 live engine, or anything else it cannot take exactly goes through ``feed``.
 The batch path keeps nothing of its own between calls (no numpy in a
 snapshot), and tests/analytics/test_batch_path.py holds it to the per-reading
-path byte for byte.
+path byte for byte. It is a part of the engine's own module family below it:
+the engine imports it, never the other way; what it reads and changes of the
+engine is declared as a Protocol there (``analytics.batch.BatchEngine``) and
+offered here as public methods ("the batch path's view" below), and what it
+may leave out of a detector's readings each detector declares
+(``Detector.quiet_reading``).
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analytics import batch as batch_path
-from analytics import batch_catch_up, statecodec
+from analytics import statecodec
 from analytics.batch_columns import ReadingColumns
 from analytics.detector import Context, Detector, Screen, TimerQueue
 from analytics.detectors import build_detectors
@@ -84,6 +89,7 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_S
 from siltwatch.applicability import applicable_rules
 from siltwatch.config import SiteConfig
@@ -96,7 +102,9 @@ from siltwatch.schema import Alert, Duty, QualityFlag
 #    inspection record fields (Inspection.affiliation ... corrective_actions)
 # 6: the law's site-log clocks (issue 21): stabilization's idle, cleared and cover state,
 #    the inspection detector's routine span (RoutineLife) and cadences, applicable rules
-SNAPSHOT_VERSION = 6
+# 7: turbidity's episode as a state enum (Episode, Peak); analytics enums in snapshots as $enum;
+#    typed timer tags (analytics/timers.py) in the timer heap, written as objects
+SNAPSHOT_VERSION = 7
 DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
@@ -235,8 +243,8 @@ class Engine(TimerQueue):
         # (t, kind, key, payload) — key makes ties deterministic.
         self._buffer: list[BufferEntry] = []
         self._buffered_keys: set[tuple[str, int]] = set()
-        self._timers: list[tuple[int, str, str]] = []
-        self._timer_keys: set[tuple[int, str, str]] = set()
+        self._timers: list[tuple[int, str, Tag]] = []
+        self._timer_keys: set[tuple[int, str, Tag]] = set()
         self._last_sensor_t: dict[str, int] = {}
         self._max_seen: int | None = None
         self._released_to: int | None = None  # everything with t <= this has been processed
@@ -254,11 +262,11 @@ class Engine(TimerQueue):
         # Event type -> its subscribers in detector order (filled as types are published).
         self._subscribers: dict[type[DetectorEvent], list[Detector]] = {}
         # While a batch runs: keeps the offline checks it walks itself out of the heap.
-        self._hold: Callable[[str, int, str], bool] | None = None
+        self._hold: Callable[[str, int, Tag], bool] | None = None
 
     # --- TimerQueue -------------------------------------------------------------
 
-    def schedule(self, detector_name: str, at: int, tag: str) -> None:
+    def schedule(self, detector_name: str, at: int, tag: Tag) -> None:
         if self._hold is not None and self._hold(detector_name, at, tag):
             return
         key = (at, detector_name, tag)
@@ -617,8 +625,8 @@ class Engine(TimerQueue):
         for chunk in readings:
             if not chunk:
                 continue
-            if batch_catch_up.take_chunk(self, chunk, min(until, chunk[-1].t - 1)):
-                events += self._drain()  # the batch path took it (analytics/batch_catch_up.py)
+            if batch_path.take_chunk(self, chunk, min(until, chunk[-1].t - 1)):
+                events += self._drain()  # the batch path took it (analytics/batch.py)
                 continue
             for r in chunk:
                 self.stats.readings_in += 1
@@ -679,6 +687,137 @@ class Engine(TimerQueue):
                 for det in self.detectors.values():
                     det.on_finish(end, self.ctx)
         return self._drain()
+
+    # --- the batch path's view (analytics/batch.py: analytics.batch.BatchEngine) ---------
+    # What the batch path reads and changes of the engine, and nothing else: it keeps no
+    # state of its own, so every change it makes goes through these methods.
+
+    @property
+    def live(self) -> bool:
+        """Fed with arrival times (per-station watermarks), as the ingest service does."""
+        return self._live
+
+    @property
+    def quality_screen(self) -> Screen | None:
+        """The screen every reading passes before any detector (a detector's ``screen()``)."""
+        return self._screen
+
+    def sensor_ids(self) -> list[str]:
+        """The site's sensors and those the detectors read, in the engine's order."""
+        return list(self._by_sensor)
+
+    def station_of(self) -> dict[str, str]:
+        """Each sensor's station (the site configuration's, looked up once)."""
+        return self._station_of
+
+    def detectors_of(self, sensor: str) -> Sequence[Detector]:
+        """The detectors a reading of ``sensor`` is handed to, in order."""
+        return self._by_sensor.get(sensor, ())
+
+    def last_reading_times(self) -> dict[str, int]:
+        """Each sensor's latest processed reading time (a copy)."""
+        return dict(self._last_sensor_t)
+
+    def set_last_reading_time(self, sensor: str, t: int) -> None:
+        """``sensor`` was processed up to ``t`` (a batch writes what its rows leave)."""
+        self._last_sensor_t[sensor] = t
+
+    def buffered_reading_count(self) -> int:
+        return len(self._buffered_keys)
+
+    def buffered_readings(self) -> list[SensorReading]:
+        """The readings waiting in the buffer (in the buffer's own order)."""
+        return [entry[3] for entry in self._buffer if entry[1] == _READING]
+
+    def drop_buffered_readings(self) -> None:
+        """Take every waiting reading out of the buffer (a batch processes them itself)."""
+        self._buffer = [entry for entry in self._buffer if entry[1] != _READING]
+        heapq.heapify(self._buffer)
+        self._buffered_keys.clear()
+
+    def buffer_readings(self, readings: Iterable[SensorReading]) -> None:
+        """Put readings beyond the watermark in the buffer, as ``feed`` leaves them."""
+        keys, buffer, push = self._buffered_keys, self._buffer, heapq.heappush
+        for r in readings:
+            keys.add((r.sensor, r.t))
+            push(buffer, (r.t, _READING, r.sensor, r))
+
+    def note_progress(self, newest: int, stations: Iterable[tuple[str, int]]) -> None:
+        """``_progress`` for a block of trustworthy readings: their newest time, and each
+        station's newest time (stations heard for the first time, in the order fed)."""
+        if self._max_seen is None or newest > self._max_seen:
+            self._max_seen = newest
+        for station, t in stations:
+            clock = self._stations.get(station)
+            if clock is None:
+                self._stations[station] = StationClock(t, None)
+            elif clock.progress is None or t > clock.progress:
+                clock.progress = t
+
+    def timers_of(self, detector_name: str) -> list[tuple[int, Tag]]:
+        """(at, tag) of every timer ``detector_name`` has waiting (in the heap's order)."""
+        return [(at, tag) for at, name, tag in self._timers if name == detector_name]
+
+    def cancel_timer(self, at: int, detector_name: str, tag: Tag) -> None:
+        """Take one waiting timer out (a batch fires it itself); it must be waiting."""
+        key = (at, detector_name, tag)
+        self._timer_keys.discard(key)
+        self._timers.remove(key)
+        heapq.heapify(self._timers)
+
+    def hold_timers(self, hold: Callable[[str, int, Tag], bool] | None) -> None:
+        """While a batch runs: ``hold(name, at, tag)`` True keeps a timer out of the heap."""
+        self._hold = hold
+
+    def next_pending(self, limit: int) -> tuple[Any, ...] | None:
+        """The order key of the next buffered input or timer at or before ``limit``.
+
+        Inputs ``(t, 0, kind, key)``, timers ``(at, 1, detector, tag)``: a timer
+        after every input at its time (the detector protocol's ordering guarantee).
+        """
+        buffer, timers = self._buffer, self._timers
+        best: tuple[Any, ...] | None = None
+        if buffer and buffer[0][0] <= limit:
+            b = buffer[0]
+            best = (b[0], 0, b[1], b[2])
+        if timers and timers[0][0] <= limit:
+            tm = timers[0]
+            timer_key = (tm[0], 1, tm[1], tm[2])
+            if best is None or timer_key < best:
+                best = timer_key
+        return best
+
+    def process_pending(self, key: tuple[Any, ...]) -> bool:
+        """Process what ``next_pending`` named; False (nothing done) for a buffered reading."""
+        if key[1] == 1:
+            at, name, tag = heapq.heappop(self._timers)
+            self._timer_keys.discard((at, name, tag))
+            self.stats.timers_fired += 1
+            self.detectors[name].on_timer(at, tag, self.ctx)
+            return True
+        if self._buffer[0][1] == _READING:
+            return False
+        _t, kind, _key, payload = heapq.heappop(self._buffer)
+        method = _DELIVERY[kind]
+        for det in self.detectors.values():
+            getattr(det, method)(payload, self.ctx)
+        return True
+
+    def screen_reading(self, reading: SensorReading) -> tuple[SensorReading, ...]:
+        """The quality screen's answer for one reading (the reading itself without a screen)."""
+        screen = self._screen
+        return (reading,) if screen is None else tuple(screen(reading, self.ctx))
+
+    def hand_over(self, checked: SensorReading) -> None:
+        """Give a screened reading to the detectors of its sensor, in order."""
+        ctx = self.ctx
+        for det in self._by_sensor.get(checked.sensor, ()):
+            det.on_reading(checked, ctx)
+
+    def mark_processed_to(self, limit: int) -> None:
+        """Everything up to ``limit`` has been processed (a batch ran to it)."""
+        if self._released_to is None or limit > self._released_to:
+            self._released_to = limit
 
     # --- processing -------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.felled import FelledKind
@@ -43,7 +44,7 @@ class FelledDetector(Detector):
             ctx.alerts.resolve(FelledKind.FELLED, self.site_id, entry.t, message=message)
             self.felled_at, self.where = None, []
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         if self.felled_at is None or tag != str(self.felled_at):
             return  # removed in time
         ctx.alerts.update(

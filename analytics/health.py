@@ -57,6 +57,7 @@ from analytics.detector import Context, Detector, Screen
 from analytics.events import SensorReading
 from analytics.quality import usable_in_median
 from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of_sorted
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
@@ -122,7 +123,7 @@ def _finite_or_none(x: float) -> float | None:
 
 
 @dataclass(slots=True)
-class _SensorState:
+class SensorState:
     """Everything the screen remembers about one sensor (plain data: snapshotted)."""
 
     sensor: str
@@ -163,7 +164,7 @@ class SensorHealth(Detector):
         self.offline_rule = k.cite()
         self.site_name = site.site.name or site.site.id
         stations = site.station_of()
-        self._states: dict[str, _SensorState] = {}
+        self._states: dict[str, SensorState] = {}
         for sid, sensor in site.sensors().items():
             # Physical sanity: the kind's plausible band (siltwatch/sensorkinds/), in the
             # sensor's unit; the sensor's configured min/max narrow it.
@@ -177,7 +178,7 @@ class SensorHealth(Detector):
             if sensor.max_value is not None and sensor.max_value < hi:
                 hi, hi_src = sensor.max_value, "the sensor's configured max_value"
             spike = SPIKE_RULES.get(sensor.kind)
-            self._states[sid] = _SensorState(
+            self._states[sid] = SensorState(
                 sensor=sid,
                 kind=sensor.kind,
                 unit=sensor.unit,
@@ -267,7 +268,7 @@ class SensorHealth(Detector):
 
     # --- offline ------------------------------------------------------------------
 
-    def _arm(self, st: _SensorState, t: int, ctx: Context) -> None:
+    def _arm(self, st: SensorState, t: int, ctx: Context) -> None:
         """Schedule the next offline check k intervals after the data already processed.
 
         In order, that is after this reading. For a late reading (a backfill
@@ -282,8 +283,8 @@ class SensorHealth(Detector):
         st.due = base + st.offline_ms
         ctx.schedule(self, st.due, st.sensor)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        st = self._states.get(tag)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        st = self._states.get(tag) if isinstance(tag, str) else None  # the tag: the sensor id
         if st is None or st.due != at:
             return
         st.due = None
@@ -321,7 +322,7 @@ class SensorHealth(Detector):
             },
         )
 
-    def _resume(self, st: _SensorState, t: int, ctx: Context) -> None:
+    def _resume(self, st: SensorState, t: int, ctx: Context) -> None:
         """The first reading after an offline episode closes it, never re-opens it."""
         st.offline = False
         ep = ctx.alerts.get_open(OFFLINE, st.sensor)
@@ -348,7 +349,7 @@ class SensorHealth(Detector):
 
     # --- data quality -------------------------------------------------------------
 
-    def _problem_text(self, st: _SensorState, ctx: Context, value: float) -> tuple[str, str]:
+    def _problem_text(self, st: SensorState, ctx: Context, value: float) -> tuple[str, str]:
         """(message, rule) describing the sensor's active problems."""
         parts: list[str] = []
         rules: list[str] = []
@@ -374,7 +375,7 @@ class SensorHealth(Detector):
         )
         return message, "; ".join(rules)
 
-    def _evidence(self, st: _SensorState, value: float) -> dict[str, Any]:
+    def _evidence(self, st: SensorState, value: float) -> dict[str, Any]:
         ev: dict[str, Any] = {
             "sensor": st.sensor,
             "station": st.station,
@@ -393,7 +394,7 @@ class SensorHealth(Detector):
         return ev
 
     def _problem_on(
-        self, st: _SensorState, problem: str, since: int, t: int, value: float, ctx: Context
+        self, st: SensorState, problem: str, since: int, t: int, value: float, ctx: Context
     ) -> None:
         st.problems[problem] = since
         message, rule = self._problem_text(st, ctx, value)
@@ -408,7 +409,7 @@ class SensorHealth(Detector):
         )
 
     def _problem_off(
-        self, st: _SensorState, problem: str, t: int, value: float, ctx: Context
+        self, st: SensorState, problem: str, t: int, value: float, ctx: Context
     ) -> None:
         ended = {problem: st.problems.pop(problem)}
         if st.problems:
@@ -441,6 +442,11 @@ class SensorHealth(Detector):
         )
 
     # --- introspection for dashboards and tests -------------------------------------
+
+    def sensor_state(self, sensor: str) -> SensorState | None:
+        """What the screen remembers about ``sensor`` (the batch path plans from it and
+        brings it up to date as the quiet readings it skips would have)."""
+        return self._states.get(sensor)
 
     def flag_counts(self, sensor: str) -> dict[str, int]:
         """How many readings of ``sensor`` this screen flagged, by flag."""

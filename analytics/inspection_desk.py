@@ -18,7 +18,7 @@ from analytics.detector import Context, Detector
 from analytics.episodes import DutyRecord
 from analytics.events import Inspection
 from analytics.inspection_overdue import DutyNote, OverdueWatch
-from analytics.inspection_timers import DueTimer, InspectionTimer, encode
+from analytics.inspection_timers import DueTimer, InspectionTimer
 from siltwatch.vocabulary import DutyKind, DutyReason
 
 KIND = DutyKind.INSPECTION
@@ -70,7 +70,7 @@ class DutyDesk:
         return self.watch.calendar
 
     def schedule(self, at: int, timer: InspectionTimer) -> None:
-        self.ctx.schedule(self.owner, at, encode(timer))
+        self.ctx.schedule(self.owner, at, timer)
 
     def complete(self, rec: DutyRecord, t: int, inspector: str) -> bool:
         """Complete the duty by an inspection at ``t``; False if it was already done."""

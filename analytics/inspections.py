@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from datetime import date
 
 from analytics.calendar import SiteCalendar
-from analytics.detector import Context, Detector
+from analytics.detector import Context, Detector, QuietReading
 from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, Inspection, SensorReading, SiteLogEntry
 from analytics.inspection_desk import KIND as KIND
@@ -55,10 +55,10 @@ from analytics.inspection_timers import (
     QuarterTimer,
     SecondTimer,
     WeekTimer,
-    decode,
 )
 from analytics.inspection_twice_weekly import TwiceWeeklyCadence, TwiceWeeklyRule
 from analytics.rain import RainDetector, StormEnded
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
 from siltwatch.rulepacks import Rules
@@ -149,6 +149,10 @@ class InspectionDetector(Detector):
         # Every sensor: the routine clock starts at the first reading of any of them.
         return list(self._sensors)
 
+    def quiet_reading(self) -> QuietReading:
+        # A reading only starts the routine clock: after the first one it changes nothing.
+        return QuietReading.STARTS_CLOCK if self.started_at is None else QuietReading.NOTHING
+
     # --- engine callbacks ---------------------------------------------------------------
 
     def on_reading(self, reading: SensorReading, ctx: Context) -> None:
@@ -207,8 +211,8 @@ class InspectionDetector(Detector):
         if done is not None:
             self._after_completions([done.rec], done.t, done.inspector, desk)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        timer, desk = decode(tag), self._desk(ctx)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        timer, desk = tag, self._desk(ctx)
         routine, quarterly = self.routine, self.quarterly
         if isinstance(timer, DueTimer):
             self.watch.check(timer.duty_id, at, ctx)

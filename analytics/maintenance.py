@@ -10,6 +10,7 @@ from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.timers import Tag
 from siltwatch.config import SiteConfig
 from siltwatch.detections.maintenance import MaintenanceKind, MaintenanceReason
 from siltwatch.maintenance import maintained_practice, parse_schedule
@@ -51,8 +52,9 @@ class MaintenanceDetector(Detector):
                 self._end(practice, entry, ctx, None)
                 self._next(practice, entry.t, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        self.watch.check(tag, at, ctx)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, str):
+            self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
 
     def on_finish(self, end: int, ctx: Context) -> None:
         self.watch.refresh(end, ctx)

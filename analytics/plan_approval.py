@@ -16,6 +16,7 @@ from analytics.calendar import SiteCalendar
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
+from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.plan_approval import PlanKind
@@ -57,7 +58,7 @@ class PlanApprovalDetector(Detector):
             self.completed = True
             self._close(entry.t, f"construction completed ({local_time(entry.t, ctx.zone)})", ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         if tag != str(self.approved_at) or self.completed or self.expired:
             return  # a renewed approval, or nothing left to approve
         assert self.approved_at is not None and self.last_day is not None

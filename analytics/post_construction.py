@@ -58,6 +58,7 @@ from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.post_construction import PostConstructionKind, PostConstructionReason
@@ -82,6 +83,18 @@ AS_BUILT_WORDS = OverdueWords(
     "(event as_built).",
     "As-built plans submitted",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ReminderOpens(TimerTag):
+    """The ``n``-th duty of ``reason`` opens (30 local days before its deadline ``due``)."""
+
+    reason: Reason
+    n: int
+    due: int
+
+    def text(self) -> str:
+        return f"open|{self.reason!s}|{self.n}|{self.due}"
 
 
 @dataclass(frozen=True)
@@ -219,14 +232,13 @@ class PostConstructionDetector(Detector):
             done = self.engineer_done = self.engineer_done + 1
             self._plan(Reason.ENGINEER_INSPECTION, done + 1, self._after(day, engineer), t, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        what, _, rest = tag.partition("|")
-        if what == "due":  # a deadline: the tag names the duty
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, DutyDue):  # a deadline: the tag names the duty
+            rest = tag.duty_id
             watch = self.plans_watch if rest in self.plans_watch.notes else self.watch
             watch.check(rest, at, ctx)
-        elif what == "open":  # a reminder opens: "open|<reason>|<n>|<due>"
-            reason, n, due = rest.split("|")
-            self._open(Reason(reason), int(n), int(due), at, ctx)
+        elif isinstance(tag, ReminderOpens):
+            self._open(tag.reason, tag.n, tag.due, at, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:
         self.watch.refresh(end, ctx)
@@ -246,7 +258,7 @@ class PostConstructionDetector(Detector):
         if opens <= after:
             self._open(reason, n, due, after, ctx)
         else:
-            ctx.schedule(self, opens, f"open|{reason.value}|{n}|{due}")
+            ctx.schedule(self, opens, ReminderOpens(reason, n, due))
 
     def _open(self, reason: Reason, n: int, due: int, at: int, ctx: Context) -> None:
         rules, since = self.rules, self._since(reason)
@@ -292,7 +304,7 @@ class PostConstructionDetector(Detector):
             evidence["plan_changed"] = iso(self.changed_at)
         watch = self.plans_watch if reason == Reason.AS_BUILT else self.watch
         rec = watch.create(ctx, KIND, reason, self.site_id, (at, due), note)
-        ctx.schedule(self, due, f"due|{rec.id}")
+        ctx.schedule(self, due, DutyDue(rec.id))
         return rec.id
 
     # --- days ---------------------------------------------------------------------------

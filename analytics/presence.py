@@ -14,6 +14,7 @@ from datetime import date, timedelta
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
+from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.presence import PresenceKind
@@ -54,8 +55,10 @@ class PresenceDetector(Detector):
         ):
             self._open(key, day, entry, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        evidence = self.open.pop(tag, None)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if not isinstance(tag, str):
+            return
+        evidence = self.open.pop(tag, None)  # the tag is the day's key
         if evidence is None:
             return  # resolved by a late on_site row
         work_t = self.work_at.pop(tag)

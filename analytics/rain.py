@@ -60,6 +60,7 @@ from analytics.events import DesignStormExceeded, DetectorEvent, Inspection, Rai
 from analytics.inspection_desk import completed_by
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.quality import usable
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.design_storms import DesignStormKind, DesignStormReason
@@ -470,8 +471,8 @@ class RainDetector(Detector):
         if closes is not None:
             ctx.schedule(self, closes, g.gauge_id)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        g = self.gauges.get(tag)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        g = self.gauges.get(tag) if isinstance(tag, str) else None  # the tag: the gauge id
         if g is None:
             return
         closed = g.segmenter.close_if_dry(at)
@@ -739,8 +740,9 @@ class DesignStormDetector(Detector):
         elif isinstance(event, StormEnded):
             self._ended(event, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, str):
+            self.watch.check(tag, at, ctx)  # the tag is the duty id: its deadline passed
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
         for duty_id in self.duties.values():

@@ -10,6 +10,7 @@ anniversary of the row's local day (29 February falls on 28 February), opened
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from analytics.calendar import SiteCalendar
@@ -18,6 +19,7 @@ from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.post_construction import anniversary
+from analytics.timers import Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.revegetation import RevegetationKind, RevegetationReason
@@ -45,6 +47,38 @@ CHECK_WORDS = OverdueWords(
     "Cover crop checked",
     officer=False,  # siltwatch's own date: the site's people only
 )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckDue(TimerTag):
+    """The cover-crop check duty's deadline."""
+
+    duty_id: str
+
+    def text(self) -> str:
+        return f"check|{self.duty_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SurvivalDue(TimerTag):
+    """The survival check duty's deadline."""
+
+    duty_id: str
+
+    def text(self) -> str:
+        return f"survival|{self.duty_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SurvivalOpens(TimerTag):
+    """The survival check of ``area`` (revegetated at ``since``, due ``due``) opens."""
+
+    area: str
+    since: int
+    due: int
+
+    def text(self) -> str:
+        return f"open|{self.area}|{self.since}|{self.due}"
 
 
 class RevegetationDetector(Detector):
@@ -86,19 +120,18 @@ class RevegetationDetector(Detector):
             (t, due),
             check_note,
         )
-        ctx.schedule(self, due, f"check|{rec.id}")
+        ctx.schedule(self, due, CheckDue(rec.id))
         survival_due = cal.end_of_day(anniversary(cal.local_date(t), self.survival.count))
         opens = max(t, cal.at_local(cal.local_date(survival_due) - timedelta(days=REMINDER_DAYS)))
-        ctx.schedule(self, opens, f"open|{area}|{t}|{survival_due}")
+        ctx.schedule(self, opens, SurvivalOpens(area, t, survival_due))
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        what, _, rest = tag.partition("|")
-        if what == "check":
-            self.check_watch.check(rest, at, ctx)
-        elif what == "survival":
-            self.survival_watch.check(rest, at, ctx)
-        elif what == "open":
-            area, since, due = rest.split("|")
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, CheckDue):
+            self.check_watch.check(tag.duty_id, at, ctx)
+        elif isinstance(tag, SurvivalDue):
+            self.survival_watch.check(tag.duty_id, at, ctx)
+        elif isinstance(tag, SurvivalOpens):
+            area, since, due = tag.area, tag.since, tag.due
             note = DutyNote(
                 label=f"survival check of area {area}: at least 75 % of the cover crop alive "
                 f"throughout the year since its revegetation on "
@@ -114,7 +147,7 @@ class RevegetationDetector(Detector):
                 (at, int(due)),
                 note,
             )
-            ctx.schedule(self, int(due), f"survival|{rec.id}")
+            ctx.schedule(self, due, SurvivalDue(rec.id))
 
     def on_inspection(self, inspection: Inspection, ctx: Context) -> None:
         if inspection.duty is None:

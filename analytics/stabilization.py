@@ -64,6 +64,7 @@ from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.rain import WetDay
+from analytics.timers import Tag, TimerTag
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import Area, SiteConfig
 from siltwatch.detections.stabilization import StabilizationKind, StabilizationReason
@@ -85,7 +86,18 @@ WORDS = OverdueWords(
 # revegetation only reseeding or replanting: ``temporary_cover`` does not complete it.
 TEMPORARY_COVERS = frozenset({Reason.INACTIVE_AREA, Reason.EXPOSED_24H, Reason.GRADED_SLOPES})
 SEEDING_COVERS = TEMPORARY_COVERS | {Reason.REVEGETATION}
-IDLE_TAG = "idle:"  # timer tag prefix: "idle:<area id>" 7 days after an ``active`` row
+
+
+@dataclass(frozen=True, slots=True)
+class AreaIdle(TimerTag):
+    """7 days after an area's last ``active`` row: the area counts as inactive (§148-11 I(3)(e)[1])."""
+
+    area: str
+
+    def text(self) -> str:
+        return f"idle:{self.area}"
+
+
 ACTIVE_DAYS = 7  # §148-11 I(3)(e)[1]: "activity ... within the past seven calendar days"
 
 
@@ -226,9 +238,11 @@ class StabilizationDetector(Detector):
             self.permanent.add(area.id)
             self._cover(area, t, entry.by, frozenset(Reason), "permanent cover", ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        if tag.startswith(IDLE_TAG):
-            self._idle(tag[len(IDLE_TAG) :], at, ctx)
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, AreaIdle):
+            self._idle(tag.area, at, ctx)
+            return
+        if not isinstance(tag, str):
             return
         rec = ctx.duties.records.get(tag)  # the tag is the duty id: its deadline passed
         if rec is not None and at < rec.due_at:
@@ -319,7 +333,7 @@ class StabilizationDetector(Detector):
         idle_at = self.calendar.at_local(
             self.calendar.local_date(t) + timedelta(days=ACTIVE_DAYS), self._minutes(t)
         )
-        ctx.schedule(self, idle_at, IDLE_TAG + area.id)
+        ctx.schedule(self, idle_at, AreaIdle(area.id))
 
     def _idle(self, area_id: str, at: int, ctx: Context) -> None:
         """A 7-day timer after an ``active`` row: if no later activity, stop or cover came,

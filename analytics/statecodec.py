@@ -8,6 +8,8 @@ back only what it wrote:
 
 * scalars, lists, tuples, sets, frozensets, deques, dicts (any hashable keys),
   dates and non-finite floats, each container tagged with its type;
+* members of enums defined in the analytics package (a detector's state enum),
+  as ``{"$enum": "module:Class", "value": ...}``: read back as the member itself;
 * instances of classes *defined in the analytics package* (detectors, their
   small state dataclasses, the alert and duty books) — looked up in an
   allow-list built from the package's modules, never imported by name from the
@@ -33,6 +35,7 @@ import pkgutil
 import zlib
 from collections import deque
 from datetime import date
+from enum import Enum
 from types import ModuleType
 from typing import Any
 
@@ -120,7 +123,7 @@ class _Encoder:
         """First pass: find objects and containers referenced more than once."""
         if depth > MAX_DEPTH:
             raise SnapshotError("engine state nests deeper than a snapshot may")
-        if value is None or isinstance(value, bool | int | float | str | date):
+        if value is None or isinstance(value, bool | int | float | str | date | Enum):
             return
         key = id(value)
         if key in self.seen:
@@ -147,6 +150,12 @@ class _Encoder:
             return value if math.isfinite(value) else {"$float": repr(value)}
         if isinstance(value, date):
             return {"$date": value.isoformat()}
+        if isinstance(value, Enum):
+            cls = type(value)
+            name = f"{cls.__module__}:{cls.__qualname__}"
+            if _classes().get(name) is not cls:
+                raise SnapshotError(f"{name} is not a class a snapshot may hold")
+            return {"$enum": name, "value": value.value}
         key = id(value)
         if key in self.shared:
             ref = self.seen[key]
@@ -206,6 +215,8 @@ class _Decoder:
             return float(text)
         if "$date" in value:
             return date.fromisoformat(str(value["$date"]))
+        if "$enum" in value:
+            return _member(value)
         return self._container(value, depth)
 
     def _register(self, value: dict[str, Any], obj: Any) -> None:
@@ -280,6 +291,18 @@ class _Decoder:
         for key, raw in fields.items():
             object.__setattr__(obj, key, self.decode(raw, depth))
         return obj
+
+
+def _member(value: dict[str, Any]) -> Enum:
+    """The enum member ``{"$enum": "module:Class", "value": ...}`` names."""
+    name = value["$enum"]
+    cls = _classes().get(name) if isinstance(name, str) else None
+    if cls is None or not issubclass(cls, Enum):
+        raise SnapshotError(f"{name!r} is not an enum a snapshot may hold")
+    try:
+        return cls(value.get("value"))
+    except ValueError:
+        raise SnapshotError(f"{value.get('value')!r} is not a member of {name}") from None
 
 
 def _declared_fields(cls: type) -> set[str] | None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from analytics.detector import Context, Detector
 from analytics.events import StationReport
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.detections.station_health import StationAlertKind as Kind
@@ -96,9 +97,9 @@ class StationHealthDetector(Detector):
         self._clock(st, report, ctx)
         self._backlog(st, report, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         """A silence deadline; only the one set by the station's latest status counts."""
-        st = self.stations.get(tag)
+        st = self.stations.get(tag) if isinstance(tag, str) else None  # the station id
         if st is None or st.last_online_at is None:
             return
         if at == st.last_online_at + self.silence_ms:

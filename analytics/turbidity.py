@@ -44,9 +44,11 @@ Decisions, in the order a downstream reading meets them:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from analytics.detector import Context, Detector
+from analytics.detector import Context, Detector, QuietReading
 from analytics.events import SensorReading
 from analytics.quality import UNUSABLE, USABLE, grade, unusable_reasons
 from analytics.robust import TimeWindow, median_of_sorted
@@ -68,6 +70,65 @@ CRITICAL_CONTRAST_MULTIPLE = 2.0
 # Upstream readings are kept this long beyond what the aligned window needs, so
 # a downstream probe that backfills after an outage still finds its background.
 UPSTREAM_HORIZON_MS = 24 * MS_PER_H
+
+
+class Episode(Enum):
+    """Where a pair stands in a contrast episode (the judging side; blindness is apart)."""
+
+    IDLE = "idle"  # under the limit, nothing in progress
+    EXCEEDING = "exceeding"  # over the limit, not yet for the sustain period
+    OPEN = "open"  # an episode is open (alert raised)
+    CLEARING = "clearing"  # open, and calm (at or below the clear level) since ``clear_since``
+
+
+class Signal(Enum):
+    """What one judged downstream reading (or a spell without judgement) says."""
+
+    OVER = "over"  # not open: the downstream median is over the limit
+    SUSTAINED = "sustained"  # ... and has been for the sustain period
+    WITHIN = "within"  # not open: at or under the limit
+    STIRRED = "stirred"  # open: above the clear level
+    CALM = "calm"  # open: at or below the clear level
+    CALM_HELD = "calm_held"  # ... for one window: the episode resolves
+    BLIND = "blind"  # the contrast cannot be judged
+
+
+# The whole episode machine in one table (h11's _state.py is the model): (state, signal) ->
+# the next state. A pair absent here is a bug, never data (``TurbidityContrast._step``).
+TRANSITIONS: dict[tuple[Episode, Signal], Episode] = {
+    (Episode.IDLE, Signal.OVER): Episode.EXCEEDING,
+    (Episode.IDLE, Signal.WITHIN): Episode.IDLE,
+    (Episode.IDLE, Signal.BLIND): Episode.IDLE,
+    (Episode.EXCEEDING, Signal.OVER): Episode.EXCEEDING,
+    # Sustain: over the limit for turbidity.sustain_s without a break opens the episode.
+    (Episode.EXCEEDING, Signal.SUSTAINED): Episode.OPEN,
+    (Episode.EXCEEDING, Signal.WITHIN): Episode.IDLE,
+    # A spell without judgement breaks a sustained run ...
+    (Episode.EXCEEDING, Signal.BLIND): Episode.IDLE,
+    (Episode.OPEN, Signal.STIRRED): Episode.OPEN,
+    (Episode.OPEN, Signal.CALM): Episode.CLEARING,
+    (Episode.OPEN, Signal.BLIND): Episode.OPEN,
+    (Episode.CLEARING, Signal.CALM): Episode.CLEARING,
+    # Clearing with hysteresis: calm (turbidity.clear_fraction) for one window resolves it.
+    (Episode.CLEARING, Signal.CALM_HELD): Episode.IDLE,
+    (Episode.CLEARING, Signal.STIRRED): Episode.OPEN,
+    # ... and a calm spell alike.
+    (Episode.CLEARING, Signal.BLIND): Episode.OPEN,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The worst downstream reading of an episode: the largest excess over the limit."""
+
+    t: int
+    downstream: float
+    background: float
+    limit: float
+
+    @property
+    def excess(self) -> float:
+        return self.downstream - self.limit
 
 
 def _r(x: float) -> float:
@@ -134,18 +195,39 @@ class TurbidityContrast(Detector):
         self.down_win = TimeWindow(self.window_ms)
         self.up_bad: tuple[str, ...] = ()
         self.down_bad: tuple[str, ...] = ()
-        # Episode state (plain data: part of the engine snapshot).
+        # Episode state (plain data: part of the engine snapshot). ``exceed_since``: the
+        # start of the run over the limit (EXCEEDING and while open); ``clear_since``: the
+        # start of the calm spell (CLEARING).
+        self.episode = Episode.IDLE
         self.exceed_since: int | None = None
-        self.open = False
         self.severity: Severity = Severity.WARNING
         self.clear_since: int | None = None
-        self.peak: tuple[int, float, float, float] | None = None  # (t, downstream, bg, limit)
+        self.peak: Peak | None = None
         self.blind_since: int | None = None
         self.blind_open = False
         self.blind_reason = ""
 
     def sensors(self) -> tuple[str, str]:
         return (self.up, self.down)
+
+    def quiet_reading(self) -> QuietReading:
+        # analytics/batch.py plans the pair's windows from arrays (its _PairPlan).
+        return QuietReading.MOVES_WINDOWS
+
+    def idle(self) -> bool:
+        """Nothing in progress: a judgeable reading under the limit changes nothing but the
+        windows (the batch path moves them itself while the pair is idle)."""
+        return self.episode is Episode.IDLE and self.blind_since is None and not self.blind_open
+
+    @property
+    def open(self) -> bool:
+        """An episode is open (an alert raised, clearing or not)."""
+        return self.episode is Episode.OPEN or self.episode is Episode.CLEARING
+
+    def _step(self, signal: Signal) -> Episode:
+        """The one transition: the episode's next state from the table."""
+        self.episode = TRANSITIONS[self.episode, signal]
+        return self.episode
 
     # --- input ----------------------------------------------------------------------
 
@@ -187,15 +269,17 @@ class TurbidityContrast(Detector):
         if self.open:
             self._while_open(t, bg, dn, limit, ctx)
         elif dn > limit:
-            since = self.exceed_since
-            if since is None:
-                self.exceed_since = since = t
-                self.peak = (t, dn, bg, limit)
-            elif self.peak is not None and dn - limit > self.peak[1] - self.peak[3]:
-                self.peak = (t, dn, bg, limit)
+            if self.episode is Episode.IDLE:
+                self.exceed_since = t
+                self.peak = Peak(t, dn, bg, limit)
+            elif self.peak is not None and dn - limit > self.peak.excess:
+                self.peak = Peak(t, dn, bg, limit)
+            self._step(Signal.OVER)
+            since = t if self.exceed_since is None else self.exceed_since
             if t - since >= self.sustain_ms:
+                self._step(Signal.SUSTAINED)
                 self._open(t, bg, dn, limit, ctx)
-        elif self.exceed_since is not None:
+        elif self._step(Signal.WITHIN) is Episode.IDLE:
             self.exceed_since = None
             self.peak = None
 
@@ -212,7 +296,6 @@ class TurbidityContrast(Detector):
         return bg + self.clear_fraction * allowance
 
     def _open(self, t: int, bg: float, dn: float, limit: float, ctx: Context) -> None:
-        self.open = True
         self.clear_since = None
         severity = Severity.CRITICAL if self._is_critical(bg, dn, limit) else Severity.WARNING
         self.severity = severity
@@ -228,9 +311,9 @@ class TurbidityContrast(Detector):
 
     def _while_open(self, t: int, bg: float, dn: float, limit: float, ctx: Context) -> None:
         peak = self.peak
-        new_peak = peak is None or dn - limit > peak[1] - peak[3]
+        new_peak = peak is None or dn - limit > peak.excess
         if new_peak:
-            self.peak = (t, dn, bg, limit)
+            self.peak = Peak(t, dn, bg, limit)
         escalate = self.severity != Severity.CRITICAL and self._is_critical(bg, dn, limit)
         if escalate:
             self.severity = Severity.CRITICAL
@@ -244,11 +327,16 @@ class TurbidityContrast(Detector):
                 evidence=self._evidence(t, bg, dn, limit),
             )
         if dn <= self._clear_level(bg, limit):
-            if self.clear_since is None:
+            if self.episode is Episode.OPEN:
                 self.clear_since = t
-            elif t - self.clear_since >= self.window_ms:
+                self._step(Signal.CALM)
+            elif self.clear_since is not None and t - self.clear_since >= self.window_ms:
+                self._step(Signal.CALM_HELD)
                 self._resolve(t, bg, dn, limit, ctx)
+            else:
+                self._step(Signal.CALM)
         else:
+            self._step(Signal.STIRRED)
             self.clear_since = None
 
     def _resolve(self, t: int, bg: float, dn: float, limit: float, ctx: Context) -> None:
@@ -261,8 +349,8 @@ class TurbidityContrast(Detector):
         peak_text = (
             ""
             if peak is None
-            else f"; peak {peak[1]:.1f} {self.unit} against a limit of {peak[3]:.1f} "
-            f"at {local_time(peak[0], ctx.zone)}"
+            else f"; peak {peak.downstream:.1f} {self.unit} against a limit of "
+            f"{peak.limit:.1f} at {local_time(peak.t, ctx.zone)}"
         )
         severity_text = (
             f" It reached critical (twice the allowed contrast or {self.critical_ntu:g} "
@@ -284,7 +372,6 @@ class TurbidityContrast(Detector):
             ),
             evidence=evidence,
         )
-        self.open = False
         self.exceed_since = None
         self.clear_since = None
         self.peak = None
@@ -316,7 +403,7 @@ class TurbidityContrast(Detector):
 
     def _blind(self, t: int, ctx: Context) -> None:
         # A spell without judgement breaks a sustained run and a calm spell alike.
-        if not self.open:
+        if self._step(Signal.BLIND) is Episode.IDLE:
             self.exceed_since = None
             self.peak = None
         self.clear_since = None
@@ -430,11 +517,11 @@ class TurbidityContrast(Detector):
         }
         peak = self.peak
         if peak is not None:
-            ev["peak_at"] = iso(peak[0])
-            ev["peak_downstream_level"] = _r(peak[1])
-            ev["peak_upstream_level"] = _r(peak[2])
-            ev["peak_limit"] = _r(peak[3])
-            ev["peak_excess"] = _r(peak[1] - peak[3])
+            ev["peak_at"] = iso(peak.t)
+            ev["peak_downstream_level"] = _r(peak.downstream)
+            ev["peak_upstream_level"] = _r(peak.background)
+            ev["peak_limit"] = _r(peak.limit)
+            ev["peak_excess"] = _r(peak.excess)
         return ev
 
 

@@ -44,6 +44,7 @@ from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
+from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import MS_PER_DAY, iso, to_ms
 from siltwatch.config import SiteConfig
 from siltwatch.detections.violations import ViolationKind as Kind
@@ -64,6 +65,17 @@ WORDS = OverdueWords(
 )
 WORK = frozenset({SiteEvent.ACTIVE, SiteEvent.DISTURBED, SiteEvent.CLEARED, SiteEvent.GRADED})
 WEEK_DAYS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class ViolationWeek(TimerTag):
+    """Another week of the violation served at ``served_at`` (a separate violation each week)."""
+
+    violation: str
+    served_at: int
+
+    def text(self) -> str:
+        return f"week|{self.violation}|{self.served_at}"
 
 
 @dataclass(frozen=True)
@@ -119,14 +131,12 @@ class ViolationDetector(Detector):
         elif entry.event in WORK and self.open and self.rules.stabilization_only is not None:
             self._work(entry, ctx)
 
-    def on_timer(self, at: int, tag: str, ctx: Context) -> None:
-        what, _, rest = tag.partition("|")
-        if what == "due":  # a remedy deadline: the tag names the duty
-            self.watch.check(rest, at, ctx)
-        elif what == "week":  # a week of a violation: "week|<id>|<served_at>"
-            vid, _, served = rest.rpartition("|")
-            v = self.open.get(vid)
-            if v is not None and str(v.served_at) == served:
+    def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
+        if isinstance(tag, DutyDue):  # a remedy deadline: the tag names the duty
+            self.watch.check(tag.duty_id, at, ctx)
+        elif isinstance(tag, ViolationWeek):
+            v = self.open.get(tag.violation)
+            if v is not None and v.served_at == tag.served_at:
                 self._week(v, at, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:
@@ -177,7 +187,7 @@ class ViolationDetector(Detector):
             message=self._open_message(v, t, ctx),
             evidence=self._open_evidence(v, t, ctx),
         )
-        ctx.schedule(self, self._week_mark(t, 1), f"week|{v.id}|{t}")
+        ctx.schedule(self, self._week_mark(t, 1), ViolationWeek(v.id, t))
 
     def _remedy(self, v: OpenViolation, day: date, rule: Cited, ctx: Context) -> str:
         cal = self.calendar
@@ -189,7 +199,7 @@ class ViolationDetector(Detector):
         )
         span = (v.served_at, due)
         rec = self.watch.create(ctx, Kind.REMEDY, Reason.NOTICE_OF_VIOLATION, v.id, span, note)
-        ctx.schedule(self, due, f"due|{rec.id}")
+        ctx.schedule(self, due, DutyDue(rec.id))
         return rec.id
 
     def _corrected(self, entry: SiteLogEntry, ctx: Context) -> None:
@@ -235,7 +245,9 @@ class ViolationDetector(Detector):
             message=self._open_message(v, at, ctx),
             evidence=self._open_evidence(v, at, ctx),
         )
-        ctx.schedule(self, self._week_mark(v.served_at, weeks + 1), f"week|{v.id}|{v.served_at}")
+        ctx.schedule(
+            self, self._week_mark(v.served_at, weeks + 1), ViolationWeek(v.id, v.served_at)
+        )
 
     def _week_mark(self, served: int, n: int) -> int:
         """The instant ``n`` weeks after ``served``, at the same local wall time."""

@@ -183,7 +183,7 @@ class IngestService:
     SNAPSHOT_EVERY = 5_000  # readings fed between engine snapshots
     REBUILD_DELAY_MS = 1_000  # late data is gathered this long before one rebuild
     # Stored readings per chunk of a start or rebuild: large chunks for the batch path
-    # (analytics/batch_catch_up.py; a year's rebuild ~20% quicker than at 20,000), held
+    # (analytics/batch.py take_chunk; a year's rebuild ~20% quicker than at 20,000), held
     # to ~250 MB peak at a year of the example site (benchmarks/year.py).
     CATCH_UP_CHUNK = 100_000
 

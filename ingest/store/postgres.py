@@ -171,7 +171,7 @@ class PostgresStore(SqlStore):
         It never creates or migrates anything; a database without the siltwatch
         schema, or with another version of it, is refused rather than read wrongly.
         """
-        store = cls.__new__(cls)
+        store: PostgresStore = cls.__new__(cls)
         store.url, store.where, store.read_only = url, redacted(url), True
         store.db = _connect(url)
         try:

@@ -135,7 +135,7 @@ class SqliteStore(SqlStore):
                 f"{path}: {found}; this siltwatch reads schema v{SCHEMA_VERSION} "
                 "(run 'siltwatch serve' on an older store once to upgrade it)"
             )
-        store = cls.__new__(cls)
+        store: SqliteStore = cls.__new__(cls)
         store.path, store.db, store._lock_fd = path, db, None
         store.where = str(path)
         return store

@@ -1,7 +1,7 @@
 """A catch-up (a restart, a rebuild) gives one answer on the batch path and row by row.
 
 ``Engine.catch_up`` hands each chunk of stored history to the batch path
-(analytics/batch_catch_up.py) when it can. These properties hold it to the
+(analytics/batch.py, ``take_chunk``) when it can. These properties hold it to the
 per-reading loop on generated data, as the store delivers it (unique (sensor,
 time) rows in (time, sensor) order, in chunks of any size): the events the
 catch-up returns (what the service stores and dispatches), ALERTS/DUTIES after
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics import batch_catch_up
+from analytics import batch
 from analytics.engine import Engine
 from analytics.events import EngineEvent, Inspection, SensorReading, SiteLogEntry, StationReport
 from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
@@ -171,13 +171,13 @@ def test_the_batch_path_takes_plain_chunks_and_leaves_flagged_ones(
     site = load_site(EXAMPLES / "lake-george-site.toml")
     readings = stored(_read_csv_rows(EXAMPLES / "lake-george-storm.csv", site.sensors()), 2, 1)
     taken: list[bool] = []
-    real = batch_catch_up.take_chunk
+    real = batch.take_chunk
 
     def spy(engine: Engine, chunk: Sequence[SensorReading], limit: int) -> bool:
         taken.append(real(engine, chunk, limit))
         return taken[-1]
 
-    monkeypatch.setattr(batch_catch_up, "take_chunk", spy)
+    monkeypatch.setattr(batch, "take_chunk", spy)
     caught_up(site, readings, 5000, batched=True)
     assert taken.count(False) == 1, "the one chunk with a flagged reading goes row by row"
     assert taken.count(True) == len(taken) - 1 > 0

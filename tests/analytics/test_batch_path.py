@@ -40,6 +40,7 @@ from analytics import batch
 from analytics.batch_columns import ReadingColumns
 from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, StationReport
+from analytics.timers import Tag
 from analytics.timeutil import MS_PER_MIN, MS_PER_S
 from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
 from ingest.recordings.replay import replay_site
@@ -70,7 +71,7 @@ def outputs(engine: Engine) -> tuple[str, str]:
     return alerts, duties
 
 
-def state(engine: Engine) -> tuple[dict[str, Any], list[tuple[int, str, str]]]:
+def state(engine: Engine) -> tuple[dict[str, Any], list[tuple[int, str, Tag]]]:
     """The snapshot as JSON, and the timers as a sorted list: the heap's layout depends on
     the order of its pushes and pops, what it holds does not."""
     doc: dict[str, Any] = json.loads(zlib.decompress(engine.snapshot()))

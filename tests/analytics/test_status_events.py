@@ -119,8 +119,8 @@ def no_detectors(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("no_detectors")
-def test_snapshots_are_version_6_and_count_statuses() -> None:
-    assert SNAPSHOT_VERSION == 6
+def test_snapshots_are_version_7_and_count_statuses() -> None:
+    assert SNAPSHOT_VERSION == 7
     engine = Engine(gauge_site())
     engine.feed([rain(Q)])
     engine.feed_status(StationReport("st", Q, "online", battery_v=12.1, clock_synced=True))
@@ -151,7 +151,7 @@ def test_a_version_4_snapshot_is_refused_and_one_without_the_counter_restores() 
     def older(doc: dict[str, Any]) -> None:
         doc["version"] = 4
 
-    with pytest.raises(statecodec.SnapshotError, match="version 4 is not 6"):
+    with pytest.raises(statecodec.SnapshotError, match="version 4 is not 7"):
         Engine.restore(engine.site, _rewrite(blob, older))
 
     def without_statuses(doc: dict[str, Any]) -> None:
