@@ -221,7 +221,7 @@ def _replay_parser(sub: Any) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ingest.recordings.formats import RecordingError
+    from ingest.recordings.csv_rows import RecordingError
     from ingest.recordings.replay import replay_file
     from siltwatch.config import load_site
 
@@ -457,7 +457,7 @@ def _site_log_record(args: argparse.Namespace, site: Any, *, now_ms: int) -> Any
     from pydantic import ValidationError
 
     from analytics.timeutil import from_ms
-    from ingest.recordings.formats import parse_time
+    from ingest.recordings.csv_rows import parse_time
     from siltwatch.schema import SiteLogRecord, site_log_problem
     from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
 

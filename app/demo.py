@@ -49,12 +49,8 @@ from console.book import ConsoleBook
 from console.server import parse_listen
 from ingest.mqtt.embedded_broker import EmbeddedBroker
 from ingest.mqtt.session import BrokerSettings, MqttIngest
-from ingest.recordings.formats import (
-    RecordingError,
-    read_csv_readings,
-    read_inspections,
-    read_site_log,
-)
+from ingest.recordings.csv_rows import RecordingError
+from ingest.recordings.formats import read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
 from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site

@@ -126,12 +126,13 @@ def run_siltwatch(
 ) -> tuple[float, float, int, int]:
     """(parse s, engine s, readings, alerts)."""
     from ingest.recordings import columns  # noqa: F401 - imported before the clock starts
-    from ingest.recordings.formats import _read_csv_rows, read_recording
+    from ingest.recordings.csv_rows import read_csv_rows
+    from ingest.recordings.formats import read_recording
     from ingest.recordings.replay import replay_site
 
     t = time.perf_counter()
     readings = (
-        _read_csv_rows(path, site.sensors())
+        read_csv_rows(path, site.sensors())
         if row_wise
         else read_recording(path, site.sensors()).readings
     )

@@ -3,7 +3,7 @@
 A 30-day recording of a 40-probe site is 1.7 M rows. The csv module hands
 them over one Python list at a time; pandas' C tokenizer hands over three
 columns. This reader gives exactly what the row-wise reader
-(``ingest.recordings.formats._read_csv_rows``) gives — the same readings in file order,
+(``ingest.recordings.csv_rows.read_csv_rows``) gives — the same readings in file order,
 or the same ``FILE:LINE`` errors, the first 20 and how many more:
 
 * the header is read and checked by the row-wise code itself;
@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analytics.batch_columns import ReadingColumns, numpy_available
-from ingest.recordings.formats import (
+from ingest.recordings.csv_rows import (
     CSV_COLUMNS,
+    Problems,
     RecordingError,
-    _check_header,
-    _open_text,
-    _Problems,
+    check_header,
     csv_reading,
+    open_text,
     parse_time,
 )
 
@@ -68,11 +68,11 @@ def read_csv_columns(path: Path, sensors: Iterable[str]) -> ReadingColumns | Non
     try:
         if _needs_csv_module(path):
             return None
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             header = next(csv.reader(fh), None)
     except (OSError, UnicodeDecodeError, csv.Error, EOFError):
         return None  # the row-wise reader says what is wrong with the file
-    cols = _check_header(source, header, CSV_COLUMNS)
+    cols = check_header(source, header, CSV_COLUMNS)
     width = len(header or ())
     try:
         fast = _fast(path, width, cols, known)
@@ -221,7 +221,7 @@ def _exact(
     # The others (bad rows and blank lines): their text, judged as the row-wise reader does.
     others = np.flatnonzero(~good)
     lines = _lines(path, set((others + 2).tolist()), n + 1)
-    problems = _Problems(source)
+    problems = Problems(source)
     extra_s: list[int] = []
     extra_t: list[int] = []
     extra_v: list[float] = []
@@ -293,7 +293,7 @@ def _lines(path: Path, wanted: set[int], expected: int) -> dict[int, str]:
     as the csv module counts them (else the row-wise reader must read it)."""
     found: dict[int, str] = {}
     count = 0
-    with _open_text(path) as fh:
+    with open_text(path) as fh:
         for count, line in enumerate(fh, start=1):
             if count in wanted:
                 found[count] = line

@@ -35,8 +35,8 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
+from ingest.recordings.csv_rows import RecordingError
 from ingest.recordings.formats import (
-    RecordingError,
     columns_from_frame,
     read_inspections,
     read_recording,

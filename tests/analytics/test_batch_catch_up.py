@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from analytics import batch
 from analytics.engine import Engine
 from analytics.events import EngineEvent, Inspection, SensorReading, SiteLogEntry, StationReport
-from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
+from ingest.recordings.csv_rows import read_csv_rows
+from ingest.recordings.formats import read_inspections, read_site_log
 from siltwatch.config import SiteConfig, load_site
 from tests.analytics.strategies import CUTS, PROPERTY_SETTINGS, SEEDS, Recording, recordings
 from tests.analytics.test_batch_path import (
@@ -140,7 +141,7 @@ def test_the_example_weeks_with_their_records_give_one_answer(
     name: str, size: int, cut: float | None
 ) -> None:
     site = load_site(EXAMPLES / f"{name}-site.toml")
-    readings = stored(_read_csv_rows(EXAMPLES / f"{name}-storm.csv", site.sensors()), 1, 0)
+    readings = stored(read_csv_rows(EXAMPLES / f"{name}-storm.csv", site.sensors()), 1, 0)
     inspections = sorted(read_inspections(EXAMPLES / f"{name}-inspections.csv"), key=lambda i: i.t)
     site_log = read_site_log(EXAMPLES / f"{name}-site-log.csv", [a.id for a in site.areas])
     station = site.stations[0].id
@@ -169,7 +170,7 @@ def test_the_batch_path_takes_plain_chunks_and_leaves_flagged_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     site = load_site(EXAMPLES / "lake-george-site.toml")
-    readings = stored(_read_csv_rows(EXAMPLES / "lake-george-storm.csv", site.sensors()), 2, 1)
+    readings = stored(read_csv_rows(EXAMPLES / "lake-george-storm.csv", site.sensors()), 2, 1)
     taken: list[bool] = []
     real = batch.take_chunk
 

@@ -42,7 +42,8 @@ from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, StationReport
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_MIN, MS_PER_S
-from ingest.recordings.formats import _read_csv_rows, read_inspections, read_site_log
+from ingest.recordings.csv_rows import read_csv_rows
+from ingest.recordings.formats import read_inspections, read_site_log
 from ingest.recordings.replay import replay_site
 from siltwatch.config import SiteConfig, load_site
 from tests.analytics.strategies import (
@@ -393,7 +394,7 @@ def test_a_snapshot_in_the_middle_of_a_batched_run_changes_nothing(
 
 def example(name: str) -> tuple[SiteConfig, list[SensorReading]]:
     site = load_site(EXAMPLES / f"{name}-site.toml")
-    readings = _read_csv_rows(EXAMPLES / f"{name}-storm.csv", site.sensors())
+    readings = read_csv_rows(EXAMPLES / f"{name}-storm.csv", site.sensors())
     return site, sorted(readings, key=lambda r: (r.t, r.sensor))
 
 

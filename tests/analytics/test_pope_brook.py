@@ -46,7 +46,7 @@ from pathlib import Path
 from analytics.events import SensorReading
 from analytics.health import SensorHealth
 from analytics.timeutil import to_ms
-from ingest.recordings.formats import parse_time
+from ingest.recordings.csv_rows import parse_time
 from ingest.recordings.replay import ReplayResult, replay_site
 from tests.analytics.turbidity_helpers import pair_site
 

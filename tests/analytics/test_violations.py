@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from alerts.routing import NoticeEvent, announced, route
-from ingest.recordings.formats import RecordingError, read_site_log
+from ingest.recordings.csv_rows import RecordingError
+from ingest.recordings.formats import read_site_log
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SiteLogRecord
 from siltwatch.vocabulary import SiteEvent

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from analytics.events import Inspection, SensorReading
+from ingest.recordings.csv_rows import RecordingError
 from ingest.recordings.formats import (
-    RecordingError,
     read_capture,
     read_csv_readings,
     read_inspections,

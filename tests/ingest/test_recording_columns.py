@@ -23,13 +23,9 @@ from hypothesis import strategies as st
 
 from analytics.batch_columns import ReadingColumns
 from analytics.events import SensorReading
-from ingest.recordings.formats import (
-    RecordingError,
-    _read_csv_rows,
-    read_csv_columns,
-    read_csv_readings,
-    read_recording,
-)
+from ingest.recordings.columns import read_csv_columns
+from ingest.recordings.csv_rows import RecordingError, read_csv_rows
+from ingest.recordings.formats import read_csv_readings, read_recording
 
 SENSORS = {"turb-up", "turb-down", "rain-1"}
 
@@ -140,7 +136,7 @@ def test_the_column_wise_reader_equals_the_row_wise_one(
     data, zipped, plan = case
     path = tmp_path / ("r.csv.gz" if zipped else "r.csv")
     path.write_bytes(gzip.compress(data) if zipped else data)
-    rows = outcome(lambda: _read_csv_rows(path, SENSORS))
+    rows = outcome(lambda: read_csv_rows(path, SENSORS))
     columns = outcome(lambda: read_csv_readings(path, SENSORS))
     assert columns == rows, plan
     recorded = outcome(lambda: read_recording(path, SENSORS).readings)

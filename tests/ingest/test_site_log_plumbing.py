@@ -28,7 +28,8 @@ from analytics.engine import Engine
 from analytics.events import Inspection, SensorReading, SiteLogEntry, StationReport
 from analytics.timeutil import iso
 from ingest.decode import Decoded, Rejected, decode_message
-from ingest.recordings.formats import RecordingError, read_capture, read_inspections, read_site_log
+from ingest.recordings.csv_rows import RecordingError
+from ingest.recordings.formats import read_capture, read_inspections, read_site_log
 from ingest.recordings.replay import replay_file, replay_site
 from ingest.store.queries import SqlStore
 from ingest.store.sqlite import SqliteStore
