@@ -43,6 +43,7 @@ from pathlib import Path
 import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -56,6 +57,7 @@ from console import (
     pages_alert,
     pages_alerts,
     pages_duties,
+    pages_field,
     pages_silences,
     pages_site,
     sms_inbound,
@@ -77,6 +79,10 @@ from siltwatch.config import SiteConfig
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BODY_BYTES = 1_000_000
+# The field desk's checklists carry photos (each checked against console/photos.py's
+# bound): a body may be larger there, so that an oversized photo is refused by name
+# with a clear message rather than by a bare 413.
+FIELD_MAX_BODY_BYTES = 64 * 1024 * 1024
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
@@ -88,6 +94,19 @@ SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
 ]
+
+
+class BodyLimits:
+    """Starlette's request-body bound, larger for the field desk's uploads (``/field``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.small = RequestBodyLimitMiddleware(app, MAX_BODY_BYTES)
+        self.large = RequestBodyLimitMiddleware(app, FIELD_MAX_BODY_BYTES)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        field = path.startswith("/sites/") and "/field" in path
+        await (self.large if field else self.small)(scope, receive, send)
 
 
 class SecurityHeaders:
@@ -132,6 +151,14 @@ def _routes() -> list[Route | Mount]:
         Route(site + "/duties", pages_duties.duties_page),
         Route(site + "/inspections", pages_duties.record_inspection, methods=["POST"]),
         Route(site + "/site-log", pages_duties.record_site_log, methods=["POST"]),
+        Route(site + "/field", pages_field.field_page),
+        Route(site + "/field", pages_field.submit_checklist, methods=["POST"]),
+        Route(site + "/field/records/{record_id}", pages_field.record_page),
+        Route(site + "/field/records/{record_id}/edit", pages_field.edit_record, methods=["POST"]),
+        Route(site + "/field/photos/{photo_id}", pages_field.photo),
+        Route(
+            site + "/field/actions/{action_id}/close", pages_field.close_action, methods=["POST"]
+        ),
         Route("/a/{token}", ack_link.link_page),
         Route("/a/{token}", ack_link.link_confirm, methods=["POST"]),
         Route(sms_inbound.PATH, sms_inbound.sms_inbound, methods=["POST"]),
@@ -242,8 +269,8 @@ def make_app(
             Refused: _refused,
             HTTPException: _http_error,
         },
-        max_body_size=MAX_BODY_BYTES,
     )
     app.state.console = console
+    app.add_middleware(BodyLimits)
     app.add_middleware(SecurityHeaders)
     return app

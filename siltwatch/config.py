@@ -39,6 +39,7 @@ from siltwatch.configerrors import (
 )
 from siltwatch.detections import descriptions
 from siltwatch.detections.base import ConfigView, repeated_names
+from siltwatch.practices import FieldDeskSettings, FieldPractice, practice_problems
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_limit_shape, check_value
 from siltwatch.schema import Identifier
 from siltwatch.topic_words import reserved_id_problems
@@ -508,6 +509,8 @@ class SiteConfig(_Model):
     rain_gauges: list[RainGauge] = Field(default_factory=list)
     areas: list[Area] = Field(default_factory=list)
     design_storms: list[DesignStorm] = Field(default_factory=list)
+    practices: list[FieldPractice] = Field(default_factory=list)  # siltwatch/practices.py
+    field_desk: FieldDeskSettings = Field(default_factory=FieldDeskSettings)
     rule_overrides: dict[str, Any] = Field(default_factory=dict)
     notifications: Notifications = Field(default_factory=Notifications)
 
@@ -612,6 +615,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 out.append((f"rule_overrides.{key}", problem))
     out += _officer_problems(data, pack_ids, rules)
     out += reserved_id_problems(data)
+    out += practice_problems(data)
     return out
 
 

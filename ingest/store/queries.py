@@ -32,6 +32,7 @@ from analytics.events import (
     StationReport,
 )
 from ingest.gaps import LostRange
+from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -46,7 +47,8 @@ SCHEMA_VERSION = 5
 # station or sensor (ingest/decode.py): such messages are held, not lost.
 HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
@@ -109,6 +111,8 @@ CREATE TABLE IF NOT EXISTS station_clocks (
     PRIMARY KEY (site, station)
 );
 """
+    + FIELD_SCHEMA
+)
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
 ADDED_COLUMNS = (
@@ -200,7 +204,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class SqlStore(ABC):
+class SqlStore(FieldRecords, ABC):
     """Every read and write of the store, over a backend's :meth:`_execute`.
 
     ``insert_*`` methods write inside the caller's :meth:`transaction`;

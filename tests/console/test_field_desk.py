@@ -1,0 +1,177 @@
+"""The field desk over HTTP: the checklist, its photos, signature, corrective actions.
+
+Against the real app over a real SQLite store of the Lake Lure week (and the
+same on PostgreSQL in test_field_desk_postgres.py): Lake Lure 96.05(B)(17)(a),(b)
+and Lake George §148-10 A as the record the inspector signs.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from console.photos import MAX_PHOTO_BYTES
+from siltwatch.checklist import Checklist, content_hash
+from tests.console.app_world import INSPECTOR, World, csrf_of
+from tests.console.field_world import LURE_ID, checklist_form, gps_exif, jpeg, lure_world
+
+FIELD = f"/sites/{LURE_ID}/field"
+
+
+@pytest.fixture
+def lure(tmp_path: Path) -> World:
+    return lure_world(tmp_path)
+
+
+def _post(world: World, form: dict[str, str], files: list[tuple[str, tuple[str, bytes, str]]]):  # type: ignore[no-untyped-def]
+    client = world.login(INSPECTOR)
+    page = client.get(FIELD)
+    assert page.status_code == 200, page.text
+    form = {**form, "csrf": csrf_of(page.text)}
+    return client, client.post(FIELD, data=form, files=files)
+
+
+def _stored(world: World) -> tuple[int, int, int]:
+    store = world.console.store
+    records = store.field_records(LURE_ID)
+    photos = sum(len(store.field_photo_ids(LURE_ID, r.record_id)) for r in records)
+    return len(records), photos, len(store.corrective_actions(LURE_ID))
+
+
+def test_a_checklist_with_two_photos_is_stored_signed_and_intact(lure: World) -> None:
+    form = checklist_form("key-" + "a" * 20, "", **{"p.sf-lot1.maintenance": "yes",
+                          "p.sf-lot1.note": "undercut at the low point"})  # fmt: skip
+    files = [
+        ("p.sf-lot1.photos", ("../../etc/passwd.jpg", jpeg(color="brown"), "image/jpeg")),
+        ("a.drive.photos", ("IMG_0001.JPG", jpeg(color="green", exif=gps_exif()), "image/jpeg")),
+    ]
+    client, response = _post(lure, form, files)
+    assert response.status_code == 303, response.text
+    (record,) = lure.console.store.field_records(LURE_ID)
+    assert response.headers["location"] == f"{FIELD}/records/{record.record_id}"
+    checklist = Checklist.model_validate_json(record.body)
+    assert [p.practice for p in checklist.practices] == [
+        "sf-lot1", "ce-main", "ip-cove", "basin-s", "trench-1"]  # fmt: skip
+    assert record.signed_at == lure.console.now_ms() and record.account == INSPECTOR
+    assert record.sha256 == content_hash(checklist) and record.intact
+    ids = checklist.photo_ids()
+    assert len(ids) == 2 and lure.console.store.field_photo_ids(LURE_ID, record.record_id) == ids
+    # The GPS position and the camera serial are gone; the pixels are there.
+    kept = lure.console.store.field_photo(LURE_ID, ids[1])
+    assert kept is not None and kept.content_type == "image/jpeg"
+    assert b"SERIAL-12345" not in kept.data and b"GPS" not in kept.data
+    with Image.open(io.BytesIO(kept.data)) as image:
+        assert image.size == (64, 48) and not image.getexif()
+    # The engine heard the inspection; the finding became a corrective action.
+    sent = json.loads(lure.desk.submitted[0][1])
+    assert sent["signed"] is True and "sf-lot1: needs maintenance" in sent["deviations"]
+    (action,) = lure.console.store.corrective_actions(LURE_ID)
+    assert (action.practice, action.owner) == ("sf-lot1", "Quinn Hale")
+    assert action.due_at - record.t == 7 * 86_400_000  # the site default: no pack sets one
+    # The record page shows both photos and the signature block.
+    page = client.get(response.headers["location"])
+    assert page.text.count('class="field-photo"') == 2
+    assert f"Signed by <strong>{INSPECTOR}</strong>" in page.text and "intact" in page.text
+    served = client.get(f"{FIELD}/photos/{ids[0]}")
+    assert served.status_code == 200 and served.headers["content-type"] == "image/jpeg"
+
+
+def test_the_same_submission_key_twice_makes_one_record(lure: World) -> None:
+    form = checklist_form("key-" + "b" * 20, "")
+    client, first = _post(lure, form, [])
+    again = client.post(FIELD, data={**form, "csrf": csrf_of(client.get(FIELD).text)},
+                        headers={"accept": "application/json"})  # fmt: skip
+    assert first.status_code == 303 and again.status_code == 200
+    (record,) = lure.console.store.field_records(LURE_ID)
+    assert again.json()["record"] == record.record_id
+    assert len(lure.desk.submitted) == 1
+
+
+def test_a_signed_record_is_refused_an_edit(lure: World) -> None:
+    client, response = _post(lure, checklist_form("key-" + "c" * 20, ""), [])
+    where = response.headers["location"]
+    page = client.get(where)
+    edit = client.post(where + "/edit", data={"csrf": csrf_of(page.text), "notes": "changed"})
+    assert edit.status_code == 409
+    assert "a signed record cannot change: record an amendment instead" in html.unescape(edit.text)
+    (record,) = lure.console.store.field_records(LURE_ID)
+    assert "changed" not in record.body and record.intact
+
+
+def test_lake_lure_requires_the_inspector_fields_and_the_signature(lure: World) -> None:
+    form = checklist_form("key-" + "d" * 20, "", phone="", affiliation="")
+    _, response = _post(lure, form, [])
+    assert response.status_code == 400
+    assert ("the record must give the inspector's affiliation, the inspector's telephone "
+            "number (96.05(B)(17)(b))") in html.unescape(response.text)  # fmt: skip
+    unsigned = checklist_form("key-" + "e" * 20, "")
+    del unsigned["sign"]
+    _, response = _post(lure, unsigned, [])
+    assert "the inspector must sign the record" in html.unescape(response.text)
+    assert _stored(lure) == (0, 0, 0) and lure.desk.submitted == []
+
+
+def _bomb() -> bytes:
+    """A PNG of 20,000 x 20,000 pixels (400 million) that compresses to a few hundred kB."""
+    out = io.BytesIO()
+    Image.new("1", (20_000, 20_000)).save(out, "PNG", optimize=True)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "says"),
+    [
+        ("huge.jpg", b"\xff\xd8\xff\xe0" + b"\0" * (50 * 1024 * 1024), "is 50.0 MB; a photo may be at most 12 MB"),
+        ("notes.jpg", b"#!/bin/sh\nrm -rf /\n" * 50, "is not a photo (JPEG, PNG or WebP), whatever its name says"),
+        ("bomb.png", None, "claims more than 50 million pixels; refused"),
+        ("../../../../tmp/evil.jpg", b"\xff\xd8\xff\xe0 truncated", "is not a readable JPEG image"),
+    ],
+)  # fmt: skip
+def test_hostile_uploads_are_refused_and_nothing_is_stored(
+    lure: World, name: str, data: bytes | None, says: str
+) -> None:
+    body = _bomb() if data is None else data
+    assert len(body) < MAX_PHOTO_BYTES or name == "huge.jpg"
+    files = [
+        ("p.ce-main.photos", ("fine.jpg", jpeg(), "image/jpeg")),
+        ("p.ce-main.photos", (name, body, "image/jpeg")),
+    ]
+    _, response = _post(lure, checklist_form("key-" + "f" * 20, ""), files)
+    assert response.status_code == 400
+    assert (
+        f"Not recorded: photo 2 of construction entrance Gravel construction entrance {says}"
+        in html.unescape(response.text)
+    )
+    assert _stored(lure) == (0, 0, 0) and lure.desk.submitted == []
+    assert (
+        not list(Path(str(lure.db)).parent.glob("**/evil.jpg"))
+        and not Path("/tmp/evil.jpg").exists()
+    )
+
+
+def test_a_corrective_action_goes_overdue_and_closes_with_a_photo(lure: World) -> None:
+    form = checklist_form(
+        "key-" + "g" * 20, "", **{"p.ip-cove.functioning": "", "p.ip-cove.owner": "Dana Ruiz"}
+    )
+    client, _ = _post(lure, form, [])
+    (action,) = lure.console.store.corrective_actions(LURE_ID)
+    assert action.finding == "not functioning" and action.owner == "Dana Ruiz"
+    lure.clock.t += 8 * 86_400  # past the 7 days (the session has ended meanwhile)
+    client = lure.login(INSPECTOR)
+    page = client.get(FIELD)
+    assert "Overdue." in page.text
+    closing = client.post(
+        f"{FIELD}/actions/{action.action_id}/close",
+        data={"csrf": csrf_of(page.text), "note": "sediment cleared, fabric replaced"},
+        files=[("photo", ("after.jpg", jpeg(color="gray"), "image/jpeg"))],
+    )
+    assert closing.status_code == 303, closing.text
+    (closed,) = lure.console.store.corrective_actions(LURE_ID)
+    assert closed.closed_at == lure.console.now_ms() and closed.closure_photo
+    assert lure.console.store.field_photo(LURE_ID, closed.closure_photo) is not None
+    assert "Closed" in client.get(FIELD).text
