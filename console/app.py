@@ -21,6 +21,8 @@ Routes (each page module says what it does):
 ``GET|POST /sites/{site}/silences``, ``.../{id}/end`` silences (console/pages_silences.py)
 ``GET /sites/{site}/duties``                        duties; inspection and site-log forms
 ``POST /sites/{site}/inspections``, ``.../site-log`` (console/pages_duties.py)
+``GET|POST /sites/{site}/field``, ``.../records/{id}``  the field desk: checklists, photos,
+``.../photos/{id}``, ``.../actions/{id}/close``      signatures, corrective actions (console/pages_field.py)
 ``GET|POST /a/{token}``                             acknowledge by link (console/ack_link.py)
 ``POST /sms/inbound``                               the SMS gateway's webhook (console/sms_inbound.py)
 ``GET|POST /login``, ``POST /logout``, ``GET /audit``, ``GET /healthz``  (console/pages_account.py)
@@ -28,7 +30,8 @@ Routes (each page module says what it does):
 
 Without a session, a page (GET) answers 303 to ``/login?next=...`` and is not
 rendered; a form (POST) answers 403. Only ``/login``, ``/a/{token}``,
-``/sms/inbound``, ``/healthz`` and ``/static`` are open. Every response carries
+``/sms/inbound``, ``/healthz``, ``/static`` and the field desk's worker and manifest
+(``/sw.js``, ``/manifest.webmanifest``: files, no data) are open. Every response carries
 a strict Content-Security-Policy (scripts only from /static), ``Referrer-Policy: no-referrer``
 (an acknowledgement link must not leak through a Referer header), and pages are
 ``Cache-Control: no-store``.
@@ -37,7 +40,7 @@ a strict Content-Security-Policy (scripts only from /static), ``Referrer-Policy:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import jinja2
@@ -45,7 +48,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -88,6 +91,7 @@ SECURITY_HEADERS = [
         b"content-security-policy",
         b"default-src 'none'; script-src 'self'; connect-src 'self'; "
         b"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"manifest-src 'self'; worker-src 'self'; "
         b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     (b"referrer-policy", b"no-referrer"),
@@ -133,6 +137,15 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+def _static_file(name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
+    """A file of console/static served at the root (a service worker's scope is its folder)."""
+
+    async def serve(_request: Request) -> Response:
+        return FileResponse(STATIC_DIR / name, media_type=media_type)
+
+    return serve
+
+
 def _routes() -> list[Route | Mount]:
     site = "/sites/{site}"
     alert = site + "/alerts/{alert_id}"
@@ -167,6 +180,12 @@ def _routes() -> list[Route | Mount]:
         Route("/logout", pages_account.logout, methods=["POST"]),
         Route("/audit", pages_account.audit_page),
         Route("/healthz", pages_account.healthz),
+        # The field desk installs as a web app; its worker's scope is the whole console.
+        Route("/sw.js", _static_file("sw.js", "text/javascript")),
+        Route(
+            "/manifest.webmanifest",
+            _static_file("manifest.webmanifest", "application/manifest+json"),
+        ),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
