@@ -55,6 +55,7 @@
   }
 
   let sending = false;
+  let lastNote = ""; // what happened to the last submission, shown until the next one
   async function flush() {
     if (sending) return;
     sending = true;
@@ -67,13 +68,17 @@
           else body.append(name, value);
         }
         let response;
+        const abort = new AbortController();
+        const timer = setTimeout(() => abort.abort(), 30000); // a weak signal that hangs
         try {
           response = await fetch(form.action, {
             method: "POST", body, credentials: "same-origin",
-            headers: { accept: "application/json" },
+            headers: { accept: "application/json" }, signal: abort.signal,
           });
         } catch (e) {
           break; // no signal: keep it, try again later
+        } finally {
+          clearTimeout(timer);
         }
         if (response.ok) {
           const answer = await response.json();
@@ -93,7 +98,8 @@
       }
     } finally {
       sending = false;
-      await show(note);
+      if (note) lastNote = note;
+      await show(lastNote);
     }
   }
 
@@ -106,6 +112,7 @@
     }
     const idem = form.elements.idem.value;
     await put({ idem, entries, queued: Date.now() });
+    lastNote = "";
     form.reset();
     form.elements.idem.value = newKey();
     await show(navigator.onLine ? "Sending..." : "No signal: the inspection is kept on this phone.");
