@@ -39,6 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from console.auth import Permission, SessionUser
+from console.fieldviews import action_view, record_view
 from console.pages_duties import (
     FormProblem,
     _problems,
@@ -62,7 +63,6 @@ from siltwatch.checklist import (
 from siltwatch.config import SiteConfig
 from siltwatch.practices import Practice, site_practices
 from siltwatch.schema import InspectionRecord, inspections_topic
-from siltwatch.timefmt import local_time
 
 FIELD_LABELS = {
     "inspector": "the inspector's name",
@@ -99,37 +99,14 @@ def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str,
         "required": required_fields(site),
         "labels": FIELD_LABELS,
         "duties": open_inspection_duties(site, console.store),
-        "records": [_record_view(r, site) for r in reversed(records)],
-        "actions": [_action_view(a, site, now) for a in console.store.corrective_actions(sid)],
+        "records": [record_view(r, site) for r in reversed(records)],
+        "actions": [action_view(a, site, now) for a in console.store.corrective_actions(sid)],
         "may_record": user.may(sid, Permission.RECORD),
         "has_desk": console.desk is not None,
         "idem": secrets.token_urlsafe(18),
         "now_local": datetime.fromtimestamp(now / 1000, site.site.zone).strftime("%Y-%m-%dT%H:%M"),
         "inspector": user.name,
         "account": user.name,
-    }
-
-
-def _record_view(r: FieldRecord, site: SiteConfig) -> dict[str, Any]:
-    checklist = Checklist.model_validate_json(r.body)
-    return {
-        "id": r.record_id,
-        "when": local_time(r.t, site.site.zone),
-        "checklist": checklist,
-        "signed_by": r.account if r.signed_at is not None else None,
-        "signed_at": local_time(r.signed_at, site.site.zone) if r.signed_at else None,
-        "sha256": r.sha256,
-        "intact": r.intact,
-        "amends": r.amends,
-    }
-
-
-def _action_view(a: CorrectiveAction, site: SiteConfig, now_ms: int) -> dict[str, Any]:
-    return {
-        "a": a,
-        "due": local_time(a.due_at, site.site.zone),
-        "closed": local_time(a.closed_at, site.site.zone) if a.closed_at else None,
-        "overdue": a.overdue(now_ms),
     }
 
 
@@ -341,7 +318,7 @@ async def record_page(request: Request) -> Response:
         raise Refused(404, "There is no such inspection record.")
     context = {
         "site": site,
-        "r": _record_view(stored, site),
+        "r": record_view(stored, site),
         "message": "",
         "message_kind": "info",
         "may_record": user.may(site.site.id, Permission.RECORD),
@@ -371,7 +348,7 @@ async def edit_record(request: Request) -> Response:
         console.book.audit(console.now_ms(), user.name, "field_edit_refused", site=sid, detail=rid)
         context = {
             "site": site,
-            "r": _record_view(stored, site),
+            "r": record_view(stored, site),
             "message": f"Not changed: {exc}.",
             "message_kind": "error",
             "may_record": True,

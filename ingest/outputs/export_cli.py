@@ -115,6 +115,7 @@ def run_export(args: argparse.Namespace) -> int:
         PARQUET_NEEDS,
         TABLE_NAMES,
         ExportFormat,
+        export_photos,
         export_tables,
         summary,
         tables_named,
@@ -140,9 +141,12 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         _warn_absent(store, parts, args.site)
         written = export_tables(store, parts, Path(args.out), fmt, tables)
+        photos = export_photos(store, parts, Path(args.out))
     finally:
         store.close()
     sites = ", ".join(p.id for p in parts)
     print(f"exported {sites} as {fmt.value} to {args.out}:")
     print(summary(written))
+    if photos:
+        print(f"  photos/: {photos} field-desk photos")
     return EXIT_OK
