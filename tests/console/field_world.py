@@ -10,12 +10,24 @@ PostgreSQL database), and the console's four accounts granted on it.
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from pathlib import Path
 
 from PIL import Image
 
 from console.app import make_app
 from console.book import ConsoleBook
+from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo
+from ingest.store.queries import SqlStore
+from siltwatch.checklist import (
+    AreaCheck,
+    Checklist,
+    CoverType,
+    GradingPhase,
+    PracticeCheck,
+    canonical_bytes,
+    content_hash,
+)
 from siltwatch.config import SiteConfig, load_site
 from tests.console.app_world import (
     EXAMPLES,
@@ -107,3 +119,34 @@ def checklist_form(idem: str, csrf: str, **extra: str) -> dict[str, str]:
         form[f"p.{p}.functioning"] = "yes"
     form.update(extra)
     return form
+
+
+def store_a_checklist(store: SqlStore, t_ms: int = 1778592600000) -> str:
+    """A signed Lake Lure checklist (2026-05-12 09:30 EDT) with two photos and one finding,
+    written with the store's own API as the field desk writes it; its record id."""
+    fence, drive = (
+        Photo(jpeg(color="brown"), "image/jpeg", 64, 48),
+        Photo(jpeg(color="green"), "image/jpeg", 64, 48),
+    )
+    checks = [
+        PracticeCheck(practice=p, installed=True, functioning=True, needs_maintenance=p == "sf-lot1",
+                      deviates=False, photos=[fence.photo_id] if p == "sf-lot1" else [])
+        for p in ("sf-lot1", "ce-main", "ip-cove", "basin-s", "trench-1")
+    ]  # fmt: skip
+    areas = [
+        AreaCheck(area="drive", grading=GradingPhase.GRADING_COMPLETE,
+                  cover=CoverType.EROSION_BLANKET, cover_pct=100, photos=[drive.photo_id])
+    ]  # fmt: skip
+    checklist = Checklist(
+        site=LURE_ID, time=datetime.fromtimestamp(t_ms / 1000, UTC), inspector="Quinn Hale",
+        account="Quinn Hale", affiliation="Blue Ridge Erosion Control LLC",
+        address="412 Memorial Hwy, Lake Lure NC 28746", phone="+1 828 555 0142",
+        practices=checks, areas=areas,
+    )  # fmt: skip
+    body = canonical_bytes(checklist)
+    record = FieldRecord(LURE_ID, "fr-stored", t_ms, "Quinn Hale", body.decode(),
+                         content_hash(checklist), t_ms, None, t_ms)  # fmt: skip
+    action = CorrectiveAction(LURE_ID, "fr-stored-sf-lot1", "fr-stored", "sf-lot1",
+                              "needs maintenance", "Dana Ruiz", t_ms, t_ms + 7 * 86_400_000,
+                              "site default: 7 days ([field_desk])")  # fmt: skip
+    return store.add_field_record(record, "stored-key-0123456789", [fence, drive], [action])
