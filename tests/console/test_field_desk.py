@@ -1,7 +1,7 @@
 """The field desk over HTTP: the checklist, its photos, signature, corrective actions.
 
-Against the real app over a real SQLite store of the Lake Lure week (and the
-same on PostgreSQL in test_field_desk_postgres.py): Lake Lure 96.05(B)(17)(a),(b)
+Against the real app over a real store of the Lake Lure week, a SQLite file and a
+PostgreSQL database: Lake Lure 96.05(B)(17)(a),(b)
 and Lake George §148-10 A as the record the inspector signs.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 import io
 import json
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,21 @@ from tests.console.field_world import LURE_ID, checklist_form, gps_exif, jpeg, l
 FIELD = f"/sites/{LURE_ID}/field"
 
 
-@pytest.fixture
-def lure(tmp_path: Path) -> World:
-    return lure_world(tmp_path)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def lure(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    """The Lake Lure week in a SQLite file, or in a PostgreSQL database of the session's
+    server (tests/servers.py): the field desk's tables and queries on both."""
+    if request.param == "sqlite":
+        yield lure_world(tmp_path)
+        return
+    server = request.getfixturevalue("postgres")
+    name = f"siltwatch_field_{secrets.token_hex(4)}"
+    world = lure_world(tmp_path, server.create_database(name, icu_locale="en-US"))
+    try:
+        yield world
+    finally:
+        world.console.close()
+        server.drop_database(name)
 
 
 def _post(world: World, form: dict[str, str], files: list[tuple[str, tuple[str, bytes, str]]]):  # type: ignore[no-untyped-def]
@@ -133,7 +147,7 @@ def _bomb() -> bytes:
     ],
 )  # fmt: skip
 def test_hostile_uploads_are_refused_and_nothing_is_stored(
-    lure: World, name: str, data: bytes | None, says: str
+    lure: World, name: str, data: bytes | None, says: str, tmp_path: Path
 ) -> None:
     body = _bomb() if data is None else data
     assert len(body) < MAX_PHOTO_BYTES or name == "huge.jpg"
