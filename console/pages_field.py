@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,6 +38,10 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from analytics.calendar import SiteCalendar
+from analytics.cited import Cited
+from analytics.corrective_actions import due_days
+from analytics.timeutil import to_ms
 from console.auth import Permission, SessionUser
 from console.fieldviews import action_view, record_view
 from console.pages_duties import (
@@ -61,8 +65,9 @@ from siltwatch.checklist import (
     canonical_bytes,
 )
 from siltwatch.config import SiteConfig
+from siltwatch.detections.corrective_actions import CorrectiveKind
 from siltwatch.practices import Practice, site_practices
-from siltwatch.schema import InspectionRecord, inspections_topic
+from siltwatch.schema import Duty, InspectionRecord, inspections_topic
 
 FIELD_LABELS = {
     "inspector": "the inspector's name",
@@ -77,14 +82,13 @@ def required_fields(site: SiteConfig) -> list[str]:
     return [str(v) for v in rule.value] if rule is not None else []
 
 
-def action_due(site: SiteConfig, found_at: datetime) -> tuple[datetime, str]:
-    """When a corrective action is due, and why: the pack's days where a law or permit sets
-    them, else the site's ``[field_desk] corrective_action_days`` (a siltwatch default)."""
-    rule = site.rules().get(ACTION_DAYS_KEY)
-    if rule is not None:
-        return found_at + timedelta(days=float(rule.value)), rule.citation
-    days = site.field_desk.corrective_action_days
-    return found_at + timedelta(days=days), f"site default: {days} days ([field_desk])"
+def action_due(site: SiteConfig, found_ms: int) -> tuple[int, str]:
+    """When a corrective action is due, and why, as the engine reckons it (the end of the
+    N-th local day: analytics/corrective_actions.py): the pack's days where a law or permit
+    sets them, else the site's ``[field_desk] corrective_action_days``."""
+    rules = site.rules()
+    days = due_days(site, Cited.of(rules.get(ACTION_DAYS_KEY)))
+    return SiteCalendar.from_site(site, rules).end_of_calendar_days(found_ms, days.count), days.cite
 
 
 def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str, Any]:
@@ -208,6 +212,7 @@ def engine_record(c: Checklist, signed: bool) -> InspectionRecord:
         phone=c.phone,
         signed=signed,
         deviations="; ".join(work)[:4000] or None,
+        findings=[p.practice for p in c.practices if p.needs_work] or None,
         corrective_actions=(
             f"{len(work)} corrective action(s) opened in the field desk" if work else None
         ),
@@ -269,11 +274,11 @@ async def _store_checklist(
     body = canonical_bytes(checklist)
     record_id = "fr-" + hashlib.sha256(f"{sid}\n{idem}".encode()).hexdigest()[:16]
     await _submit(console, inspections_topic(sid), engine_record(checklist, signed))
-    t = int(checklist.time.timestamp() * 1000)
+    t = to_ms(checklist.time)
     actions = []
     for p in checklist.practices:
         if p.needs_work:
-            due, rule = action_due(site, checklist.time)
+            due, rule = action_due(site, t)
             actions.append(
                 CorrectiveAction(
                     site=sid,
@@ -283,7 +288,7 @@ async def _store_checklist(
                     finding=p.finding(),
                     owner=field_text(form, f"p.{p.practice}.owner", 200) or checklist.inspector,
                     created_at=t,
-                    due_at=int(due.timestamp() * 1000),
+                    due_at=due,
                     rule=rule,
                 )
             )
@@ -307,6 +312,18 @@ async def _store_checklist(
         detail=f"{kept} by {checklist.inspector}, {len(photos)} photo(s), {len(actions)} action(s)",
     )
     return kept
+
+
+def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
+    """The engine's ``corrective_action`` duty for ``action``: same practice, same finding time."""
+    for duty in duties:
+        if (
+            duty.kind == CorrectiveKind.ACTION
+            and duty.subject == action.practice
+            and to_ms(duty.created_at) == action.created_at
+        ):
+            return duty
+    return None
 
 
 async def record_page(request: Request) -> Response:
@@ -383,6 +400,21 @@ async def close_action(request: Request) -> Response:
         ids = await _photos(form, "photo", "the repair", site.field_desk.keep_photo_location, taken)
         if not ids:
             raise FormProblem("add a photo of the repair")
+        action = next(
+            (a for a in console.store.corrective_actions(sid) if a.action_id == aid), None
+        )
+        if action is None or action.closed_at is not None:
+            raise FormProblem(f"action {aid} is closed already or does not exist")
+        duty = engine_duty(console.store.duties(sid), action)
+        if duty is not None:  # the engine closes its duty (and the overdue alert) in event time
+            closure = InspectionRecord(
+                site=sid,
+                time=datetime.fromtimestamp(now / 1000, UTC),
+                inspector=user.name,
+                duty=duty.id,
+                notes=f"corrective action closed: {note}"[:4000],
+            )
+            await _submit(console, inspections_topic(sid), closure)
         if not console.store.close_action(sid, aid, now, user.name, note, taken[ids[0]]):
             raise FormProblem(f"action {aid} is closed already or does not exist")
     except (FormProblem, PhotoProblem) as exc:

@@ -32,7 +32,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from siltwatch.detections.base import NON_NEGATIVE, RuleKey, number
 from siltwatch.schema import Identifier
 
 PhotoId = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]  # the photo's SHA-256
@@ -43,8 +42,7 @@ Note = Annotated[str, Field(max_length=2000)]
 INSPECTOR_FIELDS = ("inspector", "affiliation", "address", "phone")
 
 RECORD_FIELDS_KEY = "inspection.record_fields"  # declared by detections/inspections.py
-ACTION_DAYS_KEY = "corrective_action.due_days"
-FIELD_DESK_RULE_KEYS: tuple[RuleKey, ...] = (number(ACTION_DAYS_KEY, NON_NEGATIVE),)
+ACTION_DAYS_KEY = "corrective_action.due_days"  # detections/corrective_actions.py
 
 
 class GradingPhase(StrEnum):

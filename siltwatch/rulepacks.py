@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from siltwatch.checklist import FIELD_DESK_RULE_KEYS
 from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
 from siltwatch.detections import rule_keys
 from siltwatch.detections.base import NON_NEGATIVE, RuleKey, flag, number
@@ -59,13 +58,7 @@ SCOPE_RULE_KEYS: tuple[RuleKey, ...] = (
 # Every key a pack may set, with the type of its value: what the detections read
 # (their descriptions, siltwatch/detections/) and the pending keys above. A key
 # outside this catalogue is a typo in a pack, and a pack with a typo must not load.
-_CATALOGUE = (
-    *rule_keys(),
-    *PENDING_RULE_KEYS,
-    *SCOPE_RULE_KEYS,
-    *FIELD_DESK_RULE_KEYS,  # the inspection checklist's (siltwatch/checklist.py)
-    OFFICER_TITLE,
-)
+_CATALOGUE = (*rule_keys(), *PENDING_RULE_KEYS, *SCOPE_RULE_KEYS, OFFICER_TITLE)
 RULE_KEYS: dict[str, tuple[type, ...]] = {k.name: k.types for k in _CATALOGUE}
 # The range a numeric rule must lie in (see RuleKey): a pack or a site override
 # outside it is refused rather than left to switch a rule off quietly.

@@ -121,9 +121,11 @@ ADDED_COLUMNS = (
     *(("inspections", name, "TEXT") for name in ("affiliation", "address", "phone")),  # 4
     ("inspections", "signed", "INTEGER"),  # 4
     *(("inspections", name, "TEXT") for name in ("deviations", "corrective_actions")),  # 4
+    ("inspections", "findings", "TEXT NOT NULL DEFAULT ''"),  # 6: practices needing work
 )
 _INSPECTION_COLUMNS = (
-    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions"
+    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions, "
+    "findings"
 )
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
@@ -475,7 +477,7 @@ class SqlStore(FieldRecords, ABC):
         (the same time, inspector and duty)."""
         cur = self._execute(
             f"INSERT OR IGNORE INTO inspections (site, {_INSPECTION_COLUMNS}, received_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 site,
                 ins.t,
@@ -487,6 +489,7 @@ class SqlStore(FieldRecords, ABC):
                 None if ins.signed is None else int(ins.signed),
                 ins.deviations,
                 ins.corrective_actions,
+                " ".join(ins.findings),
                 received_at,
             ),
         )
@@ -1078,7 +1081,7 @@ def _status(row: Sequence[object]) -> StationReport:
 
 
 def _inspection(row: Sequence[object]) -> Inspection:
-    t, who, duty, affiliation, address, phone, signed, deviations, actions = row
+    t, who, duty, affiliation, address, phone, signed, deviations, actions, findings = row
     return Inspection(
         int(t),  # type: ignore[call-overload]
         str(who),
@@ -1089,6 +1092,7 @@ def _inspection(row: Sequence[object]) -> Inspection:
         signed=None if signed is None else bool(signed),
         deviations=_text(deviations),
         corrective_actions=_text(actions),
+        findings=tuple(str(findings or "").split()),
     )
 
 

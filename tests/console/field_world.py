@@ -17,7 +17,10 @@ from PIL import Image
 
 from console.app import make_app
 from console.book import ConsoleBook
+from console.desk import ServiceDesk
+from ingest.service import IngestService
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo
+from ingest.store.from_url import open_store
 from ingest.store.queries import SqlStore
 from siltwatch.checklist import (
     AreaCheck,
@@ -55,9 +58,13 @@ def lure_site(folder: Path) -> tuple[Path, SiteConfig]:
     return path, load_site(path)
 
 
-def lure_world(folder: Path, db: str | None = None, *, real_reports: bool = False) -> World:
+def lure_world(
+    folder: Path, db: str | None = None, *, real_reports: bool = False, engine: bool = False
+) -> World:
     """The console over the Lake Lure week (in ``folder``, or the empty PostgreSQL
-    database ``db``), with a recording field desk and the fake clock."""
+    database ``db``), with a recording field desk and the fake clock; ``engine``: the
+    field desk of a real ingest service over the same store (``world.desk`` is then the
+    ServiceDesk, its service at ``world.desk.service``)."""
     _, site = lure_site(folder)
     where: Path | str = db if db is not None else folder / "lure.sqlite3"
     fill_week(where, site, "lake-lure")
@@ -69,6 +76,9 @@ def lure_world(folder: Path, db: str | None = None, *, real_reports: bool = Fals
     finally:
         book.close()
     clock, desk, reports = FakeClock(T_AFTER_LURE_WEEK_S), RecordingDesk(), FakeReports()
+    if engine:
+        service = IngestService(site, open_store(where), say=lambda _line: None)
+        desk = ServiceDesk(service, lambda: int(clock() * 1000))  # type: ignore[assignment]
     app = make_app(
         {LURE_ID: site},
         where,

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from analytics.timeutil import to_ms
 from console.photos import MAX_PHOTO_BYTES
 from siltwatch.checklist import Checklist, content_hash
+from siltwatch.detections import alert_spec
 from tests.console.app_world import INSPECTOR, World, csrf_of
 from tests.console.field_world import LURE_ID, checklist_form, gps_exif, jpeg, lure_world
 
@@ -86,7 +88,7 @@ def test_a_checklist_with_two_photos_is_stored_signed_and_intact(lure: World) ->
     assert sent["signed"] is True and "sf-lot1: needs maintenance" in sent["deviations"]
     (action,) = lure.console.store.corrective_actions(LURE_ID)
     assert (action.practice, action.owner) == ("sf-lot1", "Quinn Hale")
-    assert action.due_at - record.t == 7 * 86_400_000  # the site default: no pack sets one
+    assert action.due_at == 1779249600000  # the end of 2026-05-19 EDT: the site's 7 days
     # The record page shows both photos and the signature block.
     page = client.get(response.headers["location"])
     assert page.text.count('class="field-photo"') == 2
@@ -189,3 +191,49 @@ def test_a_corrective_action_goes_overdue_and_closes_with_a_photo(lure: World) -
     assert closed.closed_at == lure.console.now_ms() and closed.closure_photo
     assert lure.console.store.field_photo(LURE_ID, closed.closure_photo) is not None
     assert "Closed" in client.get(FIELD).text
+
+
+def test_a_finding_is_an_engine_duty_that_goes_overdue_alerts_and_closes(tmp_path: Path) -> None:
+    """With the real ingest service behind the desk: the checklist's finding opens a
+    corrective_action duty; past its due date the engine raises corrective_action_overdue
+    (stored as every alert is, for routing); the closure (note + photo) completes the duty
+    and resolves the alert."""
+    world = lure_world(tmp_path, engine=True)
+    service = world.desk.service  # type: ignore[attr-defined]
+    form = checklist_form("key-" + "h" * 20, "", **{"p.ip-cove.functioning": ""})
+    client, response = _post(world, form, [])
+    assert response.status_code == 303, response.text
+    store = world.console.store
+    (duty,) = [d for d in store.duties(LURE_ID) if d.kind == "corrective_action"]
+    (action,) = store.corrective_actions(LURE_ID)
+    assert (duty.subject, duty.reason) == ("ip-cove", "finding")
+    assert int(duty.due_at.timestamp() * 1000) == action.due_at  # the console and the engine agree
+    assert "site default, 7 days" in duty.rule
+    assert not [a for a in store.alerts(LURE_ID) if a.kind == "corrective_action_overdue"]
+
+    world.clock.t += 8 * 86_400  # past the end of the 7th local day
+    service.tick(int(world.clock() * 1000))
+    (overdue,) = [a for a in store.alerts(LURE_ID) if a.kind == "corrective_action_overdue"]
+    assert overdue.subject == duty.id and overdue.resolved_at is None
+    spec = alert_spec(overdue.kind)
+    assert spec is not None and spec.regulatory is False  # the site's people: no legal deadline
+    assert "Inspection at Lake Lure" not in overdue.message and "ip-cove" in overdue.message
+
+    client = world.login(INSPECTOR)
+    page = client.get(FIELD)
+    assert "Overdue." in page.text
+    closing = client.post(
+        f"{FIELD}/actions/{action.action_id}/close",
+        data={"csrf": csrf_of(page.text), "note": "inlet filter bag replaced"},
+        files=[("photo", ("after.jpg", jpeg(color="gray"), "image/jpeg"))],
+    )
+    assert closing.status_code == 303, closing.text
+    # The engine judges the closure once its clock has passed it by the allowed lateness.
+    service.tick(int(world.clock() * 1000) + 16 * 60_000)
+    (done,) = [d for d in store.duties(LURE_ID) if d.kind == "corrective_action"]
+    assert done.completed_at is not None
+    (resolved,) = [a for a in store.alerts(LURE_ID) if a.kind == "corrective_action_overdue"]
+    assert resolved.resolved_at is not None and "Corrective action closed" in resolved.message
+    # The closure is not an inspection: it does not flag inspection_record_incomplete.
+    assert not [a for a in store.alerts(LURE_ID) if a.kind == "inspection_record_incomplete"
+                and a.resolved_at is None and to_ms(a.opened_at) >= action.created_at]  # fmt: skip
