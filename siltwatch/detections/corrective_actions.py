@@ -23,15 +23,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    NON_NEGATIVE,
-    Description,
-    DutySpec,
-    OverdueEvidence,
-    diagnostic,
-    number,
-    overdue_amount,
-)
+from siltwatch.detections import base
 
 
 class CorrectiveKind(StrEnum):
@@ -43,20 +35,19 @@ class CorrectiveReason(StrEnum):
     FINDING = "finding"  # a checklist found the practice needing work
 
 
-ACTION = DutySpec(
-    CorrectiveKind.ACTION,
-    "corrective action",
-    (CorrectiveReason.FINDING,),
-    diagnostic(
-        CorrectiveKind.OVERDUE, "corrective action overdue", OverdueEvidence, overdue_amount
-    ),
+# The duty and its overdue alert: no legal deadline stands behind the date (it is the
+# site's own, or a pack's where one is set), so the alert is a diagnostic, the site's.
+OVERDUE = base.diagnostic(
+    CorrectiveKind.OVERDUE, "corrective action overdue", base.OverdueEvidence, base.overdue_amount
 )
-
-DESCRIPTION = Description(
-    key="corrective_actions",
-    order=52,
-    summary="each practice a checklist finds needing work is a corrective action with a due "
-    "date, overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)",
-    duties=(ACTION,),
-    rule_keys=(number("corrective_action.due_days", NON_NEGATIVE),),
+ACTION = base.DutySpec(
+    CorrectiveKind.ACTION, "corrective action", (CorrectiveReason.FINDING,), OVERDUE
+)
+SUMMARY = (
+    "each practice a checklist finds needing work is a corrective action with a due date, "
+    "overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)"
+)
+DUE_DAYS = base.number("corrective_action.due_days", base.NON_NEGATIVE)  # where a law sets the days
+DESCRIPTION = base.Description(
+    "corrective_actions", 52, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
 )

@@ -22,15 +22,7 @@ from ingest.service import IngestService
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo
 from ingest.store.from_url import open_store
 from ingest.store.queries import SqlStore
-from siltwatch.checklist import (
-    AreaCheck,
-    Checklist,
-    CoverType,
-    GradingPhase,
-    PracticeCheck,
-    canonical_bytes,
-    content_hash,
-)
+from siltwatch import checklist as cl
 from siltwatch.config import SiteConfig, load_site
 from tests.console.app_world import (
     EXAMPLES,
@@ -139,23 +131,23 @@ def store_a_checklist(store: SqlStore, t_ms: int = 1778592600000) -> str:
         Photo(jpeg(color="green"), "image/jpeg", 64, 48),
     )
     checks = [
-        PracticeCheck(practice=p, installed=True, functioning=True, needs_maintenance=p == "sf-lot1",
+        cl.PracticeCheck(practice=p, installed=True, functioning=True, needs_maintenance=p == "sf-lot1",
                       deviates=False, photos=[fence.photo_id] if p == "sf-lot1" else [])
         for p in ("sf-lot1", "ce-main", "ip-cove", "basin-s", "trench-1")
     ]  # fmt: skip
     areas = [
-        AreaCheck(area="drive", grading=GradingPhase.GRADING_COMPLETE,
-                  cover=CoverType.EROSION_BLANKET, cover_pct=100, photos=[drive.photo_id])
+        cl.AreaCheck(area="drive", grading=cl.GradingPhase.GRADING_COMPLETE,
+                  cover=cl.CoverType.EROSION_BLANKET, cover_pct=100, photos=[drive.photo_id])
     ]  # fmt: skip
-    checklist = Checklist(
+    checklist = cl.Checklist(
         site=LURE_ID, time=datetime.fromtimestamp(t_ms / 1000, UTC), inspector="Quinn Hale",
         account="Quinn Hale", affiliation="Blue Ridge Erosion Control LLC",
         address="412 Memorial Hwy, Lake Lure NC 28746", phone="+1 828 555 0142",
         practices=checks, areas=areas,
     )  # fmt: skip
-    body = canonical_bytes(checklist)
+    body = cl.canonical_bytes(checklist)
     record = FieldRecord(LURE_ID, "fr-stored", t_ms, "Quinn Hale", body.decode(),
-                         content_hash(checklist), t_ms, None, t_ms)  # fmt: skip
+                         cl.content_hash(checklist), t_ms, None, t_ms)  # fmt: skip
     action = CorrectiveAction(LURE_ID, "fr-stored-sf-lot1", "fr-stored", "sf-lot1",
                               "needs maintenance", "Dana Ruiz", t_ms, t_ms + 7 * 86_400_000,
                               "site default: 7 days ([field_desk])")  # fmt: skip

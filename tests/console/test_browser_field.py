@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from console.server import ConsoleServer
 from tests.conftest import require_server
 from tests.console.app_world import INSPECTOR, PASSWORD, World
 from tests.console.field_world import LURE_ID, gps_exif, jpeg, lure_world
@@ -29,6 +28,7 @@ from tests.console.test_browser_live import (
     Shots,
     Visit,
     chrome,
+    serving,
     wait_for,
 )
 
@@ -46,13 +46,8 @@ FIELD = f"/sites/{LURE_ID}/field"
 def served(tmp_path: Path) -> Iterator[tuple[World, str]]:
     require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
     world = lure_world(tmp_path)
-    server = ConsoleServer(world.app, "127.0.0.1", 0)
-    server.start()
-    try:
-        yield world, server.url
-    finally:
-        server.stop()
-        world.console.close()
+    with serving(world) as url:
+        yield world, url
 
 
 def _log_in(visit: Visit) -> None:

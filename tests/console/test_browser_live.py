@@ -32,12 +32,15 @@ import base64
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
+from starlette.applications import Starlette
 
 from console.server import ConsoleServer
+from console.web import Console
 from ingest.store.from_url import open_store
 from tests.conftest import require_server
 from tests.console.app_world import OPERATOR, PASSWORD, SID, SITE
@@ -179,10 +182,26 @@ class Visit:
 def live(tmp_path: Path) -> Iterator[tuple[LiveWorld, str]]:
     require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
     world = make_live_world(tmp_path, refresh_s=1.0)
+    with serving(world) as url:
+        yield world, url
+
+
+class Servable(Protocol):
+    @property
+    def app(self) -> Starlette: ...
+
+    @property
+    def console(self) -> Console: ...
+
+
+@contextmanager
+def serving(world: Servable) -> Iterator[str]:
+    """The world's console under uvicorn on a free loopback port (console/server.py); its
+    URL. The console is closed after."""
     server = ConsoleServer(world.app, "127.0.0.1", 0)
     server.start()
     try:
-        yield world, server.url
+        yield server.url
     finally:
         server.stop()
         world.console.close()

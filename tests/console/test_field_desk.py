@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from starlette.testclient import TestClient
 
 from analytics.timeutil import to_ms
 from console.photos import MAX_PHOTO_BYTES
@@ -170,6 +171,20 @@ def test_hostile_uploads_are_refused_and_nothing_is_stored(
     )
 
 
+def _close_overdue(world: World, action_id: str, note: str) -> TestClient:
+    """Log in again (days have passed), see the action overdue, close it with a photo."""
+    client = world.login(INSPECTOR)
+    page = client.get(FIELD)
+    assert "Overdue." in page.text
+    closing = client.post(
+        f"{FIELD}/actions/{action_id}/close",
+        data={"csrf": csrf_of(page.text), "note": note},
+        files=[("photo", ("after.jpg", jpeg(color="gray"), "image/jpeg"))],
+    )
+    assert closing.status_code == 303, closing.text
+    return client
+
+
 def test_a_corrective_action_goes_overdue_and_closes_with_a_photo(lure: World) -> None:
     form = checklist_form(
         "key-" + "g" * 20, "", **{"p.ip-cove.functioning": "", "p.ip-cove.owner": "Dana Ruiz"}
@@ -178,15 +193,7 @@ def test_a_corrective_action_goes_overdue_and_closes_with_a_photo(lure: World) -
     (action,) = lure.console.store.corrective_actions(LURE_ID)
     assert action.finding == "not functioning" and action.owner == "Dana Ruiz"
     lure.clock.t += 8 * 86_400  # past the 7 days (the session has ended meanwhile)
-    client = lure.login(INSPECTOR)
-    page = client.get(FIELD)
-    assert "Overdue." in page.text
-    closing = client.post(
-        f"{FIELD}/actions/{action.action_id}/close",
-        data={"csrf": csrf_of(page.text), "note": "sediment cleared, fabric replaced"},
-        files=[("photo", ("after.jpg", jpeg(color="gray"), "image/jpeg"))],
-    )
-    assert closing.status_code == 303, closing.text
+    client = _close_overdue(lure, action.action_id, "sediment cleared, fabric replaced")
     (closed,) = lure.console.store.corrective_actions(LURE_ID)
     assert closed.closed_at == lure.console.now_ms() and closed.closure_photo
     assert lure.console.store.field_photo(LURE_ID, closed.closure_photo) is not None
@@ -201,7 +208,7 @@ def test_a_finding_is_an_engine_duty_that_goes_overdue_alerts_and_closes(tmp_pat
     world = lure_world(tmp_path, engine=True)
     service = world.desk.service  # type: ignore[attr-defined]
     form = checklist_form("key-" + "h" * 20, "", **{"p.ip-cove.functioning": ""})
-    client, response = _post(world, form, [])
+    _, response = _post(world, form, [])
     assert response.status_code == 303, response.text
     store = world.console.store
     (duty,) = [d for d in store.duties(LURE_ID) if d.kind == "corrective_action"]
@@ -219,15 +226,7 @@ def test_a_finding_is_an_engine_duty_that_goes_overdue_alerts_and_closes(tmp_pat
     assert spec is not None and spec.regulatory is False  # the site's people: no legal deadline
     assert "Inspection at Lake Lure" not in overdue.message and "ip-cove" in overdue.message
 
-    client = world.login(INSPECTOR)
-    page = client.get(FIELD)
-    assert "Overdue." in page.text
-    closing = client.post(
-        f"{FIELD}/actions/{action.action_id}/close",
-        data={"csrf": csrf_of(page.text), "note": "inlet filter bag replaced"},
-        files=[("photo", ("after.jpg", jpeg(color="gray"), "image/jpeg"))],
-    )
-    assert closing.status_code == 303, closing.text
+    _close_overdue(world, action.action_id, "inlet filter bag replaced")
     # The engine judges the closure once its clock has passed it by the allowed lateness.
     service.tick(int(world.clock() * 1000) + 16 * 60_000)
     (done,) = [d for d in store.duties(LURE_ID) if d.kind == "corrective_action"]
