@@ -55,7 +55,10 @@ def test_the_lake_lure_weeks_report_prints_the_checklist_photos_and_signature(
     flat = " ".join(text.split())
     assert "Inspection checklists" in flat
     assert "Signed by Quinn Hale at 2026-05-12 12:00 EDT" in flat and "intact" in flat
-    assert "sf-lot1 needs maintenance: undercut at the" in flat and "open" in flat
+    assert (
+        "needs maintenance: undercut" in flat
+        and "2026-05-20 00:00 EDT (site default, 7 days" in flat
+    )
     assert "Blue Ridge Erosion Control LLC" in flat and "+1 828 555 0142" in flat
     listed = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True,
                             check=True).stdout.splitlines()[2:]  # fmt: skip
