@@ -45,7 +45,7 @@ FIELD = f"/sites/{LURE_ID}/field"
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[World, str]]:
     require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
-    world = lure_world(tmp_path)
+    world = lure_world(tmp_path, engine=True)  # a real ingest service behind the desk
     with serving(world) as url:
         yield world, url
 
@@ -64,6 +64,13 @@ def _fill_inspector(visit: Visit) -> None:
     d.find_element(By.NAME, "address").send_keys("412 Memorial Hwy, Lake Lure NC 28746")
     d.find_element(By.NAME, "phone").send_keys("+1 828 555 0142")
     d.find_element(By.NAME, "sign").click()
+
+
+def _action_duty(world: World, practice: str) -> str:
+    """The engine's corrective_action duty for the practice."""
+    duties = world.console.store.duties(LURE_ID)
+    (duty,) = [d for d in duties if d.kind == "corrective_action" and d.subject == practice]
+    return duty.id
 
 
 def _network(driver: WebDriver, *, offline: bool) -> None:
@@ -154,7 +161,15 @@ def test_the_field_desk_on_a_phone(served: tuple[World, str], tmp_path: Path) ->
         # 4. The finding is a corrective action; it goes overdue; it closes with a photo.
         (action,) = [a for a in store.corrective_actions(LURE_ID) if a.practice == "sf-lot1"]
         world.clock.t += 8 * 86_400
+        service = world.desk.service  # type: ignore[attr-defined]
+        service.tick(int(world.clock() * 1000))  # the engine's clock passes the due date
         _log_in(visit)
+        visit.open("/alerts", "main")
+        overdue = driver.find_element(
+            By.CSS_SELECTOR, 'a.alert-link[data-kind="corrective_action_overdue"]'
+        )
+        assert overdue.get_attribute("data-subject") == _action_duty(world, "sf-lot1")
+        visit.check("action-alert")
         visit.open(FIELD + "#actions", f"#action-{action.action_id}")
         item = driver.find_element(By.ID, f"action-{action.action_id}")
         assert (
@@ -167,6 +182,10 @@ def test_the_field_desk_on_a_phone(served: tuple[World, str], tmp_path: Path) ->
         closed = wait_for(driver, f"#action-{action.action_id} .ok")
         assert "fence re-trenched and staked" in closed.text
         visit.check("action-closed")
+        service.tick(int(world.clock() * 1000) + 16 * 60_000)  # the engine judges the closure
+        alerts = world.console.store.alerts(LURE_ID)
+        (resolved,) = [a for a in alerts if a.kind == "corrective_action_overdue"]
+        assert resolved.resolved_at is not None
     finally:
         driver.quit()
     assert len(store.field_records(LURE_ID)) == 2
