@@ -40,8 +40,10 @@ from siltwatch.schema import Alert, Duty
 # inspection record fields (additive: the site_log table, snapshots.site_log_mark and
 # the inspections' record columns are added in place); 5: data_gaps, and station_clocks
 # kept with the readings (additive: the tables are created, station_clocks filled from the
-# readings once, in place).
-SCHEMA_VERSION = 5
+# readings once, in place); 6: the field desk's records, photos and corrective actions and
+# inspections.findings (additive: ingest/store/fieldbook.py's tables created, the column
+# added, in place).
+SCHEMA_VERSION = 6
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
