@@ -14,10 +14,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck pytest bench clean
 
-$(STAMP): pyproject.toml
+# The checkout itself goes on the venv's sys.path (a .pth file), as `import app` and
+# `python -m app.cli` expect: the install maps the folders under _siltwatch/ (setup.py).
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[edge,server,dev]'
+	$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "siltwatch-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -41,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.edge
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.plots
+	$(BIN)/python -m benchmarks.wire_payloads
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache .hypothesis

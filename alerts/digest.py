@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from alerts.channel import delivery_id
-from alerts.outbox import NewDelivery, Outbox
+from alerts.outbox import Composed, NewDelivery, Outbox
 from alerts.quiet import next_local
 from siltwatch.config import Contact, SiteConfig
 from siltwatch.schema import Alert, Duty
@@ -154,7 +154,7 @@ class Digests:
             address=c.email,
             recipient=c.name,
             alert_id=f"digest-{day}",
-            event="digest",
+            event=Composed.DIGEST,
             event_at=utc_iso(int(now * 1000)),
             kind="digest",
             severity="info",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from alerts.routing import announced, route
+from alerts.routing import NoticeEvent, announced, route
 from alerts.sinks import Sink
 from analytics.events import AlertEvent, EngineEvent
 from siltwatch.config import SiteConfig
@@ -26,10 +26,10 @@ class Dispatcher:
         for event in events:
             if not isinstance(event, AlertEvent):
                 continue
-            alert = event.alert
-            if not announced(event.type, alert):
+            alert, told = event.alert, NoticeEvent(event.type)
+            if not announced(told, alert):
                 continue
-            note = route(self.site, event.type, utc_iso(event.at), alert)
+            note = route(self.site, told, utc_iso(event.at), alert)
             for sink in self.sinks:
                 try:
                     sink.send(note)

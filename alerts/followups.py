@@ -359,7 +359,7 @@ class FollowUps:
             address=role or "all",
             recipient=who,
             alert_id=alert.id,
-            event=event.value,
+            event=event,
             event_at=utc_iso(int(now * 1000)),
             kind=alert.kind,
             severity=alert.severity,

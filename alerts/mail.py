@@ -47,7 +47,7 @@ from alerts.channel import DeliveryFailed, DirectSend, Message, delivery_id, thr
 from alerts.http import is_loopback_host
 from alerts.messages import email_body, email_html, email_subject
 from alerts.pngchart import ChartData, render_png
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from siltwatch.schema import Alert
 from siltwatch.vocabulary import Severity
 
@@ -125,7 +125,7 @@ class EmailSink(DirectSend[SmtpSettings]):
             "event": note.event,
             "severity": str(a.severity),
         }
-        if note.event != "opened":
+        if note.event != NoticeEvent.OPENED:
             message["thread"] = thread_root(a, self.name, address)
         chart = self._chart(a)
         cid = f"chart.{delivery or 'direct'}@siltwatch.invalid"

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from alerts.gsm7 import EXTENSION, SEGMENT_SEPTETS, gsm7_septets, to_gsm7
 from alerts.pngchart import ChartData
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from siltwatch.detections import alert_spec
 from siltwatch.detections.base import short_number
 from siltwatch.latemarks import found_late, withdrawn_reason
@@ -134,7 +134,7 @@ def headline(note: Notification) -> str:
     reason = withdrawn_reason(a)
     if reason is not None:
         return f"withdrawn: {reason}"
-    rose = len({e.severity for e in a.escalations}) > 1 or note.event == "escalated"
+    rose = len({e.severity for e in a.escalations}) > 1 or note.event == NoticeEvent.ESCALATED
     late = ", found late" if found_late(a) else ""
     return f"{'NOW ' if rose else ''}{a.severity.upper()}{late}"
 
@@ -171,15 +171,15 @@ def event_phrase(note: Notification) -> str:
     """Why this message comes now, for the email ("escalated to you: ...")."""
     sev = note.alert.severity.upper()
     match note.event:
-        case "opened":
+        case NoticeEvent.OPENED:
             return "opened"
-        case "escalated":
+        case NoticeEvent.ESCALATED:
             return f"escalated to {sev}"
-        case "resolved":
+        case NoticeEvent.RESOLVED:
             return "withdrawn" if withdrawn_reason(note.alert) else "cleared"
-        case "reminder":
+        case NoticeEvent.REMINDER:
             return f"STILL {sev}, not acknowledged"
-        case "unacknowledged":
+        case NoticeEvent.UNACKNOWLEDGED:
             return f"escalated to you: not acknowledged after {waited(note)}"
     return note.event
 
@@ -332,7 +332,7 @@ def email_subject(note: Notification, site: SiteLabel) -> str:
     answers the latest one ("Re: "). The thread itself is kept by the headers
     (alerts/mail.py: the same References for the whole episode)."""
     base = one_line(f"[siltwatch] {headline(note)}: {title(note.alert, site)}, {site.title()}")
-    return base if note.event in ("opened", "escalated") else f"Re: {base}"
+    return base if note.event in (NoticeEvent.OPENED, NoticeEvent.ESCALATED) else f"Re: {base}"
 
 
 @dataclass(frozen=True)
@@ -481,7 +481,9 @@ def email_html(
     z = site.zone
     answer = answer or Answer()
     colour = (
-        _CLEARED_COLOUR if note.event == "resolved" else _SEVERITY_COLOURS.get(a.severity, "#444")
+        _CLEARED_COLOUR
+        if note.event == NoticeEvent.RESOLVED
+        else _SEVERITY_COLOURS.get(a.severity, "#444")
     )
     table = evidence_table(a, z)
     banner = f"{headline(note)} — {event_phrase(note)}"
@@ -580,17 +582,17 @@ def _sms_heads(note: Notification) -> tuple[str, ...]:
         return (f"Withdrawn: {reason}. Was {sev}", f"Withdrawn: {reason}.")
     late = found_late(note.alert)
     match note.event:
-        case "opened":
+        case NoticeEvent.OPENED:
             return (f"FOUND LATE: {sev}",) if late else (sev,)
-        case "escalated":
+        case NoticeEvent.ESCALATED:
             return (f"NOW {sev}, found late:",) if late else (f"NOW {sev}",)
-        case "resolved":
+        case NoticeEvent.RESOLVED:
             if late:
                 return (f"FOUND LATE, ended: {sev}", f"FOUND LATE: {sev}")
             return ("CLEARED",)
-        case "reminder":
+        case NoticeEvent.REMINDER:
             return (f"STILL {sev}, not acknowledged:", f"STILL {sev}, no ACK:", f"STILL {sev}")
-        case "unacknowledged":
+        case NoticeEvent.UNACKNOWLEDGED:
             d = waited(note)
             return (
                 f"Escalated to you: not acknowledged after {d}. {sev}",
@@ -630,7 +632,7 @@ def sms_text(
     if isinstance(due, str):  # "missed" or "4.5 days overdue", then "due May 6 11:00"
         amount = amount.split(" (")[0] if "overdue" in amount else "missed"
         when = f"due {day_time(due, site.zone)}"
-    elif note.event == "resolved" and a.resolved_at is not None:
+    elif note.event == NoticeEvent.RESOLVED and a.resolved_at is not None:
         when = span(a.opened_at, a.resolved_at, site.zone)
         amount = _peak_of(amount)
     else:

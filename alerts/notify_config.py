@@ -62,7 +62,7 @@ from alerts.followups import FollowUps
 from alerts.http import LOOPBACK_HOSTS, insecure_url_problem, is_loopback_host
 from alerts.mail import ChartFor, EmailSink, SmtpSettings
 from alerts.messages import SiteLabel
-from alerts.outbox import Outbox
+from alerts.outbox import DeliveryState, Outbox
 from alerts.silences import HeldInSilence, SilenceLookup
 from alerts.sinks import Sink
 from alerts.sms import SmsSettings, SmsSink
@@ -379,7 +379,7 @@ class Delivery:
 
     def pending_count(self) -> int:
         """Notifications waiting in the outbox (``serve``'s /metrics: the outbox depth)."""
-        return self.outbox.counts().get("pending", 0)
+        return self.outbox.counts().get(DeliveryState.PENDING, 0)
 
     def failures_by_channel(self) -> dict[str, int]:
         """Failed delivery attempts in this process, by channel (``serve``'s /metrics)."""

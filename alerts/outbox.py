@@ -44,10 +44,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 
 from alerts.channel import Message
 from alerts.http import redact_url
+from alerts.routing import NoticeEvent
 from siltwatch.timefmt import utc_iso
 
 SCHEMA = """
@@ -93,6 +95,33 @@ CREATE INDEX IF NOT EXISTS audit_delivery ON audit (delivery_id);
 """
 
 
+class DeliveryState(StrEnum):
+    """Where a row stands (the diagram above). Stored as its value in ``deliveries.state``,
+    whose CHECK lists the same words, so an outbox written before this enum reads the same."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    FOLDED = "folded"
+
+
+class Composed(StrEnum):
+    """The messages the delivery composes itself, beside the notices routing hands it."""
+
+    SUMMARY = "summary"  # held SMS notices folded into one (alerts/worker.py)
+    DIGEST = "digest"  # the daily digest email (alerts/digest.py)
+
+
+# What a row tells, stored as its value in ``deliveries.event`` and ``audit.event``.
+DeliveryEvent = NoticeEvent | Composed
+
+
+def delivery_event(text: str) -> DeliveryEvent:
+    """The event of a stored row (ValueError for a word this release does not know)."""
+    return Composed(text) if text in Composed._value2member_map_ else NoticeEvent(text)
+
+
 @dataclass(frozen=True)
 class NewDelivery:
     """A rendered message for one (channel, address), ready to be written."""
@@ -102,7 +131,7 @@ class NewDelivery:
     address: str
     recipient: str
     alert_id: str
-    event: str
+    event: DeliveryEvent
     event_at: str
     kind: str
     severity: str
@@ -116,7 +145,7 @@ class NewDelivery:
 
 @dataclass(frozen=True)
 class Delivery(NewDelivery):
-    state: str
+    state: DeliveryState
     attempts: int
     created_at: float
     next_attempt_at: float
@@ -234,14 +263,14 @@ class Outbox:
             address=str(address),
             recipient=str(recipient),
             alert_id=str(alert_id),
-            event=str(event),
+            event=delivery_event(str(event)),
             event_at=str(event_at),
             kind=str(kind),
             severity=str(severity),
             subject=str(subject),
             rule=str(rule),
             message=dict(json.loads(str(message))),
-            state=str(state),
+            state=DeliveryState(str(state)),
             attempts=int(str(attempts)),
             created_at=float(str(created)),
             next_attempt_at=float(str(next_at)),
@@ -342,21 +371,28 @@ class Outbox:
                 return None
             return self._get(db, ident)
 
-    def _finish(self, ident: str, now: float, state: str, result: str, error: str | None) -> bool:
+    def _finish(
+        self, ident: str, now: float, state: DeliveryState, result: str, error: str | None
+    ) -> bool:
         with self._tx() as db:
             d = self._get(db, ident)
-            if d is None or d.state != "sending":
+            if d is None or d.state != DeliveryState.SENDING:
                 return False
             db.execute(
                 "UPDATE deliveries SET state = ?, sent_at = ?, last_error = ? WHERE id = ?",
-                (state, now if state == "sent" else None, error, ident),
+                (state, now if state == DeliveryState.SENT else None, error, ident),
             )
             self._audit(db, d, now, result, d.attempts, error)
             self._settle_folded(db, d, now, state, error)
             return True
 
     def _settle_folded(
-        self, db: sqlite3.Connection, summary: Delivery, now: float, state: str, error: str | None
+        self,
+        db: sqlite3.Connection,
+        summary: Delivery,
+        now: float,
+        state: DeliveryState,
+        error: str | None,
     ) -> None:
         """Notifications folded into a summary share its fate, each with its own audit row."""
         rows = db.execute(
@@ -367,7 +403,7 @@ class Outbox:
             d = self._row(r)
             db.execute(
                 "UPDATE deliveries SET state = ?, sent_at = ?, last_error = ? WHERE id = ?",
-                (state, now if state == "sent" else None, error, d.id),
+                (state, now if state == DeliveryState.SENT else None, error, d.id),
             )
             note = f"in summary {summary.id}" + (f": {error}" if error else "")
             self._audit(db, d, now, state, d.attempts, note)
@@ -375,15 +411,15 @@ class Outbox:
 
     def mark_sent(self, ident: str, now: float) -> bool:
         """Record success; False (and nothing recorded) unless the row was ``sending``."""
-        return self._finish(ident, now, "sent", "sent", None)
+        return self._finish(ident, now, DeliveryState.SENT, "sent", None)
 
     def mark_failed(self, ident: str, now: float, error: str) -> bool:
-        return self._finish(ident, now, "failed", "failed", error)
+        return self._finish(ident, now, DeliveryState.FAILED, "failed", error)
 
     def mark_retry(self, ident: str, now: float, next_at: float, error: str) -> bool:
         with self._tx() as db:
             d = self._get(db, ident)
-            if d is None or d.state != "sending":
+            if d is None or d.state != DeliveryState.SENDING:
                 return False
             db.execute(
                 "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, last_error = ? "
@@ -398,7 +434,7 @@ class Outbox:
         with self._tx() as db:
             for ident in idents:
                 d = self._get(db, ident)
-                if d is None or d.state != "pending":
+                if d is None or d.state != DeliveryState.PENDING:
                     continue
                 db.execute("UPDATE deliveries SET next_attempt_at = ? WHERE id = ?", (until, ident))
                 self._audit(db, d, now, "deferred", d.attempts, f"{why}; until {utc_text(until)}")
@@ -411,7 +447,7 @@ class Outbox:
             self._audit(db, summary, now, "queued", 0, f"summary of {len(idents)}")
             for ident in idents:
                 d = self._get(db, ident)
-                if d is None or d.state != "pending":
+                if d is None or d.state != DeliveryState.PENDING:
                     raise ValueError(f"cannot fold {ident}: not pending")
                 db.execute(
                     "UPDATE deliveries SET state = 'folded', folded_into = ? WHERE id = ?",
@@ -466,7 +502,7 @@ class Outbox:
             ).fetchall()
         return [float(r[0]) for r in rows]
 
-    def deliveries(self, state: str | None = None) -> list[Delivery]:
+    def deliveries(self, state: DeliveryState | None = None) -> list[Delivery]:
         with self._lock:
             if state is None:
                 rows = self._db.execute(
@@ -479,12 +515,12 @@ class Outbox:
                 ).fetchall()
         return [self._row(r) for r in rows]
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[DeliveryState, int]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT state, COUNT(*) FROM deliveries GROUP BY state"
             ).fetchall()
-        return {str(s): int(n) for s, n in rows}
+        return {DeliveryState(str(s)): int(n) for s, n in rows}
 
     def audit(self, delivery_id: str | None = None) -> list[AuditEntry]:
         """The audit log in order (optionally of one delivery)."""

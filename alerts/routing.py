@@ -35,7 +35,7 @@ class NoticeEvent(StrEnum):
 class Notification:
     """One message to send: the event, the alert as it stands, and who gets it."""
 
-    event: str  # opened | escalated | resolved | reminder | unacknowledged (NoticeEvent)
+    event: NoticeEvent
     at: str
     alert: Alert
     recipients: tuple[Contact, ...]
@@ -57,7 +57,7 @@ def officer_cares(alert: Alert) -> bool:
     )
 
 
-def first_officer_event(event: str, alert: Alert) -> bool:
+def first_officer_event(event: NoticeEvent, alert: Alert) -> bool:
     """This event is the one at which the episode became the officer's business.
 
     Derived from the episode itself (its escalations), not from memory, so a
@@ -65,19 +65,19 @@ def first_officer_event(event: str, alert: Alert) -> bool:
     """
     if not officer_cares(alert):
         return False
-    if officer_policy(alert) in (Officer.ON_OPEN, Officer.ONCE) or event == "opened":
-        return event == "opened"
-    if event != "escalated":
+    if officer_policy(alert) in (Officer.ON_OPEN, Officer.ONCE) or event == NoticeEvent.OPENED:
+        return event == NoticeEvent.OPENED
+    if event != NoticeEvent.ESCALATED:
         return False
     criticals = [e for e in alert.escalations if e.severity == Severity.CRITICAL]
     last = alert.escalations[-1]
     return last.severity == Severity.CRITICAL and len(criticals) == 1
 
 
-def announced(event: str, alert: Alert) -> bool:
+def announced(event: NoticeEvent, alert: Alert) -> bool:
     """Whether anyone is told of this event: a fact heard once (``Officer.ONCE``, e.g. a
     missed notice) closes as it opens, so its "resolved" is kept, not announced."""
-    return not (event == "resolved" and officer_policy(alert) == Officer.ONCE)
+    return not (event == NoticeEvent.RESOLVED and officer_policy(alert) == Officer.ONCE)
 
 
 def first_roles(site: SiteConfig) -> frozenset[str]:
@@ -98,7 +98,7 @@ def officer_waits_for_chain(site: SiteConfig, alert: Alert) -> bool:
     return officer_policy(alert) == Officer.ON_CRITICAL and "officer" not in first_roles(site)
 
 
-def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
+def route(site: SiteConfig, event: NoticeEvent, at: str, alert: Alert) -> Notification:
     """The recipients of one alert event (see the module docstring for the policy).
 
     With an escalation chain (``[notifications] escalation`` in the site file)
@@ -112,7 +112,7 @@ def route(site: SiteConfig, event: str, at: str, alert: Alert) -> Notification:
         if c.role in ("operator", "qualified_inspector") and c.role in first
     ]
     officers = [c for c in site.contacts if c.role == "officer"]
-    cleared = event == "resolved" and officer_policy(alert) != Officer.ONCE
+    cleared = event == NoticeEvent.RESOLVED and officer_policy(alert) != Officer.ONCE
     if (first_officer_event(event, alert) or (cleared and officer_cares(alert))) and not (
         officer_waits_for_chain(site, alert)
     ):

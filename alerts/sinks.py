@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Protocol, TextIO
 
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from siltwatch.vocabulary import Severity
 
 
@@ -31,7 +31,7 @@ class ConsoleSink:
             f"[{note.at}] {note.event.upper():9} {a.severity:8} {a.kind} {a.subject} -> {who}",
             file=self.stream,
         )
-        if note.event != "escalated" or a.severity == Severity.CRITICAL:
+        if note.event != NoticeEvent.ESCALATED or a.severity == Severity.CRITICAL:
             print(f"    {a.message}", file=self.stream)
             print(f"    rule: {a.rule}", file=self.stream)
         self.stream.flush()

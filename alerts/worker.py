@@ -44,7 +44,7 @@ from typing import Protocol
 from alerts.acklinks import Links
 from alerts.channel import Channel, DeliveryFailed, delivery_id
 from alerts.messages import Held, SiteLabel, sms_summary
-from alerts.outbox import SUMMARY, Delivery, NewDelivery, Outbox, utc_text
+from alerts.outbox import SUMMARY, Composed, Delivery, NewDelivery, Outbox, utc_text
 from alerts.quiet import quiet_until
 from alerts.routing import NoticeEvent, Notification
 from siltwatch import backoff
@@ -269,7 +269,7 @@ class DeliveryWorker:
             address=address,
             recipient=group[0].recipient,
             alert_id=SUMMARY,
-            event="summary",
+            event=Composed.SUMMARY,
             event_at=utc_text(now),
             kind="summary",
             severity=worst,

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from analytics.timeutil import to_ms
 from siltwatch.config import SiteConfig
-from siltwatch.rulepacks import Rules
+from siltwatch.rulepacks import Rules, site_rules
 
 WEEKDAYS: dict[str, int] = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 DEFAULT_BUSINESS_HOURS = "08:00-17:00"
@@ -64,7 +64,7 @@ class SiteCalendar:
     @classmethod
     def from_site(cls, site: SiteConfig, rules: Rules | None = None) -> SiteCalendar:
         """The calendar from ``site.timezone``, ``site.holidays`` and the ``calendar.*`` rules."""
-        rules = rules if rules is not None else site.rules()
+        rules = rules if rules is not None else site_rules(site)
         weekend_rule = rules.get("calendar.weekend")
         hours_rule = rules.get("calendar.business_hours")
         start, end = parse_business_hours(
@@ -116,6 +116,16 @@ class SiteCalendar:
 
     # --- working and business days -----------------------------------------------
 
+    def _some_day_counts(self) -> None:
+        """Refuse a calendar whose weekend is the whole week: counting N working or
+        business days in it would never end. Packs and site overrides with such a
+        weekend are refused at load (siltwatch/rulepacks.py check_weekend); this
+        guards a calendar built by hand."""
+        if len(set(self.weekend)) >= len(WEEKDAYS):
+            raise ValueError(
+                "calendar.weekend names all seven days: no working or business day is left"
+            )
+
     def is_weekend(self, day: date) -> bool:
         return day.weekday() in self.weekend
 
@@ -140,6 +150,7 @@ class SiteCalendar:
         """
         if n < 0:
             raise ValueError("n must be >= 0")
+        self._some_day_counts()
         current = day
         while n > 0:
             current += timedelta(days=1)
@@ -156,6 +167,7 @@ class SiteCalendar:
         """
         if n < 0:
             raise ValueError("n must be >= 0")
+        self._some_day_counts()
         current = day
         while n > 0:
             current += timedelta(days=1)

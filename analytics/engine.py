@@ -101,12 +101,16 @@ DEFAULT_ALLOWED_LATENESS_S = 900.0
 
 CLOCK_AHEAD = QualityFlag.CLOCK_AHEAD.value
 TOO_OLD = QualityFlag.TOO_OLD.value
+BEFORE_SITE_START = QualityFlag.BEFORE_SITE_START.value
 # Flags that say the reading's *time* cannot be trusted: such a reading never
 # moves a watermark (a clock ten years ahead must not end the world).
-UNTRUSTED_TIME = frozenset({QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD, TOO_OLD})
+UNTRUSTED_TIME = frozenset(
+    {QualityFlag.CLOCK_UNSYNCED.value, CLOCK_AHEAD, TOO_OLD, BEFORE_SITE_START}
+)
 # Readings stored (the store is the truth) but not judged: a time far ahead of its
-# arrival, or so far before it (a 1970 date) that it would rebuild all history.
-NOT_JUDGED = frozenset({CLOCK_AHEAD, TOO_OLD})
+# arrival, so far before it (a 1970 date) that it would rebuild all history, or before
+# the site's work began (no rule of the site applied then: a bench test, a reset clock).
+NOT_JUDGED = frozenset({CLOCK_AHEAD, TOO_OLD, BEFORE_SITE_START})
 
 # Order of kinds at one instant: readings first, then inspections, then station reports,
 # then site-log entries.

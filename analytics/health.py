@@ -60,6 +60,7 @@ from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
 from siltwatch.schema import QualityFlag
+from siltwatch.sensorkinds import sensor_kind
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import AlertKind, Severity
 
@@ -77,11 +78,6 @@ _FLAG_SPIKE = frozenset({SPIKE})
 _FLAG_FLAT = frozenset({FLATLINE})
 _BAD = frozenset({OUT_OF_RANGE, SENSOR_FAULT})
 
-# Physical sanity per sensor kind (in the sensor's unit); config min/max narrow it.
-PHYSICAL_RANGE: dict[str, tuple[float, float]] = {
-    "turbidity": (-5.0, 4000.0),  # beyond any field probe's range: a wiring or parsing fault
-    "rain": (0.0, float("inf")),  # a depth that fell cannot be negative
-}
 
 BAD_RUN_ALERT = 5  # consecutive out-of-range/faulted readings before a person is told
 
@@ -169,7 +165,11 @@ class SensorHealth(Detector):
         stations = site.station_of()
         self._states: dict[str, _SensorState] = {}
         for sid, sensor in site.sensors().items():
-            phys_lo, phys_hi = PHYSICAL_RANGE.get(sensor.kind, (float("-inf"), float("inf")))
+            # Physical sanity: the kind's plausible band (siltwatch/sensorkinds/), in the
+            # sensor's unit; the sensor's configured min/max narrow it.
+            kind = sensor_kind(sensor.kind)
+            band = kind.plausible if kind is not None else None
+            phys_lo, phys_hi = band or (float("-inf"), float("inf"))
             lo, lo_src = phys_lo, f"physical limit for {sensor.kind}"
             hi, hi_src = phys_hi, f"physical limit for {sensor.kind}"
             if sensor.min_value is not None and sensor.min_value > lo:

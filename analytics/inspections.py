@@ -75,6 +75,15 @@ PAPERWORK = frozenset(
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION,
         SiteEvent.VIOLATION_CORRECTED,
+        SiteEvent.ON_SITE,
+        SiteEvent.APPROVAL_DISPLAYED,
+        SiteEvent.CONFERENCE_REQUIRED,
+        SiteEvent.CONFERENCE_HELD,
+        SiteEvent.PLAN_CHANGED,
+        SiteEvent.AS_BUILT,
+        SiteEvent.MAINTENANCE_SCHEDULED,
+        SiteEvent.MAINTAINED,
+        SiteEvent.EXTRA_MEASURES,
     }
 )
 

@@ -13,6 +13,7 @@ sediment forecast counts, and a reading one detector drops, all drop.
 | ``clock_unsynced`` | hard | no | no | the time may be wrong, so the value cannot be placed in a storm, a fill or a window |
 | ``clock_ahead`` | hard | no | no | the time is ahead of its arrival beyond the skew bound (the engine never even places it) |
 | ``too_old`` | hard | no | no | dated more than 5 years before its arrival, a reset clock (1970): the engine never places it either |
+| ``before_site_start`` | hard | no | no | dated before the site's ``[site] start``: no rule of the site applied yet (a bench test, a wrong clock); the engine never places it either |
 | ``spike`` | soft | no | yes, and counted | see below |
 | ``backfilled`` | informational | yes | yes | sent late from the outbox after an outage: late, not wrong |
 | ``simulated`` | informational | yes | yes | produced by the simulated driver: a test bench is judged like the field |
@@ -56,6 +57,7 @@ HARD_FLAGS: frozenset[str] = frozenset(
         QualityFlag.CLOCK_UNSYNCED.value,
         QualityFlag.CLOCK_AHEAD.value,
         QualityFlag.TOO_OLD.value,
+        QualityFlag.BEFORE_SITE_START.value,
     }
 )
 #: Marks a median keeps (and counts); detectors without a window median drop them.

@@ -52,11 +52,26 @@ class SiteLimitsDetector(Detector):
         self.cold = cold  # (from "MM-DD", to "MM-DD", citation)
         self.calendar = calendar
         self.open_areas: set[str] = set()
+        self.cold_areas: set[str] = set()  # cleared or graded in the cold season
+        self.measured: set[str] = set()  # with extra measures recorded since
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         area = entry.area
         if area is None or area not in self.acres:
             return
+        if entry.event == SiteEvent.EXTRA_MEASURES:
+            self.measured.add(area)
+            if ctx.alerts.is_open(Kind.COLD_MEASURES, area):
+                ctx.alerts.resolve(
+                    Kind.COLD_MEASURES,
+                    area,
+                    entry.t,
+                    message=f"Extra measures recorded for area {area} at {self.site_name} on "
+                    f"{local_time(entry.t, ctx.zone)} by {entry.by}: {entry.detail or '-'}.",
+                )
+            return
+        if entry.event in (SiteEvent.SEEDED, SiteEvent.PERMANENT_COVER):
+            self._revegetated(entry, area, ctx)
         if entry.event in OPENING:
             self.open_areas.add(area)
             self._cold_season(entry, area, ctx)
@@ -105,12 +120,40 @@ class SiteLimitsDetector(Detector):
                 evidence=evidence,
             )
 
+    def _revegetated(self, entry: SiteLogEntry, area: str, ctx: Context) -> None:
+        """§148-11 I(3)(e)[3][e]: the revegetation of an area cleared or graded in the cold
+        season incorporates extra measures; none recorded by then is an alert."""
+        if self.cold is None or area not in self.cold_areas or area in self.measured:
+            return
+        if ctx.alerts.is_open(Kind.COLD_MEASURES, area):
+            return
+        cite = self.cold[2]
+        ctx.alerts.open(
+            Kind.COLD_MEASURES,
+            area,
+            entry.t,
+            Severity.WARNING,
+            rule=cite,
+            message=(
+                f"Area {area} at {self.site_name}, cleared or graded between October 15 and "
+                f"April 15, was revegetated ({entry.event}, {local_time(entry.t, ctx.zone)}, "
+                f"recorded by {entry.by}) with no extra measures recorded: under {cite} its "
+                "revegetation incorporates extra measures (screen mesh, netting, extra mulch, "
+                "siltation fences). Record them in the site log (event extra_measures, "
+                f"area {area})."
+            ),
+            evidence={"area": area, "event": entry.event, "at": iso(entry.t)},
+        )
+
     def _cold_season(self, entry: SiteLogEntry, area: str, ctx: Context) -> None:
-        if self.cold is None or ctx.alerts.is_open(Kind.COLD_SEASON, area):
+        if self.cold is None:
             return
         start, end, cite = self.cold
         day = self.calendar.local_date(entry.t)
         if not in_season(day, start, end):
+            return
+        self.cold_areas.add(area)
+        if ctx.alerts.is_open(Kind.COLD_SEASON, area):
             return
         ctx.alerts.open(
             Kind.COLD_SEASON,

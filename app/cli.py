@@ -9,15 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from app.brokeraccess_cli import add_broker_acl_parser
 from app.console_cmd import add_console_options
-from app.serve import add_broker_options, add_serve_options, read_secret
+from app.serve import add_broker_options, add_serve_options
+from app.serving import broker_settings, read_secret
 from siltwatch.configerrors import ConfigError
+from siltwatch.rulepacks import site_rules
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO_EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -79,12 +81,38 @@ def _err(lines: Sequence[str]) -> None:
         print(f"error: {line}", file=sys.stderr)
 
 
+def _site_option(p: argparse.ArgumentParser) -> None:
+    """``--site SITE.toml``: the one site a command reads."""
+    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
+
+
+def _site_and_store_options(p: argparse.ArgumentParser) -> None:
+    """``--site`` and ``--db``: a command that reads what ``serve`` stored of one site."""
+    _site_option(p)
+    p.add_argument("--db", required=True, metavar="STORE", help="the store siltwatch serve writes")
+
+
 # --- commands -------------------------------------------------------------------
+
+
+def _version_parser(sub: Any) -> None:
+    p = sub.add_parser("version", help="print the version")
+    p.set_defaults(func=cmd_version)
 
 
 def cmd_version(args: argparse.Namespace) -> int:
     print(_version_line())
     return EXIT_OK
+
+
+def _config_parser(sub: Any) -> None:
+    p = sub.add_parser("config", help="site configuration commands")
+    csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
+    pc = csub.add_parser(
+        "check", help="check site configuration files; every mistake on its own line"
+    )
+    pc.add_argument("files", nargs="+", metavar="FILE", help="site configuration TOML file(s)")
+    pc.set_defaults(func=cmd_config_check)
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
@@ -100,7 +128,7 @@ def cmd_config_check(args: argparse.Namespace) -> int:
             _err(exc.lines)
             status = EXIT_FAIL
             continue
-        rules = site.rules()
+        rules = site_rules(site)
         print(
             f"{path}: ok — site {site.site.id!r}, {len(site.sensors())} sensors, "
             f"{len(site.turbidity_pairs)} turbidity pairs, {len(site.infiltration_practices)} "
@@ -117,6 +145,16 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         if empty is not None:
             print(f"  warning: {empty}")
     return status
+
+
+def _schema_parser(sub: Any) -> None:
+    p = sub.add_parser("schema", help="export the wire format's JSON Schemas")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write one FILE.schema.json per payload into DIR (default: print)",
+    )
+    p.set_defaults(func=cmd_schema)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -154,6 +192,32 @@ class _Progress:
         )
         if done >= total:
             print(file=sys.stderr)
+
+
+def _replay_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay a recording through the detections",
+        description="Replay a recording (CSV time,sensor,value or a JSONL capture) through the same "
+        "engine the live service runs; the run ends at the last reading's time.",
+    )
+    p.add_argument(
+        "recording", metavar="RECORDING", help="CSV (time,sensor,value) or JSONL capture"
+    )
+    _site_option(p)
+    p.add_argument("--inspections", metavar="INSPECTIONS.csv", help="CSV time,inspector,duty")
+    p.add_argument("--site-log", metavar="LOG.csv", help="CSV time,event,area,by,detail")
+    p.add_argument(
+        "--alerts-out", required=True, metavar="ALERTS.jsonl", help="alert episodes, one a line"
+    )
+    p.add_argument("--duties-out", required=True, metavar="DUTIES.jsonl", help="duties, one a line")
+    p.add_argument(
+        "--rain-log",
+        metavar="RAIN.csv",
+        help="also write the daily rainfall log per gauge, in the site's time zone (NCG01 Part III §A item 1)",
+    )
+    _influx_options(p, "load the replay into InfluxDB to try the dashboards on recorded data")
+    p.set_defaults(func=cmd_replay)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -211,6 +275,20 @@ def _replay_into_influx(mirror: Any, site: Any, recorded: list[Sequence[Any]], r
     return EXIT_FAIL if loaded.refused else EXIT_OK
 
 
+def _records_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "records",
+        help="write the records to hand over (inspections, daily rain, site log) as CSV",
+        description="From the live store: the inspection log with the fields the law asks "
+        "for, the daily rain log and the site log, for a range of local dates.",
+    )
+    _site_and_store_options(p)
+    p.add_argument("--out", required=True, metavar="DIR", help="where the three CSV files go")
+    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="first local date")
+    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
+    p.set_defaults(func=cmd_records)
+
+
 def cmd_records(args: argparse.Namespace) -> int:
     """Write the inspection log, the daily rain log and the site log from a store as CSV."""
     from ingest.outputs.field_records import export_field_records
@@ -253,11 +331,49 @@ def cmd_records(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export_parser(sub: Any) -> None:
+    from ingest.outputs.export_cli import add_export_options
+
+    p = sub.add_parser(
+        "export",
+        help="write the store's readings, alerts, duties, site log and rain log as CSV or Parquet",
+        description="From the live store (read only): one file per table with a site column, "
+        "for one or more sites and a time range, to load into pandas or a spreadsheet.",
+    )
+    add_export_options(p)
+    p.set_defaults(func=cmd_export)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Readings, alerts, duties, site log and rain log as CSV or Parquet (ingest/outputs/export_cli.py)."""
     from ingest.outputs.export_cli import run_export
 
     return run_export(args)
+
+
+def _report_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write the inspector's report (rain log, storms, inspections, duties, alerts, "
+        "plots) as HTML or PDF",
+        description="From the live store: the report of a site for a range of its local days, "
+        "as one self-contained HTML page, or printed to PDF with headless Chromium.",
+    )
+    _site_and_store_options(p)
+    p.add_argument(
+        "--from", dest="date_from", required=True, metavar="YYYY-MM-DD", help="first local day"
+    )
+    p.add_argument(
+        "--to",
+        dest="date_to",
+        required=True,
+        metavar="YYYY-MM-DD",
+        help="last local day (included)",
+    )
+    p.add_argument(
+        "--out", required=True, metavar="FILE.html|FILE.pdf", help="the report; .pdf prints it"
+    )
+    p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -271,11 +387,39 @@ LOG_AHEAD_S = 300.0  # the live service refuses entries dated further ahead (ser
 PUBACK_WAIT_S = 15.0
 
 
+def _log_parser(sub: Any) -> None:
+    from siltwatch.vocabulary import Milestone, SiteEvent
+
+    p = sub.add_parser(
+        "log",
+        help="record what was done on the site (the site log) through the live service",
+        description="Publish one site-log entry on the site's log topic (QoS 1) and wait for "
+        "the broker's acknowledgement; 'siltwatch serve' stores it and its detections take it "
+        "in event time. Area events (disturbed, cleared, graded, active, inactive, "
+        "temporary_cover, permanent_cover) name --area; milestone and notice name the "
+        "milestone as --detail (" + ", ".join(m.value for m in Milestone) + "); "
+        "corrective_action takes the alert id and what was done as --detail.",
+    )
+    p.add_argument("event", metavar="EVENT", choices=[e.value for e in SiteEvent], help="one of "
+                   + ", ".join(e.value for e in SiteEvent))  # fmt: skip
+    _site_option(p)
+    add_broker_options(p)
+    p.add_argument("--area", metavar="AREA", help="the area's id in the site file")
+    p.add_argument("--by", metavar="NAME", help="who did it (default: your login name)")
+    p.add_argument("--detail", metavar="TEXT", help="the milestone, or what was done")
+    p.add_argument(
+        "--time",
+        metavar="ISO",
+        help="when it happened, ISO 8601 with an offset (default: now); for inactive, "
+        "the last day of substantial work",
+    )
+    p.set_defaults(func=cmd_log)
+
+
 def cmd_log(args: argparse.Namespace) -> int:
     """Publish one site-log entry (QoS 1) and wait for the broker's PUBACK."""
     import time
 
-    from app.serve import broker_settings
     from siltwatch.config import load_site
     from siltwatch.schema import iso_utc, site_log_topic
 
@@ -376,16 +520,43 @@ def _login_name() -> str:
         raise ValueError("--by: say who did it (your login name is not known here)") from None
 
 
+def _demo_parser(sub: Any) -> None:
+    p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
+    p.add_argument(
+        "--out", default="out/demo", metavar="DIR", help="where the alert log and outputs go"
+    )
+    p.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        help="after the scripted week, serve the web console here (e.g. 127.0.0.1:8080) "
+        "until Ctrl-C; a demo account's password is printed",
+    )
+    p.add_argument(
+        "--examples", default=str(REPO_EXAMPLES), metavar="DIR", help="the examples folder"
+    )
+    p.set_defaults(func=cmd_demo)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from app.demo import run_demo
 
     return run_demo(Path(args.out), examples=Path(args.examples), web=args.web)
 
 
+def _record_parser(sub: Any) -> None:
+    p = sub.add_parser("record", help="capture a site's MQTT traffic to JSONL for replay")
+    p.add_argument("site_id", metavar="SITE_ID", help="the site id (topic level)")
+    p.add_argument(
+        "--out", required=True, metavar="CAPTURE.jsonl", help="the capture file (appended)"
+    )
+    add_broker_options(p)
+    p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
+    p.set_defaults(func=cmd_record)
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     import time
 
-    from app.serve import broker_settings
     from ingest.recordings.capture import Recorder
     from siltwatch.schema import site_subscription
 
@@ -416,10 +587,31 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _serve_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve", help="run the live ingest service for one site against an MQTT broker"
+    )
+    add_serve_options(p)
+    _influx_options(p)
+    p.set_defaults(func=cmd_serve)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from app.serve import cmd_serve as serve
 
     return serve(args, _influx_writer)
+
+
+def _console_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "console",
+        help="serve the web console alone, over every site of a fleet (all partitions)",
+        description="One web console over every site given, reading the workers' store (it "
+        "writes only its own accounts and notes) and sending what people record over MQTT, "
+        "QoS 1, to the site's worker (docs/fleet.md, 'One console for every partition').",
+    )
+    add_console_options(p)
+    p.set_defaults(func=cmd_console)
 
 
 def cmd_console(args: argparse.Namespace) -> int:
@@ -498,6 +690,44 @@ def _influx_options(
     g.add_argument("--influx-token-file", metavar="FILE", help="file holding the API token")
 
 
+def _dashboards_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "dashboards",
+        help="build the Grafana dashboards and provisioning, or push them to a Grafana",
+        description="One dashboard per site in raw InfluxQL (docs/dashboards.md). With --out: "
+        "provisioning YAML and dashboard JSON into DIR; with --push: the data source and "
+        "dashboards to a running Grafana; with neither: print the dashboards' JSON.",
+    )
+    p.add_argument(
+        "--site", action="append", required=True, metavar="SITE.toml", help="a site (repeatable)"
+    )
+    p.add_argument("--out", metavar="DIR", help="write provisioning files and dashboards here")
+    p.add_argument(
+        "--dashboards-path",
+        default="/var/lib/grafana/dashboards/siltwatch",
+        metavar="PATH",
+        help="where Grafana sees DIR/dashboards (the provider file names it)",
+    )
+    p.add_argument("--influx-url", default="http://influxdb:8086", metavar="URL")
+    p.add_argument("--influx-db", default="siltwatch", metavar="DB", help="database (2.x: DBRP)")
+    p.add_argument("--influx-version", choices=["1", "2"], default="1")
+    p.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user for Grafana")
+    p.add_argument(
+        "--prometheus-url",
+        default="http://prometheus:9090",
+        metavar="URL",
+        help="the Prometheus scraping `serve --metrics`, for the service's own dashboard",
+    )
+    p.add_argument("--push", metavar="GRAFANA_URL", help="push to this Grafana over its HTTP API")
+    p.add_argument("--token-file", metavar="FILE", help="file holding the Grafana token")
+    p.add_argument(
+        "--influx-secret-file",
+        metavar="FILE",
+        help="file holding the InfluxDB password (1.x) or token (2.x) Grafana should use",
+    )
+    p.set_defaults(func=cmd_dashboards)
+
+
 def cmd_dashboards(args: argparse.Namespace) -> int:
     from dashboards.provisioning import InfluxSource, PrometheusSource, write_provisioning
     from siltwatch.config import load_site
@@ -556,10 +786,30 @@ def dashboards_json(sites: Sequence[Any]) -> str:
     return json.dumps([build_dashboard(s) for s in sites], indent=2, sort_keys=True)
 
 
+def _users_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "users",
+        help="manage the web console's accounts (add, grant, revoke, passwd, remove, list)",
+        description="ACTION is add, grant, revoke, passwd, remove or list; "
+        "'siltwatch users ACTION --help' describes each.",
+    )
+    p.add_argument("users_args", nargs=argparse.REMAINDER, metavar="ACTION ...")
+    p.set_defaults(func=cmd_users)
+
+
 def cmd_users(args: argparse.Namespace) -> int:
     from console.users_cli import main as users_main
 
     return users_main(args.users_args)
+
+
+def _edge_parser(sub: Any) -> None:
+    p = sub.add_parser("edge", help="run the Raspberry Pi edge agent")
+    p.add_argument(
+        "--config", required=True, metavar="EDGE.toml", help="the station's agent configuration"
+    )
+    p.add_argument("--check", action="store_true", help="only check the configuration, then exit")
+    p.set_defaults(func=cmd_edge)
 
 
 def cmd_edge(args: argparse.Namespace) -> int:
@@ -570,36 +820,27 @@ def cmd_edge(args: argparse.Namespace) -> int:
     return EXIT_FAIL if edge_main(argv) else EXIT_OK
 
 
-# --- parser ---------------------------------------------------------------------
+# --- the table of commands ---------------------------------------------------------
 
-
-def _log_parser(sub: Any) -> None:
-    from siltwatch.vocabulary import Milestone, SiteEvent
-
-    p = sub.add_parser(
-        "log",
-        help="record what was done on the site (the site log) through the live service",
-        description="Publish one site-log entry on the site's log topic (QoS 1) and wait for "
-        "the broker's acknowledgement; 'siltwatch serve' stores it and its detections take it "
-        "in event time. Area events (disturbed, cleared, graded, active, inactive, "
-        "temporary_cover, permanent_cover) name --area; milestone and notice name the "
-        "milestone as --detail (" + ", ".join(m.value for m in Milestone) + "); "
-        "corrective_action takes the alert id and what was done as --detail.",
-    )
-    p.add_argument("event", metavar="EVENT", choices=[e.value for e in SiteEvent], help="one of "
-                   + ", ".join(e.value for e in SiteEvent))  # fmt: skip
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
-    add_broker_options(p)
-    p.add_argument("--area", metavar="AREA", help="the area's id in the site file")
-    p.add_argument("--by", metavar="NAME", help="who did it (default: your login name)")
-    p.add_argument("--detail", metavar="TEXT", help="the milestone, or what was done")
-    p.add_argument(
-        "--time",
-        metavar="ISO",
-        help="when it happened, ISO 8601 with an offset (default: now); for inactive, "
-        "the last day of substantial work",
-    )
-    p.set_defaults(func=cmd_log)
+# The commands, in the order ``siltwatch --help`` lists them; each declares its own parser.
+COMMANDS: tuple[Callable[[Any], None], ...] = (
+    _version_parser,
+    _config_parser,
+    _schema_parser,
+    _replay_parser,
+    _log_parser,
+    _records_parser,
+    _export_parser,
+    _report_parser,
+    _demo_parser,
+    _serve_parser,
+    add_broker_acl_parser,
+    _console_parser,
+    _dashboards_parser,
+    _record_parser,
+    _users_parser,
+    _edge_parser,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -610,193 +851,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    p = sub.add_parser("version", help="print the version")
-    p.set_defaults(func=cmd_version)
-
-    p = sub.add_parser("config", help="site configuration commands")
-    csub = p.add_subparsers(dest="config_command", metavar="SUBCOMMAND", required=True)
-    pc = csub.add_parser(
-        "check", help="check site configuration files; every mistake on its own line"
-    )
-    pc.add_argument("files", nargs="+", metavar="FILE", help="site configuration TOML file(s)")
-    pc.set_defaults(func=cmd_config_check)
-
-    p = sub.add_parser("schema", help="export the wire format's JSON Schemas")
-    p.add_argument(
-        "--out",
-        metavar="DIR",
-        help="write one FILE.schema.json per payload into DIR (default: print)",
-    )
-    p.set_defaults(func=cmd_schema)
-
-    p = sub.add_parser(
-        "replay",
-        help="replay a recording through the detections",
-        description="Replay a recording (CSV time,sensor,value or a JSONL capture) through the same "
-        "engine the live service runs; the run ends at the last reading's time.",
-    )
-    p.add_argument(
-        "recording", metavar="RECORDING", help="CSV (time,sensor,value) or JSONL capture"
-    )
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
-    p.add_argument("--inspections", metavar="INSPECTIONS.csv", help="CSV time,inspector,duty")
-    p.add_argument("--site-log", metavar="LOG.csv", help="CSV time,event,area,by,detail")
-    p.add_argument(
-        "--alerts-out", required=True, metavar="ALERTS.jsonl", help="alert episodes, one a line"
-    )
-    p.add_argument("--duties-out", required=True, metavar="DUTIES.jsonl", help="duties, one a line")
-    p.add_argument(
-        "--rain-log",
-        metavar="RAIN.csv",
-        help="also write the daily rainfall log per gauge, in the site's time zone (NCG01 Part III §A item 1)",
-    )
-    _influx_options(p, "load the replay into InfluxDB to try the dashboards on recorded data")
-    p.set_defaults(func=cmd_replay)
-
-    _log_parser(sub)
-
-    p = sub.add_parser(
-        "records",
-        help="write the records to hand over (inspections, daily rain, site log) as CSV",
-        description="From the live store: the inspection log with the fields the law asks "
-        "for, the daily rain log and the site log, for a range of local dates.",
-    )
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
-    p.add_argument("--db", required=True, metavar="STORE", help="the store siltwatch serve writes")
-    p.add_argument("--out", required=True, metavar="DIR", help="where the three CSV files go")
-    p.add_argument("--from", dest="date_from", metavar="YYYY-MM-DD", help="first local date")
-    p.add_argument("--to", dest="date_to", metavar="YYYY-MM-DD", help="last local date")
-    p.set_defaults(func=cmd_records)
-
-    from ingest.outputs.export_cli import add_export_options
-
-    p = sub.add_parser(
-        "export",
-        help="write the store's readings, alerts, duties, site log and rain log as CSV or Parquet",
-        description="From the live store (read only): one file per table with a site column, "
-        "for one or more sites and a time range, to load into pandas or a spreadsheet.",
-    )
-    add_export_options(p)
-    p.set_defaults(func=cmd_export)
-
-    p = sub.add_parser(
-        "report",
-        help="write the inspector's report (rain log, storms, inspections, duties, alerts, "
-        "plots) as HTML or PDF",
-        description="From the live store: the report of a site for a range of its local days, "
-        "as one self-contained HTML page, or printed to PDF with headless Chromium.",
-    )
-    p.add_argument("--site", required=True, metavar="SITE.toml", help="the site configuration")
-    p.add_argument("--db", required=True, metavar="STORE", help="the store siltwatch serve writes")
-    p.add_argument(
-        "--from", dest="date_from", required=True, metavar="YYYY-MM-DD", help="first local day"
-    )
-    p.add_argument(
-        "--to",
-        dest="date_to",
-        required=True,
-        metavar="YYYY-MM-DD",
-        help="last local day (included)",
-    )
-    p.add_argument(
-        "--out", required=True, metavar="FILE.html|FILE.pdf", help="the report; .pdf prints it"
-    )
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser("demo", help="run siltwatch on its embedded defaults with a scripted storm")
-    p.add_argument(
-        "--out", default="out/demo", metavar="DIR", help="where the alert log and outputs go"
-    )
-    p.add_argument(
-        "--web",
-        metavar="HOST:PORT",
-        help="after the scripted week, serve the web console here (e.g. 127.0.0.1:8080) "
-        "until Ctrl-C; a demo account's password is printed",
-    )
-    p.add_argument(
-        "--examples", default=str(REPO_EXAMPLES), metavar="DIR", help="the examples folder"
-    )
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser(
-        "serve", help="run the live ingest service for one site against an MQTT broker"
-    )
-    add_serve_options(p)
-    add_broker_acl_parser(sub)
-    _influx_options(p)
-    p.set_defaults(func=cmd_serve)
-
-    p = sub.add_parser(
-        "console",
-        help="serve the web console alone, over every site of a fleet (all partitions)",
-        description="One web console over every site given, reading the workers' store (it "
-        "writes only its own accounts and notes) and sending what people record over MQTT, "
-        "QoS 1, to the site's worker (docs/fleet.md, 'One console for every partition').",
-    )
-    add_console_options(p)
-    p.set_defaults(func=cmd_console)
-
-    p = sub.add_parser(
-        "dashboards",
-        help="build the Grafana dashboards and provisioning, or push them to a Grafana",
-        description="One dashboard per site in raw InfluxQL (docs/dashboards.md). With --out: "
-        "provisioning YAML and dashboard JSON into DIR; with --push: the data source and "
-        "dashboards to a running Grafana; with neither: print the dashboards' JSON.",
-    )
-    p.add_argument(
-        "--site", action="append", required=True, metavar="SITE.toml", help="a site (repeatable)"
-    )
-    p.add_argument("--out", metavar="DIR", help="write provisioning files and dashboards here")
-    p.add_argument(
-        "--dashboards-path",
-        default="/var/lib/grafana/dashboards/siltwatch",
-        metavar="PATH",
-        help="where Grafana sees DIR/dashboards (the provider file names it)",
-    )
-    p.add_argument("--influx-url", default="http://influxdb:8086", metavar="URL")
-    p.add_argument("--influx-db", default="siltwatch", metavar="DB", help="database (2.x: DBRP)")
-    p.add_argument("--influx-version", choices=["1", "2"], default="1")
-    p.add_argument("--influx-user", metavar="USER", help="InfluxDB 1.x user for Grafana")
-    p.add_argument(
-        "--prometheus-url",
-        default="http://prometheus:9090",
-        metavar="URL",
-        help="the Prometheus scraping `serve --metrics`, for the service's own dashboard",
-    )
-    p.add_argument("--push", metavar="GRAFANA_URL", help="push to this Grafana over its HTTP API")
-    p.add_argument("--token-file", metavar="FILE", help="file holding the Grafana token")
-    p.add_argument(
-        "--influx-secret-file",
-        metavar="FILE",
-        help="file holding the InfluxDB password (1.x) or token (2.x) Grafana should use",
-    )
-    p.set_defaults(func=cmd_dashboards)
-
-    p = sub.add_parser("record", help="capture a site's MQTT traffic to JSONL for replay")
-    p.add_argument("site_id", metavar="SITE_ID", help="the site id (topic level)")
-    p.add_argument(
-        "--out", required=True, metavar="CAPTURE.jsonl", help="the capture file (appended)"
-    )
-    add_broker_options(p)
-    p.add_argument("--seconds", type=float, help="stop after this long (default: until Ctrl-C)")
-    p.set_defaults(func=cmd_record)
-
-    p = sub.add_parser(
-        "users",
-        help="manage the web console's accounts (add, grant, revoke, passwd, remove, list)",
-        description="ACTION is add, grant, revoke, passwd, remove or list; "
-        "'siltwatch users ACTION --help' describes each.",
-    )
-    p.add_argument("users_args", nargs=argparse.REMAINDER, metavar="ACTION ...")
-    p.set_defaults(func=cmd_users)
-
-    p = sub.add_parser("edge", help="run the Raspberry Pi edge agent")
-    p.add_argument(
-        "--config", required=True, metavar="EDGE.toml", help="the station's agent configuration"
-    )
-    p.add_argument("--check", action="store_true", help="only check the configuration, then exit")
-    p.set_defaults(func=cmd_edge)
+    for add_parser in COMMANDS:
+        add_parser(sub)
     return parser
 
 

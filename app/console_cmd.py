@@ -19,18 +19,16 @@ that cannot be had end the start with one line on stderr and exit 1.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 from typing import Any
 
-from app.serve import (
+from app.serve import add_broker_options, add_trusted_proxy_option
+from app.serving import (
     EXIT_FAIL,
     EXIT_OK,
-    _now_ms,
-    _Voice,
-    add_broker_options,
+    Stopping,
+    Voice,
     broker_settings,
+    now_ms,
     read_secret,
 )
 from siltwatch.configerrors import ConfigError
@@ -39,8 +37,6 @@ from siltwatch.site_files import read_site_files, site_paths
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
-    from app.serve import add_trusted_proxy_option
-
     p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
     p.add_argument(
         "--sites",
@@ -79,7 +75,7 @@ def run_console(args: argparse.Namespace) -> int:
     from siltwatch.logjson import configure_logging
 
     configure_logging(json_lines=args.log_json)
-    voice = _Voice(args.log_json)
+    voice = Voice(args.log_json)
     parts = voice.checked(lambda: _checked(args))
     if parts is None:
         return EXIT_FAIL
@@ -128,7 +124,7 @@ def _app(args: argparse.Namespace, sites: dict[str, Any], broker: Any, token: st
 
     try:
         open_store_read_only(args.db).close()
-        desk = MqttDesk(sites, broker, _now_ms)
+        desk = MqttDesk(sites, broker, now_ms)
         return make_app(sites, args.db, desk=desk, public_url=args.public_url, twilio_token=token)
     except (StoreError, BookError) as exc:
         raise ValueError(str(exc)) from None
@@ -139,18 +135,14 @@ def _serve(
     listen: tuple[str, int],
     sites: dict[str, Any],
     broker: Any,
-    voice: _Voice,
+    voice: Voice,
     trusted_proxies: list[str],
 ) -> int:
     from console.server import ConsoleServer
 
     server = ConsoleServer(app, *listen, trusted_proxies=trusted_proxies)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    stopping = Stopping(Stopping.ENDING)
+    stopping.install()
     try:
         if voice.json_lines:  # uvicorn set up its own handlers when the server was made
             from siltwatch.logjson import adopt_uvicorn_logs
@@ -167,11 +159,9 @@ def _serve(
             f"{server.url}; store {store.where} (read only); records sent to the sites' "
             f"workers through {broker.url}; Ctrl-C or SIGTERM to stop"
         )
-        while not stop.wait(0.5):
-            pass
+        stopping.wait()
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stopping.restore()
         server.stop()
         app.state.console.close()
     voice.say("stopped")

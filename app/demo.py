@@ -24,7 +24,6 @@ Like the CLI, this module wires packages together; nothing else in
 from __future__ import annotations
 
 import secrets
-import signal
 import socket
 import sys
 import threading
@@ -43,6 +42,7 @@ from alerts.sinks import ConsoleSink, JsonlSink
 from alerts.sms_preview import SmsPreview
 from analytics.timeutil import MS_PER_MIN, from_ms
 from app.demo_clock import DemoClock
+from app.serving import Stopping
 from console.book import ConsoleBook
 from console.server import parse_listen
 from ingest.mqtt.embedded_broker import EmbeddedBroker
@@ -451,11 +451,8 @@ def _serve_console(
         [(TICK_S, r.tick) for r in runs] + [(STATUS_EVERY_S, r.send_status) for r in runs],
     )
     ticker.start()
-    stop = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda _s, _f: stop.set())
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    stopping = Stopping(Stopping.ENDING)
+    stopping.install()
     print("=" * 78)
     print(f"web console: {server.url}/")
     print(f"  log in as {DEMO_USER!r} with password {password!r} (operator of both sites)")
@@ -464,11 +461,9 @@ def _serve_console(
     print("  serving until Ctrl-C")
     print("=" * 78, flush=True)
     try:
-        while not stop.wait(0.5):
-            pass
+        stopping.wait()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        stopping.restore()
         ticker.close()
         server.stop()
         app.state.console.close()

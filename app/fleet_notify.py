@@ -36,7 +36,7 @@ from siltwatch.schema import Alert, Duty
 log = logging.getLogger(__name__)
 
 DeliveryFactory = Callable[[SiteConfig, Notify, DigestSource], Delivery]
-"""Builds one site's (not yet started) delivery: app/serve.py ``_People.delivery_for``."""
+"""Builds one site's (not yet started) delivery: app/serving.py ``People.delivery_for``."""
 
 
 class LockedDigests:

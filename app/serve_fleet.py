@@ -2,7 +2,7 @@
 
 One process, one MQTT session, one store, one engine per site
 (ingest/sites.py ``SiteRouter``). Why a module of its own: besides the wiring
-of app/serve.py it owns what only a fleet has — which sites this worker
+of app/serving.py it owns what only a fleet has — which sites this worker
 owns (``--partition``: the site's stable hash mod N, so N workers split the
 sites without talking to each other), and SIGHUP, which re-reads the site
 files: an added site starts (its engine rebuilt from the store, then
@@ -22,27 +22,11 @@ the start; /metrics gives one sample per site of every metric.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from app.serve import (
-    EXIT_FAIL,
-    _Endpoints,
-    _now_ms,
-    _People,
-    _Voice,
-    broker_settings,
-    connect,
-    ended,
-    site_service,
-    store_and_people,
-    ticked,
-)
+from app import serving
 from siltwatch.configerrors import ConfigError
 from siltwatch.site_files import SiteFiles, read_site_files, site_paths
 
@@ -64,7 +48,7 @@ def _shown(ids: list[str]) -> str:
 class _Fleet:
     """The running fleet: its router, MQTT session and the configuration each site runs."""
 
-    def __init__(self, args: argparse.Namespace, voice: _Voice, partition: Any) -> None:
+    def __init__(self, args: argparse.Namespace, voice: serving.Voice, partition: Any) -> None:
         self.args, self.voice, self.partition = args, voice, partition
         self.router: Any = None
         self.ingest: Any = None
@@ -72,7 +56,7 @@ class _Fleet:
         self.paths: dict[str, Path] = {}  # site id -> its file
         self.mirrors: Any = None  # ingest/influx/fleet.py FleetMirrors, with --influx-…
         self.deliveries: Any = None  # app/fleet_notify.py FleetDeliveries, with --notify
-        self.draining: Any = None  # the same, while a standby waits (app/serve.py)
+        self.draining: Any = None  # the same, while a standby waits (app/serving.py)
 
     def read(self) -> SiteFiles:
         """The site files now (ConfigError for a missing --sites folder)."""
@@ -86,20 +70,9 @@ class _Fleet:
         }
 
     def start_site(self, site: Any, path: Path) -> None:
-        self._readmit(self.router.add(site))
+        serving.readmit_held(self.router.add(site), self.voice)
         self.configs[site.site.id] = site
         self.paths[site.site.id] = path
-
-    def _readmit(self, service: Any) -> None:
-        """Take back what the site's configuration now knows of its held messages."""
-        from ingest.held import readmit
-
-        done = readmit(service)
-        if done.messages:
-            self.voice.note(
-                f"site {service.site_id}: {done.messages} held messages taken back under "
-                f"its configuration ({done.held} still held)"
-            )
 
     def _refusal(self, sid: str, path: Path, new: Any, now: int) -> str | None:
         """Why the reload of ``sid`` is refused (ingest/reload_guard.py), or None."""
@@ -127,7 +100,7 @@ class _Fleet:
         new = self.mine(found)
         new.update({sid: self.configs[sid] for sid in kept if sid not in new})
         added, removed, changed = changed_sites(self.configs, new)
-        now = _now_ms()
+        now = serving.now_ms()
         for sid in list(changed):
             refusal = self._refusal(sid, found.paths[sid], new[sid], now)
             if refusal is not None:
@@ -141,7 +114,7 @@ class _Fleet:
             self.paths.pop(sid, None)
         for sid in changed:
             voice.note(f"site {sid}: configuration changed in {found.paths[sid]}; new engine")
-            self._readmit(self.router.replace(new[sid], now))
+            serving.readmit_held(self.router.replace(new[sid], now), voice)
             self.configs[sid] = new[sid]
             self.paths[sid] = found.paths[sid]
         for sid in list(added):
@@ -179,19 +152,15 @@ class _FleetDesk:
         self.router = router
 
     def submit(self, topic: str, payload: bytes) -> None:
-        from console.desk import DeskError, ServiceDesk
-        from ingest.sites import site_of_topic
+        from console.desk import ServiceDesk, for_site_of
 
-        sid = site_of_topic(topic)
-        service = None if sid is None else self.router.service_for(sid)
-        if service is None:
-            raise DeskError(f"no site of this service takes {topic}")
-        ServiceDesk(service, _now_ms).submit(topic, payload)
+        service = for_site_of(topic, self.router.service_for, "this service")
+        ServiceDesk(service, serving.now_ms).submit(topic, payload)
 
 
 def serve_fleet(
     args: argparse.Namespace,
-    voice: _Voice,
+    voice: serving.Voice,
     influx_writer: Callable[[argparse.Namespace], Any] | None = None,
 ) -> int:
     """Check the options and site files, open the store, then :func:`_run_fleet`.
@@ -203,34 +172,39 @@ def serve_fleet(
 
     if not args.site and not args.sites:
         voice.err(["give --site SITE.toml (once or more) or --sites DIR"])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
 
-    def read() -> tuple[Any, Any, _People, _Endpoints]:
+    def read() -> tuple[Any, Any, serving.People, serving.Endpoints]:
         partition = None if args.partition is None else parse_partition(args.partition)
-        # --notify's file is read by _People: a ConfigError
-        return partition, broker_settings(args), _People(args, None), _Endpoints(args)
+        # --notify's file is read by serving.People: a ConfigError
+        return (
+            partition,
+            serving.broker_settings(args),
+            serving.People(args, None),
+            serving.Endpoints(args),
+        )
 
     started = voice.checked(read)
     if started is None:
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     partition, broker, people, endpoints = started
     fleet = _Fleet(args, voice, partition)
     try:
         found = fleet.read()
     except ConfigError as exc:
         voice.err(exc.lines)
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     if found.problems:
         voice.err(found.lines)
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     if not found.sites:
         voice.err([f"no site files in {', '.join(args.sites or args.site)}"])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     try:
         fleet.mirrors = _fleet_mirrors(args, influx_writer)
     except ValueError as exc:
         voice.err([str(exc)])
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     claim = "fleet" if partition is None else f"partition {partition}"
     who = f"siltwatch serve for {len(found.sites)} sites"
 
@@ -241,9 +215,9 @@ def serve_fleet(
         for site in fleet.mine(found).values():
             fleet.draining.for_site(site)
 
-    store = store_and_people(args, who, claim, people, voice, drain)
+    store = serving.store_and_people(args, who, claim, people, voice, drain)
     if store is None:
-        return EXIT_FAIL
+        return serving.EXIT_FAIL
     return _run_fleet(fleet, found, store, broker, people, endpoints)
 
 
@@ -260,7 +234,9 @@ def _fleet_mirrors(
     return FleetMirrors(writer, args.db)
 
 
-def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: bool = True) -> Any:
+def _fleet_deliveries(
+    args: argparse.Namespace, people: serving.People, *, digests: bool = True
+) -> Any:
     """With --notify, every site's delivery (app/fleet_notify.py), over the book
     ``people`` opened and one shared reader of the store for the digests (none with
     ``digests`` False); else None."""
@@ -279,7 +255,7 @@ def _fleet_deliveries(args: argparse.Namespace, people: _People, *, digests: boo
 
 
 def _run_fleet(
-    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: _People, endpoints: Any
+    fleet: _Fleet, found: SiteFiles, store: Any, broker: Any, people: serving.People, endpoints: Any
 ) -> int:
     from alerts.dispatch import Dispatcher
     from alerts.sinks import ConsoleSink, JsonlSink, Sink
@@ -308,7 +284,9 @@ def _run_fleet(
         mirror = None if mirrors is None else mirrors.for_site(site)
         if mirror is not None:
             handler = EventFanOut([handler, mirror])
-        service: IngestService = site_service(args, site, store, handler, mirror, voice, lock)
+        service: IngestService = serving.site_service(
+            args, site, store, handler, mirror, voice, lock
+        )
         topic.sync(store.open_alerts(site.site.id))  # a site added by a reload, once connected
         return service
 
@@ -320,25 +298,15 @@ def _run_fleet(
         parts.threads["influx-mirror"] = lambda: bool(mirrors.alive)
         voice.say(f"mirroring every site to {mirrors.what}")
     fleet.router = router = SiteRouter(store, build)
-    stop, reload = threading.Event(), threading.Event()
-    fatal: list[str] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        (reload if signum == signal.SIGHUP else stop).set()
-
-    def on_fatal(why: str) -> None:
-        fatal.append(why)
-        stop.set()
-
-    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    previous = {s: signal.signal(s, on_signal) for s in signals}
+    stopping = serving.Stopping()
+    stopping.install()
     ingest = None
     try:
         try:
             endpoints.start(parts, people, voice)
         except OSError as exc:
             voice.err([str(exc)])
-            return EXIT_FAIL
+            return serving.EXIT_FAIL
         mine = fleet.mine(found)
         for sid in sorted(mine):
             fleet.start_site(mine[sid], found.paths[sid])
@@ -346,15 +314,15 @@ def _run_fleet(
         ingest = MqttIngest(
             router,
             broker,
-            clock_ms=_now_ms,
+            clock_ms=serving.now_ms,
             client_id=args.client_id or fleet_client_id(fleet.partition),
             take_over=args.take_over,
-            on_fatal=on_fatal,
+            on_fatal=stopping.on_fatal,
             fleet=True,
         )
-        if not connect(ingest, MqttStartError, parts, voice):
+        if not serving.connect(ingest, MqttStartError, parts, voice):
             ingest = None
-            return EXIT_FAIL
+            return serving.EXIT_FAIL
         fleet.ingest = ingest
         publisher.client = ingest.client
         for sid in sorted(fleet.configs):  # the store is the truth: the open episodes again
@@ -362,14 +330,13 @@ def _run_fleet(
         ingest.subscribed.wait(10.0)  # the banner means: subscribed, nothing is missed
         console_url = people.serve_console_of(dict(fleet.configs), args.db, _FleetDesk(router))
         voice.say(_banner(fleet, found, broker, console_url, endpoints.url))
-        _loop(fleet, stop, reload, on_fatal)
+        stopping.run(args.tick_s, fleet.reload, lambda: router.tick(serving.now_ms()))
     finally:
         parts.stopping = True
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        stopping.restore()
         if ingest is not None:
             ingest.stop()
-        router.close(_now_ms())
+        router.close(serving.now_ms())
         if deliveries is not None:
             deliveries.close()  # undelivered messages stay in each site's outbox
         store.close()
@@ -377,24 +344,7 @@ def _run_fleet(
             mirrors.close()
         endpoints.stop()
         people.close()
-    return ended(voice, fatal, router.stats)
-
-
-def _loop(
-    fleet: _Fleet,
-    stop: threading.Event,
-    reload: threading.Event,
-    on_fatal: Callable[[str], None],
-) -> None:
-    tick_s = fleet.args.tick_s
-    next_tick = time.monotonic() + tick_s if tick_s > 0 else None
-    while not stop.wait(0.2):
-        if reload.is_set():
-            reload.clear()
-            fleet.reload()
-        if next_tick is not None and time.monotonic() >= next_tick:
-            next_tick = time.monotonic() + tick_s
-            ticked(lambda: fleet.router.tick(_now_ms()), on_fatal)
+    return serving.ended(voice, stopping.fatal, router.stats)
 
 
 def _banner(

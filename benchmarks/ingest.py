@@ -1252,17 +1252,9 @@ def print_workers(stream: Stream, runs: dict[int, list[WorkersRun]]) -> dict[int
         ("workers", 7), ("sites per worker", -16), ("seconds", 7), ("readings/s", 10),
         ("speed-up", 8), ("ideal", 5), ("workers CPU s", 13), ("broker CPU s", 12),
     )  # fmt: skip
-    rates: dict[int, float] = {}
-    for workers, each in runs.items():
-        run = median_run(each)
-        rates[workers] = run.rate
-        base = rates[min(rates)]
-        ideal = WORKER_SITES / max(run.sites_per_worker)
-        print(
-            f"| {workers:>7} | {'/'.join(map(str, run.sites_per_worker)):<16} | "
-            f"{run.seconds:>7.2f} | {run.rate:>10,.0f} | {run.rate / base:>8.2f} | "
-            f"{ideal:>5.2f} | {run.workers_cpu_s:>13.2f} | {run.broker_cpu_s:>12.2f} |"
-        )
+    rates = print_worker_rows(
+        runs, lambda workers, run: f"{WORKER_SITES / max(run.sites_per_worker):>5.2f}"
+    )
     print(
         f"\nspeed-up is vs 1 worker; 'ideal' is {WORKER_SITES} / the largest partition's sites "
         "(the hash does not split 30 sites evenly, and the slowest worker sets the end). "
@@ -1270,6 +1262,28 @@ def print_workers(stream: Stream, runs: dict[int, list[WorkersRun]]) -> dict[int
         "publishers, so the speed-up here is a floor of what N workers on N machines get"
     )
     print_worker_notes(runs, "")
+    return rates
+
+
+def print_worker_rows(
+    runs: dict[int, list[WorkersRun]],
+    compared: Callable[[int, WorkersRun], str],
+    more: Callable[[WorkersRun], str] = lambda run: "",
+) -> dict[int, float]:
+    """One row per worker count, of its median run: partitions, seconds, rate, speed-up
+    over the fewest workers, the table's ``compared`` cell, CPU seconds, and ``more``
+    cells at the end; returns the median rate per worker count."""
+    rates: dict[int, float] = {}
+    for workers, each in runs.items():
+        run = median_run(each)
+        rates[workers] = run.rate
+        base = rates[min(rates)]
+        print(
+            f"| {workers:>7} | {'/'.join(map(str, run.sites_per_worker)):<16} | "
+            f"{run.seconds:>7.2f} | {run.rate:>10,.0f} | {run.rate / base:>8.2f} | "
+            f"{compared(workers, run)} | {run.workers_cpu_s:>13.2f} | {run.broker_cpu_s:>12.2f} |"
+            f"{more(run)}"
+        )
     return rates
 
 
@@ -1303,18 +1317,15 @@ def print_pg_workers(
         ("speed-up", 8), ("vs SQLite", 9), ("workers CPU s", 13), ("broker CPU s", 12),
         ("PostgreSQL CPU s", 16),
     )  # fmt: skip
-    rates: dict[int, float] = {}
-    for workers, each in runs.items():
-        run = median_run(each)
-        rates[workers] = run.rate
-        base = rates[min(rates)]
+
+    def versus_sqlite(workers: int, run: WorkersRun) -> str:
         versus = f"{run.rate / sqlite_rates[workers]:.2f}" if workers in sqlite_rates else "-"
-        print(
-            f"| {workers:>7} | {'/'.join(map(str, run.sites_per_worker)):<16} | "
-            f"{run.seconds:>7.2f} | {run.rate:>10,.0f} | {run.rate / base:>8.2f} | "
-            f"{versus:>9} | {run.workers_cpu_s:>13.2f} | {run.broker_cpu_s:>12.2f} | "
-            f"{run.database_cpu_s or 0.0:>16.2f} |"
-        )
+        return f"{versus:>9}"
+
+    def database_cpu(run: WorkersRun) -> str:
+        return f" {run.database_cpu_s or 0.0:>16.2f} |"
+
+    rates = print_worker_rows(runs, versus_sqlite, database_cpu)
     print(
         "\nspeed-up is vs 1 PostgreSQL worker; 'vs SQLite' is the rate over the SQLite "
         "table's (the same count of workers, each with its own file). PostgreSQL CPU s is "

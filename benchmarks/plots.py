@@ -32,8 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from console.charts import draw as chart_draw
+from console.charts.draw import chart_html, svg_text
 from console.charts.email import AlertCharts
-from console.charts.plots import Chart, RefLine, Series, site_charts
+from console.charts.model import Chart, RefLine, Series
+from console.charts.plots import site_charts
 from ingest.store.sqlite import SqliteStore
 from tests.console.app_world import SID, SITE, week_store
 
@@ -62,7 +64,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=8, help="the site window (the week: 8)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    Chart("warm-up", "x", [Series("x", [(0, 1.0), (1, 2.0)])], start_ms=0, end_ms=1).svg()
+    svg_text(Chart("warm-up", "x", [Series("x", [(0, 1.0), (1, 2.0)])], start_ms=0, end_ms=1))
 
     with tempfile.TemporaryDirectory(prefix="siltwatch-bench-plots-") as tmp:
         db = week_store(Path(tmp))
@@ -71,10 +73,12 @@ def main() -> None:
             start, end = WEEK_START_MS, WEEK_START_MS + args.days * DAY_MS
             build_s, charts = timed(lambda: site_charts(SITE, store, start, end), args.repeat)
             assert isinstance(charts, list)
-            page_s, page = timed(lambda: fresh(lambda: [c.html() for c in charts]), args.repeat)
-            again_s, _ = timed(lambda: [c.html() for c in charts], args.repeat)
+            page_s, page = timed(
+                lambda: fresh(lambda: [chart_html(c) for c in charts]), args.repeat
+            )
+            again_s, _ = timed(lambda: [chart_html(c) for c in charts], args.repeat)
             report_s, _ = timed(
-                lambda: fresh(lambda: [c.svg(340, 250) for c in charts]), args.repeat
+                lambda: fresh(lambda: [svg_text(c, 340, 250) for c in charts]), args.repeat
             )
             plume = next(a for a in store.alerts(SID) if a.kind == "turbidity_contrast")
         finally:
@@ -92,7 +96,7 @@ def main() -> None:
         start_ms=t0,
         end_ms=t0 + n * 30_000,
     )
-    long_s, long_svg = timed(lambda: fresh(lambda: long.svg(540, 270)), args.repeat)
+    long_s, long_svg = timed(lambda: fresh(lambda: svg_text(long, 540, 270)), args.repeat)
 
     page_bytes = sum(len(h) for h in page) if isinstance(page, list) else 0
     png = getattr(data, "png", b"")

@@ -32,8 +32,6 @@ import csv
 import json
 import math
 import random
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from analytics.timeutil import MS_PER_MIN, iso, to_ms
+from benchmarks.sides import peak_rss_mb, side_in_subprocess
 from siltwatch.config import SiteConfig
 
 PAIRS = 20
@@ -161,12 +160,6 @@ def run_pandas(path: Path) -> tuple[float, int]:
     return elapsed, int(medians.notna().sum())
 
 
-def _peak_rss_mb() -> float:
-    """This process's peak resident set size (Linux reports kilobytes, macOS bytes)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
 def side(argv: list[str]) -> int:
     """One side of the benchmark, in this process: prints its result as one JSON line."""
     which, path = argv[0], Path(argv[1])
@@ -180,24 +173,13 @@ def side(argv: list[str]) -> int:
             bench_site(), path, row_wise=which == "row-wise"
         )
         out = {"parse": parse_s, "engine": engine_s, "readings": readings, "alerts": alerts}
-    out["rss_mb"] = _peak_rss_mb()
+    out["rss_mb"] = peak_rss_mb()
     print(json.dumps(out))
     return 0
 
 
 def _in_subprocess(which: str, path: Path) -> dict[str, Any]:
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.replay", "--side", which, str(path)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the {which} side failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return side_in_subprocess("benchmarks.replay", which, str(path))
 
 
 def main(argv: list[str] | None = None) -> int:

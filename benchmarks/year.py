@@ -51,6 +51,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.sides import peak_rss_mb, side_in_subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 SITE_FILE = ROOT / "examples" / "lake-george-site.toml"
 START = datetime(2025, 5, 1, tzinfo=UTC)
@@ -151,11 +153,6 @@ def write_recording(path: Path, months: int, seed: int = 24) -> int:
 # --- sides in their own process (own peak RSS, no warm caches) ------------------------
 
 
-def _peak_rss_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
-
-
 def side(which: str, args: list[str]) -> dict[str, Any]:
     """One measurement in this process; the result as a dict (printed as JSON)."""
     if which == "pandas":
@@ -189,17 +186,7 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
 
 
 def in_subprocess(which: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.year", "--side", which, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the {which} side failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return side_in_subprocess("benchmarks.year", which, *args)
 
 
 # --- the store ------------------------------------------------------------------------
@@ -458,6 +445,11 @@ def row(name: str, measured: str, baseline: str, ratio: str = "") -> str:
     return f"| {name:<44} | {measured:>22} | {baseline:>34} | {ratio:>7} |"
 
 
+def versus(name: str, measured: str, baseline: str, ratio: float) -> str:
+    """A row that compares with a baseline: ``ratio`` is measured over baseline."""
+    return row(name, measured, baseline, f"{ratio:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--months", type=int, default=12)
@@ -473,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu:
         os.environ[CPU_ENV] = "1"  # the sides' processes inherit it
     if args.side:
-        print(json.dumps(side(args.side[0], args.side[1:]) | {"rss_mb": _peak_rss_mb()}))
+        print(json.dumps(side(args.side[0], args.side[1:]) | {"rss_mb": peak_rss_mb()}))
         return 0
     months = 1 if args.quick else args.months
     lines: list[str] = []
@@ -488,9 +480,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(written in {clock() - t:.1f} s)", flush=True)  # fmt: skip
         replay = in_subprocess("replay", str(csv_path))
         pandas_s = float(in_subprocess("pandas", str(csv_path))["seconds"])
-        lines.append(row("replay (parse + engine)", f"{replay['seconds']:.2f} s",
-                         f"pandas read + medians {pandas_s:.2f} s",
-                         f"{replay['seconds'] / pandas_s:.2f}x"))  # fmt: skip
+        lines.append(versus("replay (parse + engine)", f"{replay['seconds']:.2f} s",
+                            f"pandas read + medians {pandas_s:.2f} s",
+                            replay["seconds"] / pandas_s))  # fmt: skip
         print(f"replay: {replay['readings']:,} readings, {replay['alerts']} alerts", flush=True)
 
         backends = [("SQLite", str(work / "year.sqlite3"), str(work / "month.sqlite3"))]
@@ -506,13 +498,13 @@ def main(argv: list[str] | None = None) -> int:
                 loaded, rebuilt = build_store(db, csv_path)
                 print(f"{name}: readings stored in {loaded:.1f} s, rebuilt in {rebuilt:.1f} s",
                       flush=True)  # fmt: skip
-                size = store_bytes(db) / rows
-                lines.append(row(f"{name} store size", f"{size:.1f} B/reading",
-                                 f"the CSV {csv_path.stat().st_size / rows:.1f} B",
-                                 f"{size / (csv_path.stat().st_size / rows):.2f}x"))  # fmt: skip
-                lines.append(row(f"{name} rebuild (a site change)", f"{rebuilt:.2f} s",
-                                 f"replay {replay['seconds']:.2f} s",
-                                 f"{rebuilt / replay['seconds']:.2f}x"))  # fmt: skip
+                size, csv_size = store_bytes(db) / rows, csv_path.stat().st_size / rows
+                lines += [
+                    versus(f"{name} store size", f"{size:.1f} B/reading",
+                           f"the CSV {csv_size:.1f} B", size / csv_size),
+                    versus(f"{name} rebuild (a site change)", f"{rebuilt:.2f} s",
+                           f"replay {replay['seconds']:.2f} s", rebuilt / replay["seconds"]),
+                ]  # fmt: skip
                 pages = console_pages(db, args.repeat)
                 base = pages if months == 1 else console_pages(month_db, args.repeat)
                 for label, key in (
@@ -523,20 +515,19 @@ def main(argv: list[str] | None = None) -> int:
                     ("report, 1 week", "report_week"),
                 ):
                     here, there = getattr(pages, key), getattr(base, key)
-                    lines.append(row(f"{name} console {label} (median)", f"{here * 1000:.0f} ms",
-                                     f"one-month store {there * 1000:.0f} ms",
-                                     f"{here / there:.2f}x"))  # fmt: skip
+                    lines.append(versus(f"{name} console {label} (median)", f"{here * 1000:.0f} ms",
+                                        f"one-month store {there * 1000:.0f} ms", here / there))  # fmt: skip
                 whole = whole_report(db)
                 lines.append(row(f"{name} report of all {months} month(s)", f"{whole:.2f} s", "—"))
                 if not args.no_export:
                     ex = export_times(db, work)
                     if "sqlite3_csv" in ex:
-                        lines.append(row(f"{name} export CSV", f"{ex['csv']:.2f} s",
-                                         f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
-                                         f"{ex['csv'] / ex['sqlite3_csv']:.2f}x"))  # fmt: skip
-                    lines.append(row(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
-                                     f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
-                                     f"{ex['parquet'] / ex['pandas_parquet']:.2f}x"))  # fmt: skip
+                        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
+                                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
+                                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
+                    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
+                                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
+                                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
         finally:
             if pg is not None:
                 pg.__exit__(None, None, None)
@@ -544,10 +535,10 @@ def main(argv: list[str] | None = None) -> int:
             fleet = work / "fleet"
             fleet.mkdir()
             seconds = fleet_rebuild(fleet, csv_path, args.sites, args.workers)
-            lines.append(row(f"{args.sites} sites rebuilt, {args.workers} processes",
-                             f"{seconds:.1f} s", f"replay x {args.sites} "
-                             f"{replay['seconds'] * args.sites:.0f} s",
-                             f"{seconds / (replay['seconds'] * args.sites):.2f}x"))  # fmt: skip
+            serial = replay["seconds"] * args.sites
+            lines.append(versus(f"{args.sites} sites rebuilt, {args.workers} processes",
+                                f"{seconds:.1f} s", f"replay x {args.sites} {serial:.0f} s",
+                                seconds / serial))  # fmt: skip
     print()
     print(row("figure", "measured", "baseline, same run", "ratio"))
     print(f"|{'-' * 46}|{'-' * 24}|{'-' * 36}|{'-' * 9}|")

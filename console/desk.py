@@ -11,10 +11,13 @@ input tables itself, so a form cannot do what a message may not.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ingest.decode import Rejected, decode_message
 from ingest.service import Incoming, IngestService
+from ingest.sites import site_of_topic
+
+T = TypeVar("T")
 
 
 class DeskError(Exception):
@@ -49,6 +52,16 @@ class ServiceDesk:
         if self.service.stats.rejected > before:
             reasons = self.service.store.rejections()
             raise DeskError(reasons[-1][1] if reasons else "refused by the service")
+
+
+def for_site_of(topic: str, lookup: Callable[[str], T | None], whose: str) -> T:
+    """What ``lookup`` holds for the site of ``siltwatch/v1/{site}/...``; DeskError when the
+    topic names no site ``whose`` (this service, this console) takes."""
+    sid = site_of_topic(topic)
+    found = None if sid is None else lookup(sid)
+    if found is None:
+        raise DeskError(f"no site of {whose} takes {topic}")
+    return found
 
 
 class SiteDesks:

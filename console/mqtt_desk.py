@@ -26,11 +26,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 
-from console.desk import DeskError
+from console.desk import DeskError, for_site_of
 from ingest.decode import DEFAULT_MAX_CLOCK_SKEW_S, Decoded, Rejected, decode_message
 from ingest.mqtt.publish import NotAcknowledged, publish_acknowledged
 from ingest.mqtt.session import BrokerSettings
-from ingest.sites import site_of_topic
 from siltwatch.config import SiteConfig
 from siltwatch.timefmt import utc_iso
 
@@ -65,10 +64,7 @@ class MqttDesk:
 
     def submit(self, topic: str, payload: bytes) -> None:
         """Check the message as the worker will, then publish it (DeskError says why not)."""
-        sid = site_of_topic(topic)
-        site = None if sid is None else self.sites.get(sid)
-        if site is None:
-            raise DeskError(f"no site of this console takes {topic}")
+        site = for_site_of(topic, self.sites.get, "this console")
         decoded = decode_message(topic, payload, site)
         if isinstance(decoded, Rejected):
             raise DeskError(decoded.reason)

@@ -26,8 +26,9 @@ from starlette.responses import RedirectResponse, Response
 
 from console import views
 from console.auth import Permission, SessionUser
+from console.charts.draw import svg_text
 from console.charts.email import episode_window
-from console.charts.plots import Chart, level_chart, trap_chart, turbidity_chart
+from console.charts.plots import subject_chart
 from console.deliveries import delivery_lines
 from console.desk import DeskError
 from console.notes import NoteKind
@@ -91,18 +92,8 @@ def _page(
 def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup | None:
     """The episode's plot (its subject's chart, from six hours before it opened), if any."""
     start, end = episode_window(alert)
-    chart: Chart | None = None
-    store, subject = console.store, alert.subject
-    for pair in site.turbidity_pairs:
-        if pair.id == subject:
-            chart = turbidity_chart(site, store, pair, start, end)
-    for practice in site.infiltration_practices:
-        if practice.id == subject:
-            chart = level_chart(site, store, practice, start, end, [])
-    for trap in site.sediment_traps:
-        if trap.id == subject:
-            chart = trap_chart(site, store, trap, start, end)
-    return None if chart is None or not chart.has_data() else Markup(chart.svg())
+    chart = subject_chart(site, console.store, alert.subject, start, end)
+    return None if chart is None or not chart.has_data() else Markup(svg_text(chart))
 
 
 async def alert_page(request: Request) -> Response:

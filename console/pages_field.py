@@ -67,6 +67,7 @@ from siltwatch.checklist import (
 from siltwatch.config import SiteConfig
 from siltwatch.detections.corrective_actions import CorrectiveKind
 from siltwatch.practices import Practice, site_practices
+from siltwatch.rulepacks import site_rules
 from siltwatch.schema import Duty, InspectionRecord, inspections_topic
 
 FIELD_LABELS = {
@@ -78,7 +79,7 @@ FIELD_LABELS = {
 
 
 def required_fields(site: SiteConfig) -> list[str]:
-    rule = site.rules().get(RECORD_FIELDS_KEY)
+    rule = site_rules(site).get(RECORD_FIELDS_KEY)
     return [str(v) for v in rule.value] if rule is not None else []
 
 
@@ -86,7 +87,7 @@ def action_due(site: SiteConfig, found_ms: int) -> tuple[int, str]:
     """When a corrective action is due, and why, as the engine reckons it (the end of the
     N-th local day: analytics/corrective_actions.py): the pack's days where a law or permit
     sets them, else the site's ``[field_desk] corrective_action_days``."""
-    rules = site.rules()
+    rules = site_rules(site)
     days = due_days(site, Cited.of(rules.get(ACTION_DAYS_KEY)))
     return SiteCalendar.from_site(site, rules).end_of_calendar_days(found_ms, days.count), days.cite
 

@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, Response
 
 from console import views
 from console.auth import Permission
+from console.report.maker import ReportInputs
 from console.web import Console, Refused, console_of, page_user, render, site_for
 from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
@@ -126,10 +127,12 @@ async def overview(request: Request) -> Response:
 
 
 def _charts(site: SiteConfig, store: SqlStore, window: Window) -> list[Markup]:
-    from console.charts.plots import site_charts  # drawn on demand: the overview needs no plots
+    from console.charts.draw import chart_html  # drawn on demand: the overview needs no plots
+    from console.charts.plots import site_charts
 
     return [
-        Markup(chart.html()) for chart in site_charts(site, store, window.start_ms, window.end_ms)
+        Markup(chart_html(chart))
+        for chart in site_charts(site, store, window.start_ms, window.end_ms)
     ]
 
 
@@ -159,12 +162,14 @@ async def report(request: Request) -> Response:
     console = console_of(request)
     window = chosen_window(request, site, console.store, console.now_ms())
     html = console.reports.html(
-        site,
-        console.store,
-        console.book,
-        window.first_day,
-        window.last_day,
-        generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
+        ReportInputs(
+            site,
+            console.store,
+            console.book,
+            window.first_day,
+            window.last_day,
+            generated_at=datetime.fromtimestamp(console.now_ms() / 1000, UTC),  # the footer's
+        )
     )
     stem = f"siltwatch-report-{site.site.id}-{window.first_day}-{window.last_day}"
     console.book.audit(

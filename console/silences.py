@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from siltwatch.config import SiteConfig
+from siltwatch.detections import descriptions
 
 REASON_MAX = 500
 MAX_DAYS = 31
@@ -64,16 +65,14 @@ class Silence:
 
 
 def _practices(site: SiteConfig) -> dict[str, tuple[str, ...]]:
-    """practice id -> the sensors it is measured by (pairs, basins, traps, gauges)."""
+    """practice id -> the sensors it is measured by: each item of a described detection's
+    section (pairs, basins, traps, gauges) and the sensors its section names."""
     out: dict[str, tuple[str, ...]] = {}
-    for pair in site.turbidity_pairs:
-        out[pair.id] = (pair.upstream, pair.downstream)
-    for practice in site.infiltration_practices:
-        out[practice.id] = (practice.level_sensor,)
-    for trap in site.sediment_traps:
-        out[trap.id] = (trap.depth_sensor,)
-    for gauge in site.rain_gauges:
-        out[gauge.id] = (gauge.sensor,)
+    for d in descriptions():
+        if d.section is None or not d.section.sensor_refs:
+            continue
+        for item in getattr(site, d.section.key):
+            out[item.id] = tuple(getattr(item, name) for name, _kind in d.section.sensor_refs)
     return out
 
 

@@ -257,6 +257,7 @@ class StationRow:
     last_status: str
     last_reading: str
     lost: str = "—"  # readings recorded as lost for good (data_gaps, ingest/gaps.py)
+    complete: str = "—"  # readings received of those its seqs say it sent (ingest/gaps.py)
     stale: str = ""  # "silent for 3 h 10 min" when no reading came for too long
 
 
@@ -291,12 +292,21 @@ def _lost(gaps: int, readings: int) -> str:
     return f"{readings:,} lost ({gaps:,} gap{'s' if gaps != 1 else ''})"
 
 
+def _complete(received: int, expected: int) -> str:
+    """Received of expected, as '99.8 % (4,990 of 5,000)': floored, so 100 % is every reading."""
+    if expected <= 0:
+        return "—"
+    tenths = received * 1000 // expected
+    return f"{tenths // 10}.{tenths % 10} % ({received:,} of {expected:,})"
+
+
 def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -> list[StationRow]:
     """Each station's last status (battery, disk, backlog, clock) and its newest reading;
     with ``now_ms``, stale when silent too long (:func:`stale_after_ms`)."""
     sid, zone = site.site.id, site.site.zone
     newest = {station: t for station, t, _arrival in store.station_clocks(sid)}
     gaps = store.data_gap_totals(sid)
+    complete = store.completeness_totals(sid)
     rows = []
     for station in site.stations:
         report = store.latest_status(sid, station.id)
@@ -318,6 +328,7 @@ def station_rows(site: SiteConfig, store: SqlStore, now_ms: int | None = None) -
                 last_reading=local_time(newest.get(station.id), zone),
                 stale=_silent_for(station, newest.get(station.id), now_ms),
                 lost=_lost(*gaps.get(station.id, (0, 0))),
+                complete=_complete(*complete.get(station.id, (0, 0))),
             )
         )
     return rows

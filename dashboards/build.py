@@ -31,7 +31,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from dashboards import queries as q
 from siltwatch.config import SiteConfig
 from siltwatch.detections import dashboard_rows
-from siltwatch.detections.base import Panel, Series
+from siltwatch.panels import Panel, Series
+from siltwatch.rulepacks import site_rules
 
 DATASOURCE_UID = "siltwatch-influxdb"
 DATASOURCE_TYPE = "influxdb"
@@ -198,38 +199,49 @@ _SEVERITY_CELL = [
 ]
 
 
-def alerts_table() -> table.Panel:
+def _open_items_table(
+    title: str,
+    description: str,
+    query: str,
+    override: tuple[str, list[dash_m.DynamicConfigValue]],
+    sort_by: tuple[str, bool],
+) -> table.Panel:
+    """A full-width table of what is still open (alerts, duties): ``override`` styles one
+    column, ``sort_by`` is (column, descending)."""
+    column, descending = sort_by
     return (
         table.Panel()
-        .title("Open alerts")
-        .description(
-            "Alert episodes not yet resolved, whenever they opened; Time is the opening. "
-            "Acknowledgements are kept in the console's book, not in this InfluxDB mirror: "
-            "see the console's alert page for who acknowledged."
-        )
+        .title(title)
+        .description(description)
         .datasource(DATASOURCE)
-        .with_target(InfluxQL("A", q.open_alerts(), result_format="table"))
-        .override_by_name("severity", _SEVERITY_CELL)
-        .sort_by([common_b.TableSortByFieldState().display_name("Time").desc(True)])
+        .with_target(InfluxQL("A", query, result_format="table"))
+        .override_by_name(*override)
+        .sort_by([common_b.TableSortByFieldState().display_name(column).desc(descending)])
         .height(8)
         .span(12)
     )
 
 
+def alerts_table() -> table.Panel:
+    return _open_items_table(
+        "Open alerts",
+        "Alert episodes not yet resolved, whenever they opened; Time is the opening. "
+        "Acknowledgements are kept in the console's book, not in this InfluxDB mirror: "
+        "see the console's alert page for who acknowledged.",
+        q.open_alerts(),
+        ("severity", _SEVERITY_CELL),
+        ("Time", True),
+    )
+
+
 def duties_table() -> table.Panel:
-    return (
-        table.Panel()
-        .title("Duties and deadlines")
-        .description(
-            "Inspections not yet recorded, earliest deadline first; state overdue means "
-            "the deadline passed (the officer has been told)."
-        )
-        .datasource(DATASOURCE)
-        .with_target(InfluxQL("A", q.open_duties(), result_format="table"))
-        .override_by_name("due_ms", _date_column("due_ms"))
-        .sort_by([common_b.TableSortByFieldState().display_name("due_ms").desc(False)])
-        .height(8)
-        .span(12)
+    return _open_items_table(
+        "Duties and deadlines",
+        "Inspections not yet recorded, earliest deadline first; state overdue means "
+        "the deadline passed (the officer has been told).",
+        q.open_duties(),
+        ("due_ms", _date_column("due_ms")),
+        ("due_ms", False),
     )
 
 
@@ -266,7 +278,7 @@ def build_dashboard_model(site: SiteConfig) -> dash_m.Dashboard:
         )
     )
     d = d.with_row(dash_b.Row("Compliance")).with_panel(alerts_table()).with_panel(duties_table())
-    for title, row in dashboard_rows(site):
+    for title, row in dashboard_rows(site, site_rules(site)):
         d = d.with_row(dash_b.Row(title))
         for spec in row:
             d = d.with_panel(render_panel(spec))

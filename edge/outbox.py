@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -136,8 +137,7 @@ class Outbox:
         """Store one reading; return its sequence number. One transaction, all or nothing."""
         quality = sorted({*sample.quality, *extra_quality})
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             row = conn.execute(
                 "SELECT next_seq FROM sequences WHERE sensor = ?", (sensor,)
             ).fetchone()
@@ -160,14 +160,10 @@ class Outbox:
                 "ON CONFLICT(sensor) DO UPDATE SET next_seq = excluded.next_seq",
                 (sensor, seq + 1),
             )
-            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'backlog'")
+            self._move(1, into="backlog")
             if sample.commit is not None:
                 sample.commit(conn)
             self._evict_over_cap()
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return seq
 
     def _evict_over_cap(self) -> None:
@@ -181,12 +177,7 @@ class Outbox:
             (excess,),
         )
         evicted = cur.rowcount
-        self.conn.execute(
-            "UPDATE counters SET value = value - ? WHERE name = 'backlog'", (evicted,)
-        )
-        self.conn.execute(
-            "UPDATE counters SET value = value + ? WHERE name = 'dropped'", (evicted,)
-        )
+        self._move(evicted, out_of="backlog", into="dropped")
         dropped = self._counter("dropped")
         if dropped == evicted or dropped % 1000 < evicted:
             log.warning(
@@ -210,34 +201,15 @@ class Outbox:
         deleted). Returns how many were still pending."""
         if not ids:
             return 0
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             if self.retaining:
-                removed = self._mark_acked(ids)
-                conn.execute(
-                    "UPDATE counters SET value = value + ? WHERE name = 'retained'", (removed,)
-                )
+                removed = self._by_ids("UPDATE outbox SET acked = 1 WHERE acked = 0 AND id IN", ids)
+                self._move(removed, out_of="backlog", into="retained")
                 self._evict_retained_over_cap()
             else:
                 removed = self._delete(ids)
-            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'backlog'", (removed,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+                self._move(removed, out_of="backlog")
         return removed
-
-    def _mark_acked(self, ids: Sequence[int]) -> int:
-        marked = 0
-        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            cur = self.conn.execute(
-                f"UPDATE outbox SET acked = 1 WHERE acked = 0 AND id IN ({','.join('?' * len(chunk))})",
-                tuple(chunk),
-            )
-            marked += cur.rowcount
-        return marked
 
     def _evict_retained_over_cap(self) -> None:
         excess = self._counter("retained") - self.retain_max
@@ -250,8 +222,7 @@ class Outbox:
 
     def _expire(self, sql: str, args: tuple[object, ...]) -> int:
         gone = self.conn.execute(sql, args).rowcount
-        self.conn.execute("UPDATE counters SET value = value - ? WHERE name = 'retained'", (gone,))
-        self.conn.execute("UPDATE counters SET value = value + ? WHERE name = 'expired'", (gone,))
+        self._move(gone, out_of="retained", into="expired")
         return gone
 
     def expire_retained(self, now: datetime) -> int:
@@ -259,23 +230,15 @@ class Outbox:
         if not self.retaining:
             return 0
         cutoff = iso_utc(now - timedelta(seconds=self.retain_s))
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            gone = self._expire("DELETE FROM outbox WHERE acked = 1 AND time < ?", (cutoff,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return gone
+        with self._transaction():
+            return self._expire("DELETE FROM outbox WHERE acked = 1 AND time < ?", (cutoff,))
 
     def resend(self, sensor: str, seq_from: int, seq_to: int) -> int:
         """Make the retained readings of ``sensor`` with ``seq_from <= seq <= seq_to``
         pending again (a resend request); how many. They get new ids, so the publisher
         takes them after what it is sending now, and the backlog counts them again."""
         conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             where = "FROM outbox WHERE sensor = ? AND seq BETWEEN ? AND ? AND acked = 1"
             args = (sensor, seq_from, seq_to)
             conn.execute(
@@ -289,12 +252,7 @@ class Outbox:
                 f"INSERT INTO outbox({cols}, acked) SELECT {cols}, 0 FROM resend_rows ORDER BY seq"
             )
             conn.execute("DELETE FROM resend_rows")
-            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'retained'", (moved,))
-            conn.execute("UPDATE counters SET value = value + ? WHERE name = 'backlog'", (moved,))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            self._move(moved, out_of="retained", into="backlog")
         return moved
 
     def held(self) -> list[Held]:
@@ -314,37 +272,55 @@ class Outbox:
         """The broker refused them for good: move to the quarantine table and count."""
         if not ids:
             return 0
-        conn = self.conn
         marks = ",".join("?" * len(ids))
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(
+        with self._transaction():
+            self.conn.execute(
                 f"INSERT OR REPLACE INTO quarantine({_COLUMNS}, topic, reason, at) "
                 f"SELECT {_COLUMNS}, ?, ?, ? FROM outbox WHERE id IN ({marks})",
                 (topic, reason, iso_utc(at), *ids),
             )
             moved = self._delete(ids)
-            conn.execute("UPDATE counters SET value = value - ? WHERE name = 'backlog'", (moved,))
-            conn.execute(
-                "UPDATE counters SET value = value + ? WHERE name = 'quarantined'", (moved,)
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            self._move(moved, out_of="backlog", into="quarantined")
         return moved
 
     def _delete(self, ids: Sequence[int]) -> int:
-        removed = 0
-        for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-            chunk = ids[start : start + 500]
-            cur = self.conn.execute(
-                f"DELETE FROM outbox WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)
-            )
-            removed += cur.rowcount
-        return removed
+        return self._by_ids("DELETE FROM outbox WHERE id IN", ids)
+
+    def _by_ids(self, statement: str, ids: Sequence[int]) -> int:
+        """Run ``statement (?, ?, ...)`` over ``ids`` in chunks of 500 (SQLite's
+        bound-parameter limit is 999 on older builds); how many rows it changed."""
+        changed = 0
+        for start in range(0, len(ids), 500):
+            chunk = tuple(ids[start : start + 500])
+            changed += self.conn.execute(
+                f"{statement} ({','.join('?' * len(chunk))})", chunk
+            ).rowcount
+        return changed
+
+    # -- transactions ----------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction, all or nothing: ``BEGIN IMMEDIATE`` takes the write lock
+        up front, so a sampler thread and the publisher wait for each other (busy timeout)
+        instead of failing on a lock upgrade half-way."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
 
     # -- counters --------------------------------------------------------------------
+
+    def _move(self, n: int, *, out_of: str | None = None, into: str | None = None) -> None:
+        """``n`` readings leave the counter ``out_of`` and/or join the counter ``into``
+        (in the caller's transaction, so the counters always match the tables)."""
+        if out_of is not None:
+            self.conn.execute("UPDATE counters SET value = value - ? WHERE name = ?", (n, out_of))
+        if into is not None:
+            self.conn.execute("UPDATE counters SET value = value + ? WHERE name = ?", (n, into))
 
     def _counter(self, name: str) -> int:
         row = self.conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()

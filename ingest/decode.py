@@ -21,7 +21,7 @@ category               what is wrong
 ``invalid payload``    JSON that does not fit the wire schema (strict types: a
                        number is a JSON number, ``true`` is not 1), names the field
 ``wrong unit``         a reading not in its sensor's declared unit
-``impossible value``   a value no sensor of that kind can read (siltwatch/physical.py)
+``impossible value``   a value no sensor of that kind can read (siltwatch/sensorkinds/)
 ``undecodable``        anything else (a bug in siltwatch: the message is still answered)
 =====================  ==========================================================
 
@@ -57,7 +57,6 @@ from analytics.events import (
 )
 from analytics.timeutil import to_ms
 from siltwatch.config import Sensor, SiteConfig
-from siltwatch.physical import impossible
 from siltwatch.schema import (
     AlertMessage,
     InspectionRecord,
@@ -69,6 +68,7 @@ from siltwatch.schema import (
     TopicParts,
     parse_topic,
 )
+from siltwatch.sensorkinds import impossible
 
 MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 """The largest payload read (4 MiB), checked before parsing.

@@ -22,9 +22,11 @@ for a retention window (edge/outbox.py). So the service can see a hole and ask:
   :class:`LostRange`, which the service stores as a ``data_gap`` row.
 
 Pure bookkeeping, no I/O: the service clock (ms) comes in with each call, so
-tests pin every wait. The state lives in memory: a restarted service sees gaps
-that open after its start (the broker's persistent session covers its own
-downtime), and what it recorded as lost is in the store.
+tests pin every wait. The store is the truth here too: what changed in a commit
+(:meth:`GapTracker.changed`, a :class:`SensorWatch` per sensor) is written in that
+commit, and a restarted service restores it (:meth:`GapTracker.restore`) and asks
+for its open gaps again at once, so neither a gap nor the highest seq seen is
+forgotten by a restart.
 """
 
 from __future__ import annotations
@@ -94,6 +96,23 @@ class LostRange:
 
 
 @dataclass(frozen=True)
+class SensorWatch:
+    """What the tracker knows of one sensor, as the store keeps it.
+
+    ``gaps``: the open gaps as (lo, hi, opened_at, after_t, before_t, requests).
+    """
+
+    station: str
+    sensor: str
+    high: int
+    high_t: int
+    first: int
+    received: int
+    lost: int
+    gaps: tuple[tuple[int, int, int, int | None, int | None, int], ...]
+
+
+@dataclass(frozen=True)
 class Request:
     """Ask ``station`` for ``sensor``'s seqs ``seq_from`` .. ``seq_to`` again."""
 
@@ -121,6 +140,7 @@ class GapTracker:
         self.policy = policy or GapPolicy()
         self._tracks: dict[SensorKey, _Track] = {}
         self._serial = 0
+        self._changed: set[SensorKey] = set()
 
     # --- what arrives ---------------------------------------------------------------
 
@@ -132,6 +152,7 @@ class GapTracker:
         track = self._tracks.get(key)
         if track is None:
             self._tracks[key] = _Track(high=seq, high_t=t, first=seq)
+            self._changed.add(key)
             return
         if seq > track.high + self.policy.max_jump:
             # Not a hole of millions of readings: a station whose count started again
@@ -144,8 +165,10 @@ class GapTracker:
                 seq,
             )
             self._tracks[key] = _Track(high=seq, high_t=t, first=seq)
+            self._changed.add(key)
             return
         if seq > track.high:
+            self._changed.add(key)
             if seq > track.high + 1:
                 self._open(
                     track, Gap(station, sensor, track.high + 1, seq - 1, now, track.high_t, t)
@@ -155,6 +178,7 @@ class GapTracker:
             return
         for i, gap in enumerate(track.gaps):
             if gap.lo <= seq <= gap.hi:
+                self._changed.add(key)
                 track.received += 1
                 self._fill(track, i, seq, t)
                 return
@@ -176,6 +200,7 @@ class GapTracker:
                 continue
             if h.next_seq <= track.high:
                 continue  # an older status, or an outbox reset: nothing to learn
+            self._changed.add((station, h.sensor))
             tail = h.next_seq - 1 - track.high
             if backlog == 0 and 0 < tail <= self.policy.max_jump:
                 self._open(
@@ -238,10 +263,11 @@ class GapTracker:
         """Gaps no answer filled within ``deadline_s``: lost (the station is gone)."""
         limit = round(self.policy.deadline_s * MS_PER_S)
         lost = []
-        for track in self._tracks.values():
+        for key, track in self._tracks.items():
             keep = []
             for gap in track.gaps:
                 if now - gap.opened_at >= limit:
+                    self._changed.add(key)
                     lost.append(
                         self._lose(
                             track,
@@ -267,6 +293,30 @@ class GapTracker:
 
     def open_gaps(self) -> list[Gap]:
         return [g for _key, t in sorted(self._tracks.items()) for g in t.gaps]
+
+    # --- what the store keeps -----------------------------------------------------------
+
+    def changed(self) -> list[SensorWatch]:
+        """The sensors whose state changed since the last call (to write in this commit)."""
+        keys, self._changed = sorted(self._changed), set()
+        return [self._watch(key, self._tracks[key]) for key in keys if key in self._tracks]
+
+    def restore(self, watches: Iterable[SensorWatch]) -> None:
+        """Take up what the store kept (a restart): every open gap is asked for at the
+        first :meth:`requests`, its backoff going on from the requests already made."""
+        for w in watches:
+            track = _Track(high=w.high, high_t=w.high_t, first=w.first, received=w.received)
+            track.lost = w.lost
+            track.gaps = [
+                Gap(w.station, w.sensor, lo, hi, opened, after, before, asked, 0)
+                for lo, hi, opened, after, before, asked in w.gaps
+            ]
+            self._tracks[(w.station, w.sensor)] = track
+
+    @staticmethod
+    def _watch(key: SensorKey, t: _Track) -> SensorWatch:
+        gaps = tuple((g.lo, g.hi, g.opened_at, g.after_t, g.before_t, g.requests) for g in t.gaps)
+        return SensorWatch(key[0], key[1], t.high, t.high_t, t.first, t.received, t.lost, gaps)
 
     # --- inside -------------------------------------------------------------------------
 

@@ -36,9 +36,17 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol
 
-from analytics.engine import CLOCK_AHEAD, DEFAULT_ALLOWED_LATENESS_S, NOT_JUDGED, TOO_OLD, Engine
+from analytics.engine import (
+    BEFORE_SITE_START,
+    CLOCK_AHEAD,
+    DEFAULT_ALLOWED_LATENESS_S,
+    NOT_JUDGED,
+    TOO_OLD,
+    Engine,
+)
 from analytics.events import (
     AlertEvent,
     DutyEvent,
@@ -114,6 +122,7 @@ class IngestStats(Counters):
     site_log_duplicates: int  # the same entry again (store.insert_site_log)
     clock_ahead: int  # readings flagged clock_ahead, statuses placed at their arrival
     too_old: int  # readings flagged too_old (dated more than MAX_READING_AGE_MS back)
+    before_site_start: int  # readings flagged before_site_start (dated before [site] start)
     late_readings: int
     rebuilds: int
     commits: int
@@ -217,6 +226,12 @@ class IngestService:
         self.allowed_lateness_s = allowed_lateness_s
         self.station_idle_s = station_idle_s
         self.max_skew_ms = round(max_clock_skew_s * MS_PER_S)
+        begun = site.site.start
+        self._site_start_ms = (
+            None
+            if begun is None
+            else to_ms(datetime.combine(begun, datetime.min.time(), tzinfo=site.site.zone))
+        )
         self.lock = lock if lock is not None else threading.RLock()
         self._progress = progress
         self._say = say or (lambda line: log.warning("%s", line))
@@ -226,6 +241,8 @@ class IngestService:
         self._late_ids = store.late_alert_ids(self.site_id)
         self._why_not = ""
         self.gaps = None if completeness is None else GapTracker(completeness)
+        if self.gaps is not None:  # the open gaps outlive a restart (asked for again)
+            self.gaps.restore(store.seq_watch(self.site_id))
         self.fence_token: int | None = None  # set by fence(): every commit checks it
         self.engine = self._recover(now_ms)
 
@@ -413,6 +430,7 @@ class IngestService:
                     fresh.append(item)
             if self.gaps is not None:
                 self._track_gaps(self.gaps, accepted)
+                self.store.save_seq_watch(self.site_id, self.gaps.changed())
         stats.commits += 1
         return fresh
 
@@ -483,6 +501,7 @@ class IngestService:
                 with self.store.transaction():
                     for gap in lost:
                         self._record_gap(gap)
+                    self.store.save_seq_watch(self.site_id, self.gaps.changed())
             requests = [
                 ResendRequest(
                     site=self.site_id,
@@ -545,6 +564,7 @@ class IngestService:
                 return [], None
         rows: list[tuple[str, SensorReading]] = []
         oldest = msg.received_at - MAX_READING_AGE_MS
+        start = self._site_start_ms
         for station, r in decoded.readings:
             if r.t > limit and CLOCK_AHEAD not in r.flags:
                 self.stats.clock_ahead += 1
@@ -552,6 +572,9 @@ class IngestService:
             elif r.t < oldest and TOO_OLD not in r.flags:
                 self.stats.too_old += 1
                 r = replace(r, flags=r.flags | {TOO_OLD})
+            elif start is not None and r.t < start and BEFORE_SITE_START not in r.flags:
+                self.stats.before_site_start += 1
+                r = replace(r, flags=r.flags | {BEFORE_SITE_START})
             rows.append((station, r))
         return rows, list(decoded.inspections)
 

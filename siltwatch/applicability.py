@@ -12,7 +12,9 @@ of development the file does not say):
 - Lake George §148-7 C: land disturbance of less than 5,000 square feet is
   exempt — ``scope.exempt_under_sq_ft``;
 - Lake George §148-11 E: the drain-time table is a standard for major
-  projects — ``scope.drain_limits_major_only`` against ``site.project``.
+  projects — ``scope.drain_limits_major_only`` against ``site.project`` (a site
+  that does not say its class is warned; a minor one does not get the table at
+  all: its keys are in ``scope.major_projects_only``, below).
 
 Two scopes withhold rules outright, because a duty the law does not impose is
 a false alert to the officer: ``scope.major_projects_only`` (Lake George
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from siltwatch.rulepacks import site_rules
+
 if TYPE_CHECKING:
     from siltwatch.config import SiteConfig
     from siltwatch.rulepacks import Rules
@@ -47,7 +51,7 @@ def disturbed_acres(site: SiteConfig) -> float | None:
 
 def scope_warnings(site: SiteConfig) -> list[str]:
     """What the operator should know about which packs' rules apply here, and why."""
-    rules = site.rules()
+    rules = site_rules(site)
     acres = disturbed_acres(site)
     out: list[str] = []
     least = rules.get("scope.min_disturbed_acres")
@@ -73,17 +77,17 @@ def scope_warnings(site: SiteConfig) -> list[str]:
             'major-project duties; say project = "major" or "minor"'
         )
     major = rules.get("scope.drain_limits_major_only")
-    if major is not None and major.value is True and site.infiltration_practices:
-        if site.site.project is None and classes is None:
-            out.append(
-                f"{major.cite()}: the drain-time limits are the standard for major projects; "
-                'say which this site is (site.project = "major" or "minor")'
-            )
-        elif site.site.project == "minor":
-            out.append(
-                f"{major.cite()}: the drain-time limits are the standard for major projects and "
-                "this is a minor project: its drain-time alerts are guidance, not this rule"
-            )
+    if (
+        major is not None
+        and major.value is True
+        and site.infiltration_practices
+        and site.site.project is None
+        and classes is None
+    ):
+        out.append(
+            f"{major.cite()}: the drain-time limits are the standard for major projects; "
+            'say which this site is (site.project = "major" or "minor")'
+        )
     return out
 
 
@@ -97,7 +101,7 @@ def in_park(site: SiteConfig, rules: Rules) -> bool:
 
 def withheld(site: SiteConfig, rules: Rules | None = None) -> dict[str, str]:
     """The rule keys that do not apply to this site, each with why (the citation)."""
-    rules = rules if rules is not None else site.rules()
+    rules = rules if rules is not None else site_rules(site)
     out: dict[str, str] = {}
     park = rules.get("scope.park_only")
     if park is not None and not in_park(site, rules):
@@ -113,14 +117,14 @@ def withheld(site: SiteConfig, rules: Rules | None = None) -> dict[str, str]:
 def applicable_rules(site: SiteConfig) -> Rules:
     """The site's rules less those that do not apply to it: what the engine runs on, so
     a rule that does not apply creates no duty and raises no alert."""
-    rules = site.rules()
+    rules = site_rules(site)
     return rules.without(frozenset(withheld(site, rules)))
 
 
 def applicability(site: SiteConfig) -> list[str]:
     """Why each of the site's rule packs applies, and which of its rules do not, in words
     (``config check``)."""
-    rules = site.rules()
+    rules = site_rules(site)
     held = withheld(site, rules)
     acres = disturbed_acres(site)
     out: list[str] = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from siltwatch.detections.base import RuleKey
+from siltwatch.rulekeys import RuleKey
 
 OFFICER_TITLE = RuleKey("officer.title", (str,))
 GENERIC_TITLE = "the town's officer"

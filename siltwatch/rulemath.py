@@ -71,21 +71,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Self
 
-if TYPE_CHECKING:  # annotations only: config and rulepacks import this module
-    from siltwatch.config import SedimentTrap, SiteConfig
-    from siltwatch.rulepacks import Rules, RuleValue
+if TYPE_CHECKING:
+    from siltwatch.rules import Rules, RuleValue
+    from siltwatch.sitemodel import SedimentTrap, SiteConfig
 
 # --- turbidity limits ---------------------------------------------------------------
 
-LIMIT_KEYS = frozenset(
-    {
-        "max_ntu",
-        "over_background_ntu",
-        "over_background_pct",
-        "pct_above_background_ntu",
-        "no_increase_over_background",
-    }
-)
 NO_INCREASE_TOLERANCE_NTU = 1.0
 NO_INCREASE_TOLERANCE_FRACTION = 0.05
 

@@ -15,21 +15,24 @@ The pack files ship inside this package (``siltwatch/packs/``) because
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from siltwatch.configerrors import ConfigError, not_finite, read_toml, validation_lines
 from siltwatch.detections import rule_keys
-from siltwatch.detections.base import NON_NEGATIVE, RuleKey, flag, number
 from siltwatch.officials import OFFICER_TITLE
-from siltwatch.rulemath import LIMIT_KEYS
+from siltwatch.rules import Rules, RuleValue, Verified
 
-Verified = Literal["seed", "primary", "secondary", "default"]
+if TYPE_CHECKING:
+    from siltwatch.sitemodel import SiteConfig
+from siltwatch.limitshapes import check_limit_shape
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, flag, number
+
 BASE_PACK = "siltwatch-defaults"
 
 LimitShape = dict[str, float | bool]
@@ -93,34 +96,6 @@ class PackFile(BaseModel):
     rules: dict[str, RuleEntry] = Field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class RuleValue:
-    """One resolved rule: its value and where it comes from."""
-
-    key: str
-    value: Any
-    citation: str
-    verified: Verified
-    pack: str
-    text: str = ""
-    site_override: bool = False
-
-    def cite(self) -> str:
-        """The citation as an alert text shows it.
-
-        A site override says so; a value only seen in a summary says "per"
-        (README.md, "Site configuration and rule packs": a secondary value is cited
-        as "per …" in alerts).
-        """
-        if self.site_override and self.pack == "site":
-            return f"site configuration ({self.key})"
-        if self.site_override:
-            return f"site override of {self.citation}"
-        if self.verified == "secondary":
-            return f"per {self.citation}"
-        return self.citation
-
-
 def check_value(key: str, value: Any) -> str | None:
     """Why ``value`` does not fit ``key``, or None when it does."""
     types = RULE_KEYS.get(key)
@@ -131,10 +106,38 @@ def check_value(key: str, value: Any) -> str | None:
     if not isinstance(value, types):
         expected = " or ".join(t.__name__ for t in types).replace("dict", "table")
         return f"expected {expected}, got {value!r}"
+    if key == WEEKEND_KEY and isinstance(value, list):
+        return check_weekend(value)
     if isinstance(value, dict):
         return check_limit_shape(value)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return _out_of_range(key, value)
+    return None
+
+
+WEEKEND_KEY = "calendar.weekend"
+WEEKDAY_NAMES: tuple[str, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def check_weekend(value: list[Any]) -> str | None:
+    """Why a ``calendar.weekend`` list is refused, or None.
+
+    Each entry names a weekday (its first three letters decide). A weekend of all
+    seven days leaves no working or business day at all: "15 working days" (Lake
+    Lure 96.07(D)) would never end and the count would loop for ever, so such a
+    pack or site override is refused at load rather than hang the engine.
+    """
+    days: set[str] = set()
+    for name in value:
+        key = name.strip().lower()[:3] if isinstance(name, str) else None
+        if key not in WEEKDAY_NAMES:
+            return f"weekend day {name!r}: expected one of {', '.join(WEEKDAY_NAMES)}"
+        days.add(key)
+    if len(days) == len(WEEKDAY_NAMES):
+        return (
+            "all seven days are weekend days: no working day or business day is left, so "
+            "no 'N working days' or 'next business day' deadline could ever end"
+        )
     return None
 
 
@@ -153,32 +156,6 @@ def _out_of_range(key: str, value: float) -> str | None:
         if high is not None:
             wanted += f" and <= {high:g}"
         return f"expected {wanted}, got {value!r}"
-    return None
-
-
-def check_limit_shape(value: dict[str, Any]) -> str | None:
-    """Why a turbidity limit table is not one of the contract's shapes, or None."""
-    unknown = set(value) - LIMIT_KEYS
-    if unknown:
-        return f"unknown turbidity limit key(s) {sorted(unknown)}; expected some of {sorted(LIMIT_KEYS)}"
-    numeric = [k for k in value if k != "no_increase_over_background"]
-    if not numeric:
-        return "a turbidity limit needs max_ntu, over_background_ntu or over_background_pct"
-    for k in numeric:
-        v = value[k]
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            return f"{k} must be a number >= 0, got {v!r}"
-        if not math.isfinite(v):
-            return f"{k}: {not_finite(v)}"
-        if v < 0:
-            return f"{k} must be a number >= 0, got {v!r}"
-    if "pct_above_background_ntu" in value and not (
-        "over_background_ntu" in value and "over_background_pct" in value
-    ):
-        return (
-            "pct_above_background_ntu (the piecewise form) needs both over_background_ntu "
-            "and over_background_pct"
-        )
     return None
 
 
@@ -238,54 +215,47 @@ def pack_chain(pack_ids: list[str]) -> list[str]:
     return order
 
 
-class Rules:
-    """The resolved rules of one site: packs stacked, then the site's overrides."""
-
-    def __init__(self, values: dict[str, RuleValue], packs: list[str]) -> None:
-        self._values = values
-        self.packs = packs
-
-    @classmethod
-    def resolve(cls, pack_ids: list[str], overrides: dict[str, Any] | None = None) -> Rules:
-        chain = pack_chain(pack_ids)
-        values: dict[str, RuleValue] = {}
-        for pack_id in chain:
-            for key, entry in load_pack(pack_id).rules.items():
-                values[key] = RuleValue(
-                    key, entry.value, entry.citation, entry.verified, pack_id, entry.text
-                )
-        for key, value in (overrides or {}).items():
-            base = values.get(key)
-            if base is None:
-                values[key] = RuleValue(
-                    key, value, "site configuration", "default", "site", "", True
-                )
-            else:
-                values[key] = replace(base, value=value, site_override=True)
-        return cls(values, chain)
-
-    def get(self, key: str) -> RuleValue | None:
-        return self._values.get(key)
-
-    def require(self, key: str) -> RuleValue:
-        value = self._values.get(key)
-        if value is None:
-            raise KeyError(
-                f"no rule pack of this site sets {key!r} (packs: {', '.join(self.packs)})"
+def resolve_rules(pack_ids: list[str], overrides: dict[str, Any] | None = None) -> Rules:
+    """The packs ``pack_ids`` stacked after what they extend, then the site's overrides."""
+    chain = pack_chain(pack_ids)
+    values: dict[str, RuleValue] = {}
+    for pack_id in chain:
+        for key, entry in load_pack(pack_id).rules.items():
+            values[key] = RuleValue(
+                key, entry.value, entry.citation, entry.verified, pack_id, entry.text
             )
-        return value
+    for key, value in (overrides or {}).items():
+        base = values.get(key)
+        if base is None:
+            values[key] = RuleValue(key, value, "site configuration", "default", "site", "", True)
+        else:
+            values[key] = replace(base, value=value, site_override=True)
+    return Rules(values, chain)
 
-    def number(self, key: str) -> float:
-        return float(self.require(key).value)
 
-    def overrides(self) -> list[RuleValue]:
-        """The values the site overrode: logged at start-up and shown in alert texts."""
-        return [v for v in self._values.values() if v.site_override]
+def site_rules(site: SiteConfig) -> Rules:
+    """The resolved rules of ``site``: its packs, then its ``[rule_overrides]``."""
+    return resolve_rules(site.site.rule_packs, site.rule_overrides)
 
-    def items(self) -> list[RuleValue]:
-        return [self._values[k] for k in sorted(self._values)]
 
-    def without(self, keys: set[str] | frozenset[str]) -> Rules:
-        """These rules less ``keys`` (rules that do not apply to the site, see
-        siltwatch/applicability.py)."""
-        return Rules({k: v for k, v in self._values.items() if k not in keys}, self.packs)
+# Rules and RuleValue live on the floor below (siltwatch/rules.py); they are handed on
+# here because the detectors read a site's rules as "the rule packs' rules".
+__all__ = [
+    "BASE_PACK",
+    "PENDING_RULE_KEYS",
+    "RULE_KEYS",
+    "RULE_RANGES",
+    "SCOPE_RULE_KEYS",
+    "PackFile",
+    "RuleEntry",
+    "RuleValue",
+    "Rules",
+    "Verified",
+    "available_packs",
+    "check_limit_shape",
+    "check_value",
+    "load_pack",
+    "pack_chain",
+    "resolve_rules",
+    "site_rules",
+]

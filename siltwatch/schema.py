@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from siltwatch.maintenance import maintained_practice, parse_schedule
 from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import utc_iso
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -141,6 +142,7 @@ class QualityFlag(StrEnum):
     CLOCK_UNSYNCED = "clock_unsynced"  # taken before NTP sync: the time may be wrong
     CLOCK_AHEAD = "clock_ahead"  # set by ingest: event time ahead of arrival beyond the skew bound
     TOO_OLD = "too_old"  # set by ingest: dated further back than any station keeps readings
+    BEFORE_SITE_START = "before_site_start"  # set by ingest: dated before the site's [site] start
     OUT_OF_RANGE = "out_of_range"  # outside the sensor's physical or configured range
     SENSOR_FAULT = "sensor_fault"  # the driver reported an error state
     UNCALIBRATED = "uncalibrated"  # no calibration on file for this probe
@@ -372,6 +374,11 @@ def site_log_problem(
         return "detail", (
             "event 'certification' names the contractor who signed (name and firm); none given"
         )
+    if event == SiteEvent.ON_SITE and not (detail or "").strip():
+        return "detail", (
+            "event 'on_site' names who was on site (the applicant, developer or their "
+            "representative); none given"
+        )
     try:
         if event == SiteEvent.VIOLATION:
             parse_violation(detail)
@@ -379,6 +386,10 @@ def site_log_problem(
             parse_violation_corrected(detail)
         elif event == SiteEvent.PLAN_APPROVED:
             parse_plan_approved(detail)
+        elif event == SiteEvent.MAINTENANCE_SCHEDULED:
+            parse_schedule(detail)
+        elif event == SiteEvent.MAINTAINED:
+            maintained_practice(detail)
     except ValueError as exc:
         return "detail", str(exc)
     return None

@@ -13,13 +13,9 @@ LengthUnit = Literal["ft", "m", "in", "mm"]
 
 _TO_METRES: dict[str, float] = {"m": 1.0, "ft": 0.3048, "in": 0.0254, "mm": 0.001}
 
-# Which units make sense for which sensor kind (a turbidity sensor in feet is a typo).
-UNITS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "turbidity": ("NTU", "FNU"),
-    "rain": ("in", "mm"),
-    "water_level": ("ft", "m", "in", "mm"),
-    "sediment_depth": ("ft", "m", "in", "mm"),
-}
+# The lengths a level or depth sensor may read in; which units fit which kind of
+# sensor is each kind's own (siltwatch/sensorkinds/).
+LENGTH_UNITS: tuple[LengthUnit, ...] = ("ft", "m", "in", "mm")
 
 
 def to_metres(value: float, unit: str) -> float:

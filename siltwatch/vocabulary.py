@@ -63,6 +63,10 @@ class SiteEvent(StrEnum):
     COMPLETED = "completed"  # clearing and construction in the area substantially completed
     SEEDED = "seeded"  # seeded (temporary or permanent, with mulch) or replanted
     PERMANENT_COVER = "permanent_cover"  # permanent ground cover sufficient to restrain erosion
+    # Extra erosion measures taken in the area for its revegetation after cold-season
+    # earthwork (screen mesh, netting, extra mulch, silt fence: Lake George
+    # §148-11 I(3)(e)[3][e]); detail: what, optional.
+    EXTRA_MEASURES = "extra_measures"
     MILESTONE = "milestone"  # a phase of the plan was reached (detail: a Milestone)
     NOTICE = "notice"  # the town was notified of a coming milestone (detail: a Milestone)
     CERTIFICATION = "certification"  # a contractor signed the SWPPP certification (detail: who)
@@ -71,6 +75,21 @@ class SiteEvent(StrEnum):
     FELLED_INTO_WATER = "felled_into_water"  # vegetation fell into a water body (detail: where)
     FELLED_REMOVED = "felled_removed"  # the felled vegetation was removed from the water
     CORRECTIVE_ACTION = "corrective_action"  # what was done about an alert (detail: id, text)
+    # The applicant, developer or their representative on site that day (detail: who;
+    # Lake George §148-10 A, Big Flats 17.37.100 A: "on site at all times when
+    # construction or grading activity takes place").
+    ON_SITE = "on_site"
+    APPROVAL_DISPLAYED = "approval_displayed"  # the plan approval is displayed at the site
+    # The officer required a preconstruction conference (Lake Lure 96.05(B)(12)), and
+    # the conference was held.
+    CONFERENCE_REQUIRED = "conference_required"
+    CONFERENCE_HELD = "conference_held"
+    PLAN_CHANGED = "plan_changed"  # the work departed from the approved plan (detail: what)
+    AS_BUILT = "as_built"  # as-built plans of the stormwater practices submitted to the town
+    # A practice's maintenance schedule (detail: "<practice> every <N> days", or
+    # "<practice> removed"), and its maintenance done (detail: "<practice> ...").
+    MAINTENANCE_SCHEDULED = "maintenance_scheduled"
+    MAINTAINED = "maintained"
     # The town served a notice of violation or a stop-work order (area optional; detail:
     # the violation id, optionally "remedy by YYYY-MM-DD", then free text).
     VIOLATION = "violation"
@@ -99,6 +118,14 @@ _SITE_WIDE = frozenset(
         SiteEvent.FELLED_REMOVED,
         SiteEvent.CORRECTIVE_ACTION,
         SiteEvent.VIOLATION_CORRECTED,
+        SiteEvent.ON_SITE,
+        SiteEvent.APPROVAL_DISPLAYED,
+        SiteEvent.CONFERENCE_REQUIRED,
+        SiteEvent.CONFERENCE_HELD,
+        SiteEvent.PLAN_CHANGED,
+        SiteEvent.AS_BUILT,
+        SiteEvent.MAINTENANCE_SCHEDULED,
+        SiteEvent.MAINTAINED,
     }
 )
 _AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})
@@ -117,6 +144,12 @@ class Milestone(StrEnum):
     CONSTRUCTION_SEASON_CLOSED = "construction_season_closed"
     FINAL_LANDSCAPING_COMPLETED = "final_landscaping_completed"
     LANDSCAPING_ESTABLISHED = "landscaping_established"  # in public areas (§148-12 A(8))
+    # The town's final acceptance of the project: the performance guarantee's years
+    # count from it (Lake George §148-13 A; Big Flats 17.37.120 A).
+    FINAL_ACCEPTANCE = "final_acceptance"
+    # The maintenance agreement for the permanent facilities signed: its periodic
+    # engineer inspections count from it (Big Flats Schedule B (4)).
+    MAINTENANCE_AGREEMENT = "maintenance_agreement"
 
     @property
     def words(self) -> str:

@@ -671,3 +671,80 @@ class PostgresServer(_LoopbackProcess):
     def drop_database(self, name: str) -> None:
         """Drop a database, ending any session still connected to it."""
         self._client("dropdb", "--force", "--if-exists", name)
+
+
+class SlowLink:
+    """A TCP link on loopback that delays every byte by ``delay_s`` each way: a service
+    that reaches the broker over a WAN (a cloud VM, a cellular modem) while the stations
+    sit next to it. Closes the client side when the far side is down or closes.
+
+    Threads, one accept loop and two per connection (a reader that stamps each chunk,
+    a writer that sends it when its time comes, in order).
+    """
+
+    def __init__(self, target_port: int, delay_s: float) -> None:
+        self.target_port = target_port
+        self.delay_s = delay_s
+        self.port = free_port()
+        self._listener = socket.create_server((LOOPBACK, self.port))
+        self._listener.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="slow-link", daemon=True)
+
+    def __enter__(self) -> SlowLink:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                near, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            try:
+                far = socket.create_connection((LOOPBACK, self.target_port), timeout=2)
+            except OSError:
+                near.close()  # the broker is down: as a refused connection, a moment later
+                continue
+            for a, b in ((near, far), (far, near)):
+                self._pipe(a, b)
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        chunks: list[tuple[float, bytes]] = []
+        ready = threading.Condition()
+
+        def read() -> None:
+            while True:
+                try:
+                    data = src.recv(65536)
+                except OSError:
+                    data = b""
+                with ready:
+                    chunks.append((time.monotonic() + self.delay_s, data))
+                    ready.notify()
+                if not data:
+                    return
+
+        def write() -> None:
+            while True:
+                with ready:
+                    while not chunks:
+                        ready.wait()
+                    due, data = chunks.pop(0)
+                time.sleep(max(0.0, due - time.monotonic()))
+                try:
+                    if not data:
+                        dst.shutdown(socket.SHUT_WR)
+                        return
+                    dst.sendall(data)
+                except OSError:
+                    src.close()
+                    return
+
+        for target in (read, write):
+            threading.Thread(target=target, name="slow-link-pipe", daemon=True).start()

@@ -1,4 +1,4 @@
-"""Draws a console chart (console/charts/plots.py ``Chart``) with matplotlib: SVG for pages, PNG for email.
+"""Draws a console chart (console/charts/model.py ``Chart``) with matplotlib: SVG for pages, PNG for email.
 
 Why matplotlib: it is maintained, installs from PyPI as wheels (no system
 library), runs without a display (the Agg canvas), needs no JavaScript or CDN,
@@ -13,7 +13,7 @@ What is decided here, so that a chart is readable at the size it is shown:
   a phone-width variant, :func:`chart_html`), with text of :data:`TEXT_PX` px,
   so no page scales it down to unreadable text;
 * time ticks are the site's local wall-clock times
-  (:func:`console.charts.plots.time_ticks`), as many as fit beside each other;
+  (:func:`console.charts.model.time_ticks`), as many as fit beside each other;
 * labels are never drawn on the lines: series, reference lines (a limit with
   its value), markers and the alert episode are named in a legend under the plot;
 * the alert episode is shaded; every point (at most :data:`HOVER_POINTS` per
@@ -51,12 +51,27 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from console.charts.model import (
+    EMPTY_TEXT,
+    Chart,
+    Point,
+    Series,
+    downsample,
+    in_window,
+    sampling_interval,
+    series_color,
+    split_at_gaps,
+    tick_text,
+    time_ticks,
+    value_axis,
+    zone_names,
+)
+
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.typing import LineStyleType
 
-    from console.charts.plots import Chart, Point, Series
 
 SVG_NS = "http://www.w3.org/2000/svg"
 XLINK_NS = "http://www.w3.org/1999/xlink"
@@ -107,7 +122,7 @@ _DRAWN: OrderedDict[bytes, str] = OrderedDict()
 DRAWN_KEEP = 64
 
 
-def svg_text(chart: Chart, width: int, height: int) -> str:
+def svg_text(chart: Chart, width: int = 720, height: int = 220) -> str:
     """The chart as a standalone ``<svg>`` element, ``width`` x ``height`` CSS px."""
     key = hashlib.sha256(repr((chart, width, height)).encode()).digest()
     with _DRAWING:
@@ -130,13 +145,25 @@ def _draw_svg(chart: Chart, width: int, height: int) -> str:
     return _finish_svg(buf.getvalue(), chart, parts)
 
 
-def png_bytes(chart: Chart, width: int, height: int, scale: int = EMAIL_SCALE) -> bytes:
+def png_bytes(
+    chart: Chart, width: int = EMAIL[0], height: int = EMAIL[1], scale: int = EMAIL_SCALE
+) -> bytes:
     """The chart as a PNG of ``width * scale`` x ``height * scale`` pixels (8-bit RGBA)."""
     with _DRAWING, matplotlib.rc_context(_rc()):
         fig, _parts = _figure(chart, width, height, hover=False)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=72 * scale, metadata={"Software": None})
     return buf.getvalue()
+
+
+def chart_html(chart: Chart) -> str:
+    """The chart for a console page: a wide and a phone-width drawing, one shown at a
+    time by the page's CSS (``.chart-wide``/``.chart-narrow``), so its text is never
+    scaled below 11 px."""
+    return (
+        f'<div class="chart-wide">{svg_text(chart, *WIDE)}</div>'
+        f'<div class="chart-narrow">{svg_text(chart, *NARROW)}</div>'
+    )
 
 
 # --- the figure ---------------------------------------------------------------------------
@@ -159,12 +186,10 @@ class _Parts:
 
 
 def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tuple[Figure, _Parts]:
-    from console.charts.plots import _color, _in_window, _value_axis, time_ticks, zone_names
-
     parts = _Parts()
     start, end = chart.start_ms, max(chart.end_ms, chart.start_ms + 1)
-    visible = [_in_window(s, start, end) for s in chart.series]
-    lo, hi, ticks = _value_axis(chart, visible)
+    visible = [in_window(s, start, end) for s in chart.series]
+    lo, hi, ticks = value_axis(chart, visible)
     parts.ymin, parts.ymax = lo, hi
 
     handles = _legend_handles(chart)
@@ -174,7 +199,7 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
     fig = Figure(figsize=(width / 72, total_h / 72), dpi=72)
     # Fixed margins in px (a layout engine would cost a second drawing): the value axis'
     # labels and the unit on the left; ticks, the zone line and the legend below.
-    tick_texts = [_tick_text(v, ticks) for v in ticks]
+    tick_texts = [tick_text(v, ticks) for v in ticks]
     left = 8 + TEXT_PX * 1.2 + 6 + max(len(t) for t in tick_texts) * TEXT_PX * 0.64 + 8
     right = 14.0
     top = TITLE_PX * 1.3 + 12
@@ -239,12 +264,12 @@ def _figure(chart: Chart, width: int, height: int, *, hover: bool = True) -> tup
 
     if not any(visible):
         empty = ax.text(
-            0.5, 0.5, _empty_text(), transform=ax.transAxes, ha="center", va="center",
+            0.5, 0.5, EMPTY_TEXT, transform=ax.transAxes, ha="center", va="center",
             color="#616161",
         )  # fmt: skip
         _gid(empty, "text-empty", parts.texts, "empty")
     for i, (series, points) in enumerate(zip(chart.series, visible, strict=True)):
-        _draw_series(ax, series, points, _color(series, i), i, plot_w, chart, parts, hover)
+        _draw_series(ax, series, points, series_color(series, i), i, plot_w, chart, parts, hover)
     for j, line in enumerate(chart.lines):
         art = ax.axhline(line.value, color=line.color, linewidth=1.6, linestyle=DASHED)
         art.set_gid(f"refline-{j}")
@@ -284,24 +309,10 @@ def _gid(artist: Artist, gid: str, texts: dict[str, str], cls: str) -> None:
     texts[gid] = cls
 
 
-def _empty_text() -> str:
-    from console.charts.plots import EMPTY_TEXT
-
-    return EMPTY_TEXT
-
-
-def _tick_text(v: float, ticks: Sequence[float]) -> str:
-    from console.charts.plots import _tick_text as tick_text
-
-    return tick_text(v, ticks)
-
-
 def _legend_handles(chart: Chart) -> list[Artist]:
-    from console.charts.plots import _color
-
     handles: list[Artist] = []
     for i, s in enumerate(chart.series):
-        color = _color(s, i)
+        color = series_color(s, i)
         if s.style == "bars":
             handles.append(Patch(facecolor=color, alpha=0.75, label=s.label))
         else:
@@ -341,8 +352,6 @@ def _draw_series(
     parts: _Parts,
     hover: bool,
 ) -> None:
-    from console.charts.plots import downsample, sampling_interval, split_at_gaps
-
     if not points:
         return
     gid = f"series-{i}"

@@ -22,13 +22,11 @@ from datetime import datetime
 from pathlib import Path
 
 from alerts.pngchart import ChartData
-from console.charts.draw import EMAIL, EMAIL_SCALE
+from console.charts.draw import EMAIL, EMAIL_SCALE, png_bytes
+from console.charts.model import Chart
 from console.charts.plots import (
-    Chart,
     episode_span,
-    level_chart,
-    trap_chart,
-    turbidity_chart,
+    subject_chart,
 )
 from ingest.store.from_url import open_store
 from ingest.store.queries import SqlStore, StoreError
@@ -67,7 +65,7 @@ def to_chart_data(chart: Chart) -> ChartData | None:
         series=tuple(inside),
         ref_lines=tuple((line.label, line.value) for line in chart.lines),
         marks=tuple((m.label, m.at_ms) for m in chart.markers),
-        png=chart.png(width, height, EMAIL_SCALE),
+        png=png_bytes(chart, width, height, EMAIL_SCALE),
         width=width,
         height=height,
     )
@@ -75,9 +73,9 @@ def to_chart_data(chart: Chart) -> ChartData | None:
 
 def alert_chart(site: SiteConfig, store: SqlStore, alert: Alert) -> Chart | None:
     """The chart of the alert's subject over its episode (:func:`episode_window`), the
-    episode shaded; None when the subject has no chart (a duty, a rain gauge)."""
+    episode shaded; None when the subject has no chart (a duty, a station)."""
     start, end = episode_window(alert)
-    chart = AlertCharts.subject_chart(site, store, alert.subject, start, end)
+    chart = subject_chart(site, store, alert.subject, start, end)
     if chart is None:
         return None
     return replace(chart, episodes=(episode_span(alert, end),))
@@ -104,18 +102,3 @@ class AlertCharts:
         finally:
             store.close()
         return None if chart is None else to_chart_data(chart)
-
-    @staticmethod
-    def subject_chart(
-        site: SiteConfig, store: SqlStore, subject: str, start: int, end: int
-    ) -> Chart | None:
-        for pair in site.turbidity_pairs:
-            if pair.id == subject:
-                return turbidity_chart(site, store, pair, start, end)
-        for practice in site.infiltration_practices:
-            if practice.id == subject:
-                return level_chart(site, store, practice, start, end, [])
-        for trap in site.sediment_traps:
-            if trap.id == subject:
-                return trap_chart(site, store, trap, start, end)
-        return None

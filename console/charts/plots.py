@@ -1,38 +1,38 @@
-"""Server-side SVG charts for the console and the inspector's report: no JavaScript, no assets.
+"""A site's charts from the store, for the console and the inspector's report.
 
-Why SVG drawn here rather than a plotting library: the console must work offline
-(no CDN) and the report must print to PDF through a headless browser, so each
-chart is a self-contained ``<svg>`` string that an HTML page or a PDF embeds as
-it is. Two halves:
-
-* the chart model and its renderer (:class:`Series`, :class:`RefLine`,
-  :class:`Marker`, :class:`Chart`): pure, no I/O. Axes are labelled in the
-  site's local time (siltwatch/timefmt.py: people never convert from UTC), a
-  line breaks across a gap of more than three sampling intervals (a station
-  that was down must not look like a smooth ramp), and a long window is
-  reduced to the minimum and maximum of each pixel column, so a 30-day chart
-  of one-minute turbidity stays a few kilobytes and keeps every peak;
-* :func:`site_charts`: a site's charts from the store, one per turbidity pair,
-  rain gauge, infiltration practice and sediment trap, in the dashboard's row
-  order. The reference lines come from the same places the detectors and the
-  Grafana dashboards take them (siltwatch/rulemath.py and each detection's
-  description in siltwatch/detections/), so a line on the page cannot drift
-  from the alert it explains. Readings pass the one usable-reading policy
-  (analytics/quality.py) before they are drawn, as they do before they are
-  judged.
+:func:`site_charts` draws one chart per turbidity pair, rain gauge, infiltration
+practice and sediment trap, in the dashboard's row order. The reference lines
+come from the same places the detectors and the Grafana dashboards take them
+(siltwatch/rulemath.py and each detection's description in
+siltwatch/detections/), so a line on the page cannot drift from the alert it
+explains. Readings pass the one usable-reading policy (analytics/quality.py)
+before they are drawn, as they do before they are judged. The chart model is
+console/charts/model.py; console/charts/draw.py draws it as SVG or PNG.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Literal
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
 
 from analytics.quality import usable, usable_in_median
+from console.charts.model import (
+    DESIGN_BLUE,
+    LIMIT_RED,
+    MS_PER_H,
+    MS_PER_MIN,
+    WARN_ORANGE,
+    Chart,
+    Marker,
+    Point,
+    RefLine,
+    Series,
+    Style,
+)
 from ingest.store.queries import SqlStore
 from siltwatch import rulemath
 from siltwatch.config import (
@@ -42,282 +42,19 @@ from siltwatch.config import (
     SiteConfig,
     TurbidityPair,
 )
-from siltwatch.detections import alert_spec
+from siltwatch.detections import alert_spec, descriptions, sensor_panels
+from siltwatch.detections.drain import DESCRIPTION as DRAIN
 from siltwatch.detections.drain import practice_levels
+from siltwatch.detections.inspections import DESCRIPTION as RAIN
 from siltwatch.detections.inspections import ROLLING_RAIN_H
+from siltwatch.detections.sediment import DESCRIPTION as SEDIMENT
 from siltwatch.detections.sediment import trap_fractions
+from siltwatch.detections.turbidity import DESCRIPTION as TURBIDITY
+from siltwatch.panels import Panel
+from siltwatch.rulepacks import site_rules
+from siltwatch.rules import Rules
 from siltwatch.schema import Alert
 from siltwatch.units import to_metres
-from siltwatch.vocabulary import AlertKind
-
-MS_PER_MIN = 60_000
-MS_PER_H = 3_600_000
-MS_PER_DAY = 86_400_000
-GAP_INTERVALS = (
-    3  # a line breaks where consecutive points are further apart than this many intervals
-)
-EMPTY_TEXT = "no readings in this window"
-
-Style = Literal["line", "bars", "step"]
-Point = tuple[int, float]
-
-# Colours: the series in order; reference lines red (the law), design lines blue/orange.
-PALETTE = ("#1565c0", "#8d4e2a", "#2e7d32", "#6a1b9a", "#00838f")
-LIMIT_RED = "#c62828"
-DESIGN_BLUE = "#1e88e5"
-WARN_ORANGE = "#ef6c00"
-MARKER_PURPLE = "#6a1b9a"
-
-
-@dataclass(frozen=True)
-class Series:
-    """One data series: (UTC epoch ms, value) points in time order.
-
-    ``interval_ms`` is the sampling interval: a line breaks where two points are
-    more than :data:`GAP_INTERVALS` intervals apart, and a bar covers the
-    interval ending at its time (a rain reading is the depth that fell in the
-    interval ending at its time). None: the median spacing of the points.
-    ``dashed`` draws a reference series (a limit computed from the background).
-    """
-
-    label: str
-    points: Sequence[Point]
-    style: Style = "line"
-    interval_ms: int | None = None
-    color: str | None = None
-    dashed: bool = False
-
-
-@dataclass(frozen=True)
-class RefLine:
-    """A horizontal dashed line at ``value`` (a fixed limit, a design level)."""
-
-    label: str
-    value: float
-    color: str = LIMIT_RED
-
-
-@dataclass(frozen=True)
-class Marker:
-    """A vertical dashed line at an instant (e.g. a drain deadline)."""
-
-    label: str
-    at_ms: int
-    color: str = MARKER_PURPLE
-
-
-@dataclass(frozen=True)
-class Chart:
-    """One chart over ``start_ms``..``end_ms``; ``id`` becomes the root's ``data-chart``."""
-
-    title: str
-    unit: str
-    series: Sequence[Series]
-    lines: Sequence[RefLine] = ()
-    markers: Sequence[Marker] = ()
-    start_ms: int = 0
-    end_ms: int = 0
-    id: str = field(default="chart", kw_only=True)
-    zone: tzinfo = field(default=UTC, kw_only=True)
-    description: str = field(default="", kw_only=True)  # what it shows and the law behind its lines
-    # Alert episodes on the chart's subject, (opened, ended) in epoch ms: shaded.
-    episodes: Sequence[tuple[int, int]] = field(default=(), kw_only=True)
-
-    def has_data(self) -> bool:
-        """Whether any series has a point inside the window."""
-        return any(self.start_ms <= t <= self.end_ms for s in self.series for t, _ in s.points)
-
-    def svg(self, width: int = 720, height: int = 220) -> str:
-        """The chart as a standalone ``<svg>`` element, drawn at ``width`` x ``height`` px
-        (console/charts/draw.py: text at 12 px at that size; every label escaped)."""
-        from console.charts.draw import svg_text
-
-        return svg_text(self, width, height)
-
-    def png(self, width: int = 440, height: int = 250, scale: int = 2) -> bytes:
-        """The chart as a PNG (the alert email's plot), ``scale`` pixels per CSS px."""
-        from console.charts.draw import png_bytes
-
-        return png_bytes(self, width, height, scale)
-
-    def html(self) -> str:
-        """The chart for a console page: a wide and a phone-width drawing, one shown at a
-        time by the page's CSS (``.chart-wide``/``.chart-narrow``), so its text is never
-        scaled below 11 px."""
-        from console.charts.draw import NARROW, WIDE
-
-        return (
-            f'<div class="chart-wide">{self.svg(*WIDE)}</div>'
-            f'<div class="chart-narrow">{self.svg(*NARROW)}</div>'
-        )
-
-
-# --- drawing helpers (the drawing itself: console/charts/draw.py) ------------------------
-
-
-def _color(series: Series, i: int) -> str:
-    if series.color:
-        return series.color
-    return LIMIT_RED if series.dashed else PALETTE[i % len(PALETTE)]
-
-
-def _in_window(series: Series, start: int, end: int) -> list[Point]:
-    """The series' finite points inside the window, in time order."""
-    points = [(t, v) for t, v in series.points if start <= t <= end and math.isfinite(v)]
-    if any(points[i][0] > points[i + 1][0] for i in range(len(points) - 1)):
-        points.sort(key=lambda p: p[0])
-    return points
-
-
-# --- axes -------------------------------------------------------------------------------
-
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> tuple[float, float, list[float]]:
-    """A value axis from ``lo`` to ``hi``: round ends and about ``count`` round ticks."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        lo, hi = 0.0, 1.0
-    if hi <= lo:
-        pad = abs(lo) * 0.1 or 1.0
-        # An axis of nothing but zeros (a dry rain gauge) goes up from zero, never below it.
-        lo, hi = (lo, lo + pad) if lo == 0 else (lo - pad, hi + pad)
-    raw = (hi - lo) / max(count, 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.floor(lo / step + 1e-9) * step
-    last = math.ceil(hi / step - 1e-9) * step
-    ticks = [first + i * step for i in range(round((last - first) / step) + 1)]
-    return first, last, ticks
-
-
-def _value_axis(
-    chart: Chart, visible: Sequence[Sequence[Point]]
-) -> tuple[float, float, list[float]]:
-    values = [v for points in visible for _, v in points]
-    values += [line.value for line in chart.lines if math.isfinite(line.value)]
-    if any(s.style == "bars" for s in chart.series) or not values:
-        values.append(0.0)
-    if len(values) == 1:
-        values.append(values[0] + 1.0)
-    return nice_ticks(min(values), max(values))
-
-
-def _tick_text(v: float, ticks: Sequence[float]) -> str:
-    """A tick value with as many decimals as the step needs (2.5 -> one, 0.25 -> two)."""
-    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else 1.0
-    decimals = next((d for d in range(8) if abs(step * 10**d - round(step * 10**d)) < 1e-6), 8)
-    text = f"{v:.{decimals}f}"
-    return "0" if float(text) == 0 else text
-
-
-# Tick steps: hours, then days; the first that keeps the labels apart is used.
-_HOUR_STEPS = (1, 2, 3, 6, 12)
-_DAY_STEPS = (1, 2, 3, 7, 14, 28)
-
-
-def time_ticks(start: int, end: int, zone: tzinfo, max_ticks: int) -> list[tuple[int, str]]:
-    """Ticks on round local times (whole hours, local midnights), labelled in the site's zone.
-
-    Local midnight and hours are computed on the wall clock, so a DST change
-    moves the tick in UTC, not in the label; an hour that does not exist on
-    the wall clock (spring forward) gets no tick.
-    """
-    span_h = (end - start) / MS_PER_H
-    max_ticks = max(max_ticks, 2)
-    first = datetime.fromtimestamp(start / 1000, tz=zone).date() - timedelta(days=1)
-    last = datetime.fromtimestamp(end / 1000, tz=zone).date() + timedelta(days=1)
-    for step in _HOUR_STEPS:
-        if span_h / step <= max_ticks:
-            return _local_ticks(start, end, zone, first, last, step, 1)
-    for days in _DAY_STEPS:
-        if span_h / 24 / days <= max_ticks:
-            return _local_ticks(start, end, zone, first, last, 24, days)
-    days = math.ceil(span_h / 24 / max_ticks)
-    return _local_ticks(start, end, zone, first, last, 24, days)
-
-
-def _local_ticks(
-    start: int, end: int, zone: tzinfo, first: date, last: date, hours: int, days: int
-) -> list[tuple[int, str]]:
-    long_span = end - start > 60 * MS_PER_DAY
-    out: list[tuple[int, str]] = []
-    day = first
-    while day <= last:
-        if days == 1 or day.toordinal() % days == 0:
-            for hour in range(0, 24, hours):
-                local = datetime.combine(day, time(hour), tzinfo=zone)
-                ms = round(local.timestamp() * 1000)
-                back = datetime.fromtimestamp(ms / 1000, tz=zone)
-                if back.hour != hour or back.date() != day or not start <= ms <= end:
-                    continue  # not on this wall clock (DST), or outside the window
-                if long_span:
-                    label = back.strftime("%Y-%m-%d")
-                elif hour == 0:
-                    label = back.strftime("%a %m-%d")
-                else:
-                    label = back.strftime("%H:%M")
-                out.append((ms, label))
-        day += timedelta(days=1)
-    return out
-
-
-def zone_names(start: int, end: int, zone: tzinfo) -> str:
-    """The zone's abbreviations over the window: ``EDT``, or ``EST/EDT`` across a change."""
-    names: list[str] = []
-    for ms in (start, end):
-        name = datetime.fromtimestamp(ms / 1000, tz=zone).tzname() or "local"
-        if name not in names:
-            names.append(name)
-    return "/".join(names)
-
-
-# --- series -----------------------------------------------------------------------------
-
-
-def sampling_interval(points: Sequence[Point]) -> int:
-    """The median spacing of the points (at least 1 ms)."""
-    gaps = [b[0] - a[0] for a, b in itertools.pairwise(points) if b[0] > a[0]]
-    return max(int(statistics.median(gaps)), 1) if gaps else MS_PER_MIN
-
-
-def split_at_gaps(points: Sequence[Point], interval_ms: int) -> list[list[Point]]:
-    """Runs of points with no gap of more than :data:`GAP_INTERVALS` intervals inside."""
-    runs: list[list[Point]] = []
-    limit = GAP_INTERVALS * interval_ms
-    for p in points:
-        if not runs or p[0] - runs[-1][-1][0] > limit:
-            runs.append([p])
-        else:
-            runs[-1].append(p)
-    return runs
-
-
-def downsample(start: int, end: int, columns: int, run: Sequence[Point]) -> list[Point]:
-    """At most the minimum and the maximum of each of ``columns`` pixel columns across
-    ``start``..``end``, in time order.
-
-    Every peak and trough survives (a plume's peak is the point of the chart);
-    what is dropped could not be seen anyway.
-    """
-    if len(run) <= 2 * columns:
-        return list(run)
-    span = max(end - start, 1)
-    out: list[Point] = []
-    col = None
-    lo = hi = run[0]
-    for p in run:
-        c = int((p[0] - start) * columns / span)
-        if c != col:
-            if col is not None:
-                out += [lo, hi] if lo[0] <= hi[0] else [hi, lo]
-            col, lo, hi = c, p, p
-            continue
-        if p[1] < lo[1]:
-            lo = p
-        if p[1] > hi[1]:
-            hi = p
-    out += [lo, hi] if lo[0] <= hi[0] else [hi, lo]
-    return [p for i, p in enumerate(out) if i == 0 or p != out[i - 1]]
-
 
 # --- a site's charts from the store -------------------------------------------------------
 
@@ -329,20 +66,112 @@ _BAR_HOURS = (1, 2, 3, 6, 12, 24)
 def site_charts(site: SiteConfig, store: SqlStore, start_ms: int, end_ms: int) -> list[Chart]:
     """The site's charts over ``start_ms``..``end_ms``, in the dashboard's row order.
 
-    One per turbidity pair (``turbidity-<pair>``), rain gauge (``rain-<gauge>``),
-    infiltration practice (``level-<practice>``) and sediment trap (``trap-<trap>``).
+    One per item of each described detection's section (a turbidity pair
+    ``turbidity-<pair>``, a rain gauge ``rain-<gauge>``, a practice
+    ``level-<practice>``, a trap ``trap-<trap>``), then one per sensor no detection
+    charts (``sensor-<sensor>``), as dashboards/build.py lays out the same rows.
     """
     if end_ms <= start_ms:
         raise ValueError(f"the window ends ({end_ms}) before it starts ({start_ms})")
     alerts = store.alerts(site.site.id)
-    charts = [turbidity_chart(site, store, p, start_ms, end_ms) for p in site.turbidity_pairs]
-    charts += [rain_chart(site, store, g, start_ms, end_ms) for g in site.rain_gauges]
-    charts += [
-        level_chart(site, store, p, start_ms, end_ms, drain_deadlines(site, p, alerts))
-        for p in site.infiltration_practices
+    charts = [
+        drawn.chart(store, start_ms, end_ms, alerts) for drawn in _subjects(site, site_rules(site))
     ]
-    charts += [trap_chart(site, store, t, start_ms, end_ms) for t in site.sediment_traps]
     return [with_episodes(chart, alerts) for chart in charts]
+
+
+def subject_chart(
+    site: SiteConfig, store: SqlStore, subject: str, start_ms: int, end_ms: int
+) -> Chart | None:
+    """The chart of the pair, practice, trap, gauge or lone sensor ``subject`` names, or None."""
+    for drawn in _subjects(site, site_rules(site)):
+        if drawn.subject == subject:
+            return drawn.chart(store, start_ms, end_ms, ())
+    return None
+
+
+# A finer chart than the description's panel: (site, store, section item, start, end,
+# alerts on the site) -> Chart.
+Finer = Callable[[SiteConfig, SqlStore, Any, int, int, Sequence[Alert]], Chart]
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """One chart the console can draw: a described section's item, or a lone sensor."""
+
+    site: SiteConfig
+    subject: str
+    panel: Panel
+    finer: Finer | None = None
+    item: Any = None
+
+    def chart(self, store: SqlStore, start_ms: int, end_ms: int, alerts: Sequence[Alert]) -> Chart:
+        if self.finer is not None:
+            return self.finer(self.site, store, self.item, start_ms, end_ms, alerts)
+        return panel_chart(self.site, store, self.panel, f"sensor-{self.subject}", start_ms, end_ms)
+
+
+def _subjects(site: SiteConfig, rules: Rules) -> list[_Subject]:
+    """What the console charts for ``site``, in the dashboard's row order: each panel of
+    a described detection (with the console's finer chart where it has one), then each
+    sensor no detection charts, in its kind's own panel."""
+    out: list[_Subject] = []
+    for d in sorted(descriptions(), key=lambda d: d.dashboard.position if d.dashboard else 0):
+        if d.section is None or d.dashboard is None:
+            continue
+        items = getattr(site, d.section.key)
+        for item, panel in zip(items, d.panels(site, rules), strict=True):
+            out.append(_Subject(site, item.id, panel, FINER_CHARTS.get(d.key), item))
+    charted = {s.sensor for drawn in out for s in drawn.panel.series}
+    sensors = site.sensors()
+    for panel in sensor_panels(site, charted):
+        out.append(_Subject(site, sensors[panel.series[0].sensor].id, panel))
+    return out
+
+
+_AGGREGATES: dict[str, Callable[[list[float]], float]] = {
+    "median": statistics.median,
+    "mean": statistics.fmean,
+    "sum": math.fsum,
+}
+_COLOURS = {"red": LIMIT_RED, "orange": WARN_ORANGE, "blue": DESIGN_BLUE}
+
+
+def panel_chart(
+    site: SiteConfig, store: SqlStore, panel: Panel, chart_id: str, start_ms: int, end_ms: int
+) -> Chart:
+    """A description's panel drawn from the store, as the dashboard draws it: its measured
+    series aggregated per interval, its thresholds as lines. Series computed from another
+    (``expression``, ``rolling_h``) are the finer charts' business and left out here."""
+    sid = site.site.id
+    series: list[Series] = []
+    for s in panel.series:
+        if s.expression is not None or s.rolling_h is not None:
+            continue
+        sensor = site.sensor(s.sensor)
+        floor_s = max(panel.interval_s or 0.0, sensor.interval_s)
+        width = bucket_width(start_ms, end_ms, round(floor_s * 1000))
+        points = stored_points(store, sid, s.sensor, start_ms, end_ms, usable)
+        style: Style = "bars" if panel.bars else "line"
+        agg = bucketed(points, width, _AGGREGATES[s.aggregate])
+        series.append(Series(s.alias, agg, style, interval_ms=width))
+    lines = [
+        RefLine(f"{value:g} {panel.unit}", value, _COLOURS.get(colour, LIMIT_RED))
+        for value, colour in panel.thresholds
+        if value is not None
+    ]
+    return Chart(
+        panel.title,
+        panel.unit,
+        series,
+        lines,
+        (),
+        start_ms,
+        end_ms,
+        id=chart_id,
+        zone=site.site.zone,
+        description=panel.description,
+    )
 
 
 def chart_subject(chart: Chart) -> str:
@@ -444,7 +273,7 @@ def turbidity_chart(
     (:meth:`~siltwatch.rulemath.LimitRule.allowed`, the detector's own maths),
     as the dashboard computes it from the same median.
     """
-    sid, rules = site.site.id, site.rules()
+    sid, rules = site.site.id, site_rules(site)
     unit = site.sensor(pair.downstream).unit
     window_s = pair.window_s or rules.number("turbidity.window_s")
     width = bucket_width(start_ms, end_ms, round(window_s * 1000))
@@ -547,7 +376,7 @@ def rain_chart(
     )
 
 
-_DRAIN_KINDS = (AlertKind.DRAIN_TIME, AlertKind.DRAIN_TIME_FORECAST)
+_DRAIN_KINDS = frozenset(spec.kind for spec in DRAIN.alerts)
 
 
 def drain_deadlines(
@@ -634,7 +463,7 @@ def level_chart(
 def _drain_limit_text(site: SiteConfig, practice: InfiltrationPractice) -> str:
     """The drain-time limit the site's packs set for the practice's type, with its citation
     (a Lake Lure trench has none: saying so, not borrowing another town's section)."""
-    rule = site.rules().get(f"drain.limit_h.{practice.type}")
+    rule = site_rules(site).get(f"drain.limit_h.{practice.type}")
     if rule is None:
         kind = practice.type.replace("_", " ")
         return f"no rule pack of this site sets a drain-time limit for its type ({kind})."
@@ -652,8 +481,8 @@ def trap_chart(
     """
     geometry = rulemath.TrapGeometry.of(site, trap)
     sensor = site.sensor(trap.depth_sensor)
-    warn, clean = trap_fractions(site, trap)
-    rules = site.rules()
+    warn, clean = trap_fractions(site_rules(site), trap)
+    rules = site_rules(site)
     _, warn_source = rulemath.warn_fraction(
         trap.warn_fraction, rules.require("sediment.warn_fraction")
     )
@@ -686,3 +515,38 @@ def trap_chart(
             f"cleanout due at {clean * 100:g} % ({clean_cite})."
         ),
     )
+
+
+def _turbidity(
+    site: SiteConfig, store: SqlStore, pair: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return turbidity_chart(site, store, pair, start, end)
+
+
+def _rain(
+    site: SiteConfig, store: SqlStore, gauge: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return rain_chart(site, store, gauge, start, end)
+
+
+def _level(
+    site: SiteConfig, store: SqlStore, practice: Any, start: int, end: int, alerts: Sequence[Alert]
+) -> Chart:
+    return level_chart(site, store, practice, start, end, drain_deadlines(site, practice, alerts))
+
+
+def _trap(
+    site: SiteConfig, store: SqlStore, trap: Any, start: int, end: int, _alerts: Sequence[Alert]
+) -> Chart:
+    return trap_chart(site, store, trap, start, end)
+
+
+# The console's finer charts, by the description whose panel they draw in more detail
+# (the limit the detector computes per bucket, the drain deadlines, a trap's volume
+# from its stage-storage table). Every other description's panel is drawn as it is.
+FINER_CHARTS: dict[str, Finer] = {
+    TURBIDITY.key: _turbidity,
+    RAIN.key: _rain,
+    DRAIN.key: _level,
+    SEDIMENT.key: _trap,
+}

@@ -50,6 +50,7 @@ from markupsafe import Markup
 
 from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, RainDay, StationReport
 from analytics.rain import RainDetector, StormRecord
+from console.charts.draw import svg_text
 from console.charts.plots import site_charts
 from console.fieldviews import action_view, record_view
 from console.notes import Note, NoteKind, NotesSource
@@ -66,7 +67,7 @@ from ingest.recordings.replay import replay_site
 from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
 from siltwatch.detections import alert_spec, duty_spec
-from siltwatch.rulepacks import load_pack
+from siltwatch.rulepacks import load_pack, site_rules
 from siltwatch.schema import Alert, Duty
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import SiteEvent
@@ -245,7 +246,7 @@ def build_report(
         "generated": generated,
         "footer_css": Markup(css_string(footer)),
         "verdict": report_verdict(duty_list, alert_list),
-        "certifications": certifications(site.rules().packs),
+        "certifications": certifications(site_rules(site).packs),
         "as_of": local_time(as_of, zone),
         "rain_cite": RAIN_LOG_CITE,
         "gauges": [f"{g.id} ({site.sensor(g.sensor).unit})" for g in site.rain_gauges],
@@ -258,7 +259,7 @@ def build_report(
         "alerts": alert_list,
         "stations": station_rows(site, store, period),
         "figures": [
-            Figure(c.id, c.title, Markup(c.svg(*REPORT_CHART)), c.description) for c in charts
+            Figure(c.id, c.title, Markup(svg_text(c, *REPORT_CHART)), c.description) for c in charts
         ],
         "stylesheet": Markup(STYLESHEET.read_text(encoding="utf-8")),
     }
@@ -333,7 +334,7 @@ def _zone_names(site: SiteConfig, period: Period) -> str:
 
 def _packs(site: SiteConfig) -> list[tuple[str, str]]:
     """(pack id, title) of the site's rule packs, and of the packs they stack on."""
-    chain = site.rules().packs
+    chain = site_rules(site).packs
     return [(pack_id, load_pack(pack_id).pack.title) for pack_id in chain]
 
 

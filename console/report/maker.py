@@ -8,6 +8,7 @@ out of the import of every page: it is loaded on the first report asked for.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Protocol
@@ -17,19 +18,23 @@ from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
 
 
+@dataclass(frozen=True)
+class ReportInputs:
+    """What a report is made of: the site's local days ``start`` .. ``end`` (inclusive),
+    read from its store and notes; ``generated_at`` (the console's clock) is printed in
+    its footer. One object, so the real report and a test's stand-in share one signature."""
+
+    site: SiteConfig
+    store: SqlStore
+    notes: NotesSource
+    start: date
+    end: date
+    generated_at: datetime | None = None
+
+
 class ReportRenderer(Protocol):
-    def html(
-        self,
-        site: SiteConfig,
-        store: SqlStore,
-        notes: NotesSource,
-        start: date,
-        end: date,
-        *,
-        generated_at: datetime | None = None,
-    ) -> str:
-        """The report of the local days ``start`` .. ``end`` (inclusive) as one HTML page;
-        ``generated_at`` (the console's clock) is printed in its footer."""
+    def html(self, inputs: ReportInputs) -> str:
+        """The report as one HTML page."""
         ...
 
     def pdf(self, html: str, out_path: Path) -> None:
@@ -40,19 +45,11 @@ class ReportRenderer(Protocol):
 class InspectorReport:
     """The real report (console/report/document.py ``build_report`` and ``render_pdf``)."""
 
-    def html(
-        self,
-        site: SiteConfig,
-        store: SqlStore,
-        notes: NotesSource,
-        start: date,
-        end: date,
-        *,
-        generated_at: datetime | None = None,
-    ) -> str:
+    def html(self, inputs: ReportInputs) -> str:
         from console.report.document import build_report
 
-        return build_report(site, store, notes, start, end, generated_at=generated_at)
+        i = inputs
+        return build_report(i.site, i.store, i.notes, i.start, i.end, generated_at=i.generated_at)
 
     def pdf(self, html: str, out_path: Path) -> None:
         from console.report.document import render_pdf

@@ -31,7 +31,7 @@ from analytics.events import (
     SiteLogEntry,
     StationReport,
 )
-from ingest.gaps import LostRange
+from ingest.gaps import LostRange, SensorWatch
 from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
 from siltwatch.schema import Alert, Duty
 
@@ -40,10 +40,11 @@ from siltwatch.schema import Alert, Duty
 # inspection record fields (additive: the site_log table, snapshots.site_log_mark and
 # the inspections' record columns are added in place); 5: data_gaps, and station_clocks
 # kept with the readings (additive: the tables are created, station_clocks filled from the
-# readings once, in place); 6: the field desk's records, photos and corrective actions and
-# inspections.findings (additive: ingest/store/fieldbook.py's tables created, the column
-# added, in place).
-SCHEMA_VERSION = 6
+# readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
+# (additive: the table is created in place); 7: the field desk's records, photos and
+# corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
+# created, the column added, in place).
+SCHEMA_VERSION = 7
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
@@ -108,6 +109,12 @@ CREATE TABLE IF NOT EXISTS data_gaps (
     reason TEXT NOT NULL, recorded_at INTEGER NOT NULL,
     UNIQUE (site, sensor, seq_from)
 );
+CREATE TABLE IF NOT EXISTS seq_watch (
+    site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
+    high_seq INTEGER NOT NULL, high_t INTEGER NOT NULL, first_seq INTEGER NOT NULL,
+    received INTEGER NOT NULL, lost INTEGER NOT NULL, open_gaps TEXT NOT NULL,
+    PRIMARY KEY (site, station, sensor)
+);
 CREATE TABLE IF NOT EXISTS station_clocks (
     site TEXT NOT NULL, station TEXT NOT NULL, t INTEGER NOT NULL, received_at INTEGER NOT NULL,
     PRIMARY KEY (site, station)
@@ -123,7 +130,7 @@ ADDED_COLUMNS = (
     *(("inspections", name, "TEXT") for name in ("affiliation", "address", "phone")),  # 4
     ("inspections", "signed", "INTEGER"),  # 4
     *(("inspections", name, "TEXT") for name in ("deviations", "corrective_actions")),  # 4
-    ("inspections", "findings", "TEXT NOT NULL DEFAULT ''"),  # 6: practices needing work
+    ("inspections", "findings", "TEXT NOT NULL DEFAULT ''"),  # 7: practices needing work
 )
 _INSPECTION_COLUMNS = (
     "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions, "
@@ -132,6 +139,17 @@ _INSPECTION_COLUMNS = (
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
 _TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
+
+
+def _sensor_watch(row: Sequence[Any]) -> SensorWatch:
+    """A ``seq_watch`` row as the gap tracker takes it up (its open gaps are JSON)."""
+    station, sensor, high, high_t, first, received, lost, gaps = row
+    opened = tuple((g[0], g[1], g[2], g[3], g[4], g[5]) for g in json.loads(gaps))
+    return SensorWatch(
+        str(station), str(sensor), int(high), int(high_t), int(first), int(received),
+        int(lost), opened,
+    )  # fmt: skip
+
 
 SNAPSHOT_SPACING_MS = 6 * 3_600_000  # keep one snapshot per 6 h of event time ...
 SNAPSHOTS_KEPT = 40  # ... up to ten days back, plus the newest
@@ -614,6 +632,47 @@ class SqlStore(FieldRecords, ABC):
             )
             for st, se, lo, hi, tf, tt, why, at in self._execute(query + " ORDER BY id", args)
         ]
+
+    def save_seq_watch(self, site: str, watches: Sequence[SensorWatch]) -> None:
+        """What the gap tracker knows of these sensors (ingest/gaps.py), inside the
+        caller's transaction: a restart takes up the open gaps from here."""
+        for w in watches:
+            self._execute(
+                "INSERT INTO seq_watch VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (site, station, sensor) DO UPDATE SET high_seq = excluded.high_seq, "
+                "high_t = excluded.high_t, first_seq = excluded.first_seq, "
+                "received = excluded.received, lost = excluded.lost, "
+                "open_gaps = excluded.open_gaps",
+                (
+                    site,
+                    w.station,
+                    w.sensor,
+                    w.high,
+                    w.high_t,
+                    w.first,
+                    w.received,
+                    w.lost,
+                    json.dumps([list(g) for g in w.gaps]),
+                ),
+            )
+
+    def seq_watch(self, site: str) -> list[SensorWatch]:
+        """What :meth:`save_seq_watch` kept for the site, per (station, sensor)."""
+        query = (
+            "SELECT station, sensor, high_seq, high_t, first_seq, received, lost, open_gaps "
+            "FROM seq_watch WHERE site = ? ORDER BY station, sensor"
+        )
+        return [_sensor_watch(row) for row in self._execute(query, (site,))]
+
+    def completeness_totals(self, site: str) -> dict[str, tuple[int, int]]:
+        """Per station: (readings received, readings expected by seq) over its sensors,
+        counted since the service first saw each (seq_watch)."""
+        rows = self._execute(
+            "SELECT station, sum(received), sum(high_seq - first_seq + 1) FROM seq_watch "
+            "WHERE site = ? GROUP BY station",
+            (site,),
+        )
+        return {str(st): (int(got), int(want)) for st, got, want in rows}
 
     def data_gap_totals(self, site: str) -> dict[str, tuple[int, int]]:
         """Per station: (gaps recorded, readings lost in them)."""

@@ -19,31 +19,24 @@ Kinds are declared once: two descriptions raising the same kind must share its
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from siltwatch.detections.base import AlertSpec, Description, DutySpec, Panel, RuleKey
+from siltwatch.detections.base import AlertSpec, Description, DutySpec
+from siltwatch.modulescan import declared
+from siltwatch.panels import Panel
+from siltwatch.rulekeys import RuleKey
+from siltwatch.sensorkinds import sensor_kind
 
 if TYPE_CHECKING:
-    from siltwatch.config import SiteConfig
-
-_NOT_DESCRIPTIONS = frozenset({"base"})
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SiteConfig
 
 
 @cache
 def descriptions() -> tuple[Description, ...]:
     """Every detection's description, in build order."""
-    found: list[Description] = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name in _NOT_DESCRIPTIONS:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        description = getattr(module, "DESCRIPTION", None)
-        if not isinstance(description, Description):
-            raise TypeError(f"{module.__name__} defines no DESCRIPTION (a Description)")
-        found.append(description)
+    found = declared(__name__, __path__, "DESCRIPTION", Description)
     found.sort(key=lambda d: (d.order, d.key))
     _check_unique(found)
     return tuple(found)
@@ -90,6 +83,13 @@ def _alert_specs() -> dict[str, AlertSpec[Any]]:
     return specs
 
 
+def rescan() -> None:
+    """Forget the descriptions found so far: the next call lists the package again (a
+    module was added to its search path, as a plug-in or a test fixture does)."""
+    descriptions.cache_clear()
+    _alert_specs.cache_clear()
+
+
 def alert_spec(kind: str) -> AlertSpec[Any] | None:
     """The description of an alert kind; None for a kind this release does not know."""
     return _alert_specs().get(kind)
@@ -107,14 +107,33 @@ def duty_spec(kind: str) -> DutySpec | None:
     return None
 
 
-def dashboard_rows(site: SiteConfig) -> list[tuple[str, tuple[Panel, ...]]]:
-    """(row title, panels) of every detection with panels for ``site``, in row position."""
+SENSORS_ROW = "Sensors"
+
+
+def dashboard_rows(site: SiteConfig, rules: Rules) -> list[tuple[str, tuple[Panel, ...]]]:
+    """(row title, panels) of every detection with panels for ``site`` (whose resolved
+    rules are ``rules``, siltwatch.rulepacks.site_rules), in row position, then a last
+    row with each sensor no detection's panel draws, in its kind's own panel
+    (siltwatch/sensorkinds/): a new kind of sensor is charted before any rule reads it."""
     rows = [
-        (d.dashboard.position, d.dashboard.row, d.panels(site))
+        (d.dashboard.position, d.dashboard.row, d.panels(site, rules))
         for d in descriptions()
         if d.dashboard is not None
     ]
-    return [(title, panels) for _pos, title, panels in sorted(rows, key=lambda r: r[0]) if panels]
+    out = [(title, panels) for _pos, title, panels in sorted(rows, key=lambda r: r[0]) if panels]
+    charted = {s.sensor for _title, panels in out for panel in panels for s in panel.series}
+    alone = sensor_panels(site, charted)
+    return [*out, (SENSORS_ROW, alone)] if alone else out
+
+
+def sensor_panels(site: SiteConfig, charted: set[str]) -> tuple[Panel, ...]:
+    """Each sensor of ``site`` not in ``charted``, drawn as its kind draws a sensor alone."""
+    panels: list[Panel] = []
+    for sensor in site.sensors().values():
+        kind = sensor_kind(sensor.kind)
+        if sensor.id not in charted and kind is not None:
+            panels.append(kind.panel(sensor.id, sensor.unit, sensor.interval_s))
+    return tuple(panels)
 
 
 def rule_keys() -> tuple[RuleKey, ...]:
@@ -132,5 +151,6 @@ __all__ = [
     "dashboard_rows",
     "descriptions",
     "duty_spec",
+    "rescan",
     "rule_keys",
 ]

@@ -7,9 +7,9 @@ messages, dashboards and the configuration checks loop over descriptions
 instead of switching on kind strings. A detection's *behaviour* (its state
 machine) stays in its ``analytics/`` module, named by ``engine_module``.
 
-This module imports no other siltwatch module at run time (only for type
-checking), so ``siltwatch.rulepacks`` and ``siltwatch.config`` can read the
-registry without an import cycle.
+It stands below ``siltwatch.rulepacks`` and ``siltwatch.config``, which read the
+registry: it imports only the site model (siltwatch/sitemodel.py), the resolved
+rules (siltwatch/rules.py) and the rule keys (siltwatch/rulekeys.py), never them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from siltwatch.panels import Panel
+from siltwatch.rulekeys import RuleKey
 from siltwatch.timefmt import local_time
 
 if TYPE_CHECKING:
-    from siltwatch.config import SiteConfig
-    from siltwatch.rulepacks import Rules
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SiteConfig
 
 
 # --- alerts and who hears them ----------------------------------------------------
@@ -150,40 +152,6 @@ def deadline_duty(kind: str, label: str, reasons: tuple[str, ...]) -> DutySpec:
     return DutySpec(kind, label, reasons, overdue)
 
 
-# --- rule keys --------------------------------------------------------------------
-
-_NUMBER: tuple[type, ...] = (int, float)
-# (lowest, whether the lowest itself is allowed, highest or None)
-Range = tuple[float, bool, float | None]
-POSITIVE: Range = (0.0, False, None)
-NON_NEGATIVE: Range = (0.0, True, None)
-FRACTION: Range = (0.0, False, 1.0)
-UNIT_INTERVAL: Range = (0.0, True, 1.0)
-
-
-@dataclass(frozen=True)
-class RuleKey:
-    """A rule-pack key a detection reads: its JSON types and, for numbers, its range.
-
-    A duration, cadence or interval of 0 or less would make a duty due at once
-    or a check never run; a fraction above 1 is never reached. A pack or site
-    override outside the range is refused rather than left to switch a rule off
-    quietly (siltwatch/rulepacks.py).
-    """
-
-    name: str
-    types: tuple[type, ...] = _NUMBER
-    range: Range | None = None
-
-
-def number(name: str, range_: Range | None = POSITIVE) -> RuleKey:
-    return RuleKey(name, _NUMBER, range_)
-
-
-def flag(name: str) -> RuleKey:
-    return RuleKey(name, (bool,))
-
-
 # --- configuration checks -----------------------------------------------------------
 
 
@@ -270,51 +238,6 @@ OfficerWords = tuple[Literal["duty", "critical"], str]
 
 # --- dashboards ----------------------------------------------------------------------
 
-Color = str  # a Grafana colour name
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line or bar series of a panel, over one sensor.
-
-    ``expression`` draws a reference line computed from the per-interval median
-    (``{x}``), e.g. a limit relative to the upstream background; ``rolling_h``
-    the total of the last hours (the storm rule's window). Reference series are
-    drawn dashed red; ``right_axis`` series as a line on the right axis.
-    ``reference=False`` makes an ``expression`` the measured series itself (a trap's
-    depth as the share of its storage lost), drawn as the panel's data.
-    """
-
-    sensor: str
-    alias: str
-    aggregate: Literal["median", "mean", "sum"] = "mean"
-    fill: Literal["null", "0"] = "null"
-    expression: str | None = None
-    rolling_h: int | None = None
-    right_axis: bool = False
-    reference: bool = True
-
-
-@dataclass(frozen=True)
-class Panel:
-    """One time-series panel: its series and the threshold lines the rules draw."""
-
-    title: str
-    unit: str  # the sensor's unit ("NTU", "m", "in")
-    description: str
-    series: tuple[Series, ...]
-    thresholds: tuple[tuple[float | None, Color], ...] = ()  # (value, colour); first is the base
-    interval_s: float | None = None  # at least this per point (a detector's window)
-    bars: bool = False
-
-
-def level_panel(
-    title: str, unit: str, description: str, mean: Series, lines: tuple[tuple[float, Color], ...]
-) -> Panel:
-    """A sensor's mean level with the dashed lines its rule draws (design and drained
-    levels, warning and cleanout depths), green below the first."""
-    return Panel(title, unit, description, (mean,), ((None, "green"), *lines))
-
 
 @dataclass(frozen=True)
 class Dashboard:
@@ -323,7 +246,7 @@ class Dashboard:
 
     row: str
     position: int
-    panel: Callable[[SiteConfig, Any], Panel]
+    panel: Callable[[SiteConfig, Rules, Any], Panel]
 
 
 # --- the description -------------------------------------------------------------------
@@ -373,11 +296,14 @@ class Description:
         if self.check_config is not None:
             self.check_config(view)
 
-    def panels(self, site: SiteConfig) -> tuple[Panel, ...]:
-        """Its dashboard panels for ``site``: one per item of its section."""
+    def panels(self, site: SiteConfig, rules: Rules) -> tuple[Panel, ...]:
+        """Its dashboard panels for ``site`` (whose resolved rules are ``rules``): one per
+        item of its section."""
         if self.dashboard is None or self.section is None:
             return ()
-        return tuple(self.dashboard.panel(site, item) for item in getattr(site, self.section.key))
+        return tuple(
+            self.dashboard.panel(site, rules, item) for item in getattr(site, self.section.key)
+        )
 
     def __post_init__(self) -> None:
         if not self.engine_module:

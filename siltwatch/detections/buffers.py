@@ -30,10 +30,10 @@ from siltwatch.detections.base import (
     Description,
     Evidence,
     Officer,
-    number,
     regulatory,
     short_number,
 )
+from siltwatch.rulekeys import number
 
 
 class BufferKind(StrEnum):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from siltwatch import rulekeys
 from siltwatch.detections import base
 
 
@@ -47,7 +48,9 @@ SUMMARY = (
     "each practice a checklist finds needing work is a corrective action with a due date, "
     "overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)"
 )
-DUE_DAYS = base.number("corrective_action.due_days", base.NON_NEGATIVE)  # where a law sets the days
+DUE_DAYS = rulekeys.number(
+    "corrective_action.due_days", rulekeys.NON_NEGATIVE
+)  # where a law sets the days
 DESCRIPTION = base.Description(
     "corrective_actions", 52, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
 )

@@ -26,16 +26,14 @@ from datetime import tzinfo
 from enum import StrEnum
 
 from siltwatch.detections.base import (
-    NON_NEGATIVE,
     ConfigView,
     Description,
     Evidence,
-    RuleKey,
     diagnostic,
-    number,
     repeated_names,
     short_number,
 )
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
 class DesignStormKind(StrEnum):

@@ -17,20 +17,19 @@ from siltwatch.detections.base import (
     Dashboard,
     Description,
     Evidence,
-    Panel,
     Section,
-    Series,
     diagnostic,
-    level_panel,
-    number,
     regulatory,
     short_number,
 )
+from siltwatch.panels import Panel, Series, level_panel
+from siltwatch.rulekeys import number
 from siltwatch.units import from_metres
 from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
-    from siltwatch.config import InfiltrationPractice, SiteConfig
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import InfiltrationPractice, SiteConfig
 
 PRACTICE_TYPES = (
     "infiltration_basin",
@@ -69,7 +68,7 @@ def practice_levels(site: SiteConfig, practice: InfiltrationPractice) -> tuple[f
     return round(design, 6), round(drained, 6), unit
 
 
-def _panel(site: SiteConfig, practice: InfiltrationPractice) -> Panel:
+def _panel(site: SiteConfig, _rules: Rules, practice: InfiltrationPractice) -> Panel:
     design, drained, unit = practice_levels(site, practice)
     return level_panel(
         f"Water level {practice.id} ({practice.type.replace('_', ' ')})",

@@ -17,7 +17,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, Evidence, flag, number, regulatory
+from siltwatch.detections.base import Description, Evidence, regulatory
+from siltwatch.rulekeys import flag, number
 
 
 class FelledKind(StrEnum):

@@ -15,27 +15,24 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from siltwatch.detections.base import (
-    NON_NEGATIVE,
     ConfigView,
     Dashboard,
     Description,
     Evidence,
     OfficerWords,
-    Panel,
-    RuleKey,
     Section,
-    Series,
     deadline_duty,
     diagnostic,
-    flag,
-    number,
     rules_set,
 )
 from siltwatch.detections.design_storms import DesignStormReason
+from siltwatch.panels import Panel, Series
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, flag, number
 from siltwatch.vocabulary import DutyKind, DutyReason
 
 if TYPE_CHECKING:
-    from siltwatch.config import RainGauge, SiteConfig
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import RainGauge, SiteConfig
 
 ROLLING_RAIN_H = 24  # the storm rule's window as the rain panel draws it
 
@@ -72,7 +69,7 @@ def _officer(view: ConfigView) -> OfficerWords | None:
     return None
 
 
-def _panel(site: SiteConfig, gauge: RainGauge) -> Panel:
+def _panel(site: SiteConfig, _rules: Rules, gauge: RainGauge) -> Panel:
     return Panel(
         title=f"Rain {gauge.id}",
         unit=site.sensor(gauge.sensor).unit,

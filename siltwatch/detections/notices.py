@@ -18,15 +18,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    NON_NEGATIVE,
-    Description,
-    Evidence,
-    Officer,
-    RuleKey,
-    number,
-    regulatory,
-)
+from siltwatch.detections.base import Description, Evidence, Officer, regulatory
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
 class NoticeKind(StrEnum):

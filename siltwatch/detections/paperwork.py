@@ -18,6 +18,36 @@ Three provisions ask for something on record before land disturbance begins:
   obtaining a plan approval" (Lake Lure 96.04(C); 96.05(B)(16) deems it a
   violation): ``paperwork.plan_approval``, a ``plan_approved`` row.
 
+- a plan approval "shall be prominently displayed until all construction is
+  complete" (Lake Lure 96.05(B)(13)): ``paperwork.approval_displayed``, an
+  ``approval_displayed`` row;
+- "Temporary erosion controls shall be required to prevent siltation of water
+  bodies during construction" (Lake George §148-11 I(2)(f)):
+  ``paperwork.erosion_controls_first``, the ``controls_installed`` milestone,
+  checked at the first row that opens ground (``disturbed``, ``cleared`` or
+  ``graded``; the ``start_of_development`` milestone and ``active`` rows are
+  not ground opened: §148-12 A itself lists the start of development before the
+  installation of the controls);
+- "When deemed necessary by the Erosion Control Officer, a preconstruction
+  conference may be required" (Lake Lure 96.05(B)(12)):
+  ``paperwork.preconstruction_conference``: only once a ``conference_required``
+  row records that the officer required one, each row of work before a
+  ``conference_held`` row opens ``paperwork_missing`` (subject
+  ``preconstruction_conference``) until it is held.
+
+Lake Lure needs no plan for small disturbances (96.05(A)(1)(b): "within 35
+feet of a lake or natural watercourse and do not exceed 100 square feet"; (c):
+elsewhere, "do not exceed 2,000 square feet"; (B)(1): a plan "whenever more than
+2,000 square feet (100 square feet if ... within 35 feet ...)" is uncovered):
+with ``paperwork.plan_required_over_sq_ft``,
+``paperwork.plan_required_near_water_over_sq_ft`` and
+``paperwork.plan_required_near_water_ft`` set, the plan's papers (approval, copy
+on site, approval displayed) are asked for at the row of the site log that
+takes the land disturbed so far (each area with a ``disturbed``, ``cleared`` or
+``graded`` row, with its acres, cumulatively) past the threshold: 100 sq ft once
+any disturbed area lies within 35 ft of water (at exactly 35 ft it is within),
+else 2,000; at exactly the threshold no plan is needed.
+
 The first row of work (``disturbed``, ``cleared``, ``graded``, ``active`` of
 an area, or the ``start_of_development`` milestone) with one of them not yet
 recorded opens ``paperwork_missing`` (subject: the requirement), the town's
@@ -32,7 +62,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, Evidence, Officer, flag, regulatory
+from siltwatch.detections.base import Description, Evidence, Officer, regulatory
+from siltwatch.rulekeys import flag, number
 
 
 class PaperworkKind(StrEnum):
@@ -46,6 +77,9 @@ class Requirement(StrEnum):
     PLAN_ON_SITE = "plan_on_site"
     START_NOTICE = "start_notice"
     PLAN_APPROVAL = "plan_approval"
+    APPROVAL_DISPLAYED = "approval_displayed"
+    EROSION_CONTROLS = "erosion_controls"
+    PRECONSTRUCTION_CONFERENCE = "preconstruction_conference"
 
 
 class PaperworkEvidence(Evidence):
@@ -72,13 +106,20 @@ DESCRIPTION = Description(
     key="paperwork",
     order=44,
     summary="work begun without the contractor certifications, the plan on site, the "
-    "start notice or the plan approval (Lake George §148-8 D, F; Big Flats 17.37.080 D, E; "
-    "Lake Lure 96.04(C), 96.05(B)(11), (13))",
+    "start notice, the plan approval (displayed), the erosion controls or a required "
+    "preconstruction conference (Lake George §148-8 D, F, §148-11 I(2)(f); Big Flats "
+    "17.37.080 D, E; Lake Lure 96.04(C), 96.05(B)(11), (12), (13))",
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
         flag("paperwork.contractor_certification"),
         flag("paperwork.plan_on_site"),
         flag("paperwork.start_notice"),
         flag("paperwork.plan_approval"),
+        flag("paperwork.approval_displayed"),
+        flag("paperwork.erosion_controls_first"),
+        flag("paperwork.preconstruction_conference"),
+        number("paperwork.plan_required_over_sq_ft"),
+        number("paperwork.plan_required_near_water_over_sq_ft"),
+        number("paperwork.plan_required_near_water_ft"),
     ),
 )

@@ -19,7 +19,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import Description, Evidence, Officer, number, regulatory
+from siltwatch.detections.base import Description, Evidence, Officer, regulatory
+from siltwatch.rulekeys import number
 
 
 class PlanKind(StrEnum):

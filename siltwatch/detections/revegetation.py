@@ -35,9 +35,9 @@ from siltwatch.detections.base import (
     OverdueEvidence,
     deadline_duty,
     diagnostic,
-    number,
     overdue_amount,
 )
+from siltwatch.rulekeys import number
 
 
 class RevegetationKind(StrEnum):

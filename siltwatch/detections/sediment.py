@@ -12,23 +12,15 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from siltwatch import rulemath
-from siltwatch.detections.base import (
-    FRACTION,
-    Dashboard,
-    Description,
-    Evidence,
-    Panel,
-    Section,
-    Series,
-    level_panel,
-    number,
-    regulatory,
-)
+from siltwatch.detections.base import Dashboard, Description, Evidence, Section, regulatory
+from siltwatch.panels import Panel, Series, level_panel
+from siltwatch.rulekeys import FRACTION, number
 from siltwatch.units import from_metres, to_metres
 from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
-    from siltwatch.config import SedimentTrap, SiteConfig
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SedimentTrap, SiteConfig
 
 
 class SedimentEvidence(Evidence):
@@ -57,9 +49,8 @@ def depth_at_fraction(site: SiteConfig, trap: SedimentTrap, fraction: float) -> 
     return round(from_metres(depth_m, unit), 4)
 
 
-def trap_fractions(site: SiteConfig, trap: SedimentTrap) -> tuple[float, float]:
+def trap_fractions(rules: Rules, trap: SedimentTrap) -> tuple[float, float]:
     """(warn fraction, cleanout fraction) for a trap: its own warn level, else the packs'."""
-    rules = site.rules()
     warn, _source = rulemath.warn_fraction(
         trap.warn_fraction, rules.require("sediment.warn_fraction")
     )
@@ -83,9 +74,9 @@ def storage_lost_pct(site: SiteConfig, trap: SedimentTrap) -> str | None:
     return f"{a!r} * {{x}} + {b!r} * {{x}} * {{x}} + {c!r} * {{x}} * {{x}} * {{x}}"
 
 
-def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
+def _panel(site: SiteConfig, rules: Rules, trap: SedimentTrap) -> Panel:
     unit = site.sensor(trap.depth_sensor).unit
-    warn, clean = trap_fractions(site, trap)
+    warn, clean = trap_fractions(rules, trap)
     share = storage_lost_pct(site, trap)
     if share is not None:
         # As the console draws it (console/charts/plots.py trap_chart): volume, not depth.
@@ -94,7 +85,7 @@ def _panel(site: SiteConfig, trap: SedimentTrap) -> Panel:
             "%",
             f"Share of the design storage volume filled, from {trap.depth_sensor}'s sediment "
             f"depth and the trap's shape. Dashed lines: {warn:.0%} (warning) and {clean:.0%} "
-            f"(cleanout due, {site.rules().require('sediment.cleanout_fraction').cite()}).",
+            f"(cleanout due, {rules.require('sediment.cleanout_fraction').cite()}).",
             Series(trap.depth_sensor, "storage lost", expression=share, reference=False),
             ((warn * 100, "orange"), (clean * 100, "red")),
         )

@@ -9,7 +9,8 @@ passes first, which is why it is built first.
 
 from __future__ import annotations
 
-from siltwatch.detections.base import Description, Evidence, diagnostic, number
+from siltwatch.detections.base import Description, Evidence, diagnostic
+from siltwatch.rulekeys import number
 from siltwatch.vocabulary import AlertKind
 
 

@@ -14,7 +14,11 @@ from ``disturbed``/``cleared``/``graded`` until its ``temporary_cover`` or
 - Lake George §148-11 I(3)(e)[3][e]: clearing or grading between October 15
   and April 15 needs extra measures during revegetation —
   ``cover.cold_season`` (``["10-15", "04-15"]``): a reminder on the area until
-  it is covered.
+  it is covered; and when such an area is revegetated (a ``seeded`` or
+  ``permanent_cover`` row) with no ``extra_measures`` row of the area at or
+  before it (screen mesh, netting, extra mulch, silt fence: what was done),
+  ``cold_season_measures_missing`` opens (warning; the town hears it once)
+  until the area's ``extra_measures`` row is recorded.
 """
 
 from __future__ import annotations
@@ -23,21 +27,20 @@ from datetime import tzinfo
 from enum import StrEnum
 
 from siltwatch.detections.base import (
-    NON_NEGATIVE,
     Description,
     Evidence,
     Officer,
-    RuleKey,
     diagnostic,
-    number,
     regulatory,
     short_number,
 )
+from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
 class SiteLimitKind(StrEnum):
     DISTURBED_AREA = "disturbed_area_limit"  # subject: "site", or "hqw" for the HQW zones
     COLD_SEASON = "cold_season_earthwork"  # subject: the area
+    COLD_MEASURES = "cold_season_measures_missing"  # subject: the area
 
 
 class AreaLimitEvidence(Evidence):
@@ -70,12 +73,25 @@ COLD_SEASON = diagnostic(
     SiteLimitKind.COLD_SEASON, "cold-season earthwork", ColdSeasonEvidence, _cold
 )
 
+
+def _measures(ev: ColdSeasonEvidence, _zone: tzinfo) -> str:
+    return f"{ev.area} revegetated without the cold season's extra measures"
+
+
+COLD_MEASURES = regulatory(
+    SiteLimitKind.COLD_MEASURES,
+    "cold-season revegetation without extra measures",
+    ColdSeasonEvidence,
+    _measures,
+    Officer.ONCE,
+)
+
 DESCRIPTION = Description(
     key="site_limits",
     order=46,
     summary="open ground over the disturbed-area limits, and cold-season earthwork "
     "(Lake George §148-8 B(1)(d), §148-11 I(3)(e)[3][e]; Lake Lure 96.08(B)(1))",
-    alerts=(DISTURBED_AREA, COLD_SEASON),
+    alerts=(DISTURBED_AREA, COLD_SEASON, COLD_MEASURES),
     rule_keys=(
         number("area.max_disturbed_acres", NON_NEGATIVE),
         number("area.max_uncovered_acres_hqw", NON_NEGATIVE),

@@ -22,14 +22,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    NON_NEGATIVE,
-    Description,
-    Section,
-    deadline_duty,
-    flag,
-    number,
-)
+from siltwatch.detections.base import Description, Section, deadline_duty
+from siltwatch.rulekeys import NON_NEGATIVE, flag, number
 
 
 class StabilizationKind(StrEnum):

@@ -16,14 +16,8 @@ from __future__ import annotations
 from datetime import tzinfo
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    NON_NEGATIVE,
-    Description,
-    Evidence,
-    diagnostic,
-    number,
-    short_number,
-)
+from siltwatch.detections.base import Description, Evidence, diagnostic, short_number
+from siltwatch.rulekeys import NON_NEGATIVE, number
 
 
 class StationAlertKind(StrEnum):

@@ -19,25 +19,22 @@ from typing import TYPE_CHECKING
 
 from siltwatch import rulemath
 from siltwatch.detections.base import (
-    NON_NEGATIVE,
-    UNIT_INTERVAL,
     ConfigView,
     Dashboard,
     Description,
     Evidence,
-    Panel,
-    RuleKey,
     Section,
-    Series,
-    number,
     regulatory,
     short_number,
 )
 from siltwatch.detections.sensor_health import DATA_QUALITY
+from siltwatch.panels import Panel, Series
+from siltwatch.rulekeys import NON_NEGATIVE, UNIT_INTERVAL, RuleKey, number
 from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
-    from siltwatch.config import SiteConfig, TurbidityPair
+    from siltwatch.rules import Rules
+    from siltwatch.sitemodel import SiteConfig, TurbidityPair
 
 
 class TurbidityEvidence(Evidence):
@@ -97,10 +94,12 @@ def _check(view: ConfigView) -> None:
 # --- the panel's reference lines ----------------------------------------------------------
 
 
-def limit_shape(site: SiteConfig, pair: TurbidityPair) -> Mapping[str, float | bool] | None:
+def limit_shape(
+    site: SiteConfig, rules: Rules, pair: TurbidityPair
+) -> Mapping[str, float | bool] | None:
     """The pair's limit table, as the detector picks it (siltwatch.rulemath.choose_limit)."""
     water_class = site.water(pair.receiving_water).water_class
-    table, _cite = rulemath.choose_limit(pair.limit, water_class, site.rules(), pair.id)
+    table, _cite = rulemath.choose_limit(pair.limit, water_class, rules, pair.id)
     return table
 
 
@@ -138,9 +137,9 @@ def limit_lines(shape: Mapping[str, float | bool] | None) -> LimitLines:
     return LimitLines(cap=cap, computed=lines, note="; ".join(notes))
 
 
-def _panel(site: SiteConfig, pair: TurbidityPair) -> Panel:
-    lines = limit_lines(limit_shape(site, pair))
-    window_s = pair.window_s or site.rules().number("turbidity.window_s")
+def _panel(site: SiteConfig, rules: Rules, pair: TurbidityPair) -> Panel:
+    lines = limit_lines(limit_shape(site, rules, pair))
+    window_s = pair.window_s or rules.number("turbidity.window_s")
     about = (
         f"Medians of {pair.upstream} (upstream background) and {pair.downstream} "
         f"(below the discharge) per interval of at least the detector's window "

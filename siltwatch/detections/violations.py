@@ -34,10 +34,9 @@ from siltwatch.detections.base import (
     Evidence,
     Officer,
     deadline_duty,
-    flag,
-    number,
     regulatory,
 )
+from siltwatch.rulekeys import flag, number
 from siltwatch.timefmt import local_time
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from alerts.messages import SiteLabel
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from ingest.mqtt.embedded_broker import StartStop
 from siltwatch.config import Contact
 from siltwatch.schema import Alert, Duty
@@ -50,6 +50,16 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.t += seconds
+
+
+class RecordingSink:
+    """A notification sink that keeps what it is sent, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[Notification] = []
+
+    def send(self, note: Notification) -> None:
+        self.sent.append(note)
 
 
 def alert(
@@ -128,7 +138,7 @@ def note(
     recipients: tuple[Contact, ...] = (OFFICER, OPERATOR),
     **kwargs: Any,
 ) -> Notification:
-    return Notification(event, at, alert(**kwargs), recipients)
+    return Notification(NoticeEvent(event), at, alert(**kwargs), recipients)
 
 
 # --- SMTP ----------------------------------------------------------------------------

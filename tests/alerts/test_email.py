@@ -22,9 +22,10 @@ from alerts.channel import DeliveryFailed
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import Outbox
 from alerts.pngchart import ChartData
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from alerts.worker import DeliveryWorker, OutboxSink
-from console.charts.plots import Chart, RefLine, Series
+from console.charts.draw import png_bytes
+from console.charts.model import Chart, RefLine, Series
 from siltwatch.schema import Alert
 from tests.alerts.helpers import (
     CITATION,
@@ -303,7 +304,7 @@ def turbidity_chart(site_id: str, alert: Alert) -> ChartData | None:
     drawn = Chart("Turbidity outfall-a", "NTU", [Series("downstream", down), Series("upstream", up)],
                   [RefLine("limit", 54.3)], start_ms=down[0][0], end_ms=down[-1][0])  # fmt: skip
     return ChartData("Turbidity outfall-a", "NTU", (("downstream", down), ("upstream", up)),
-                     (("limit", 54.3),), png=drawn.png(), width=440, height=250)  # fmt: skip
+                     (("limit", 54.3),), png=png_bytes(drawn), width=440, height=250)  # fmt: skip
 
 
 def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
@@ -318,7 +319,9 @@ def episode_emails(tmp_path: Path) -> dict[str, list[EmailMessage]]:
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, [channel], clock)
         worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
-        sink.send(note(event="opened", at="2026-05-05T16:26:00Z"))  # the alert's opened_at
+        sink.send(
+            note(event=NoticeEvent.OPENED, at="2026-05-05T16:26:00Z")
+        )  # the alert's opened_at
         worker.run_once()
         clock.advance(8 * 3600)
         sink.send(note(event="resolved", at="2026-05-06T00:58:00Z", resolved=True))
@@ -357,7 +360,7 @@ def test_an_escalation_gets_a_new_subject_in_the_same_thread(tmp_path: Path) -> 
         outbox = Outbox(tmp_path / "outbox.sqlite3")
         sink = OutboxSink(outbox, [channel], clock)
         worker = DeliveryWorker(outbox, [channel], clock=clock, site=SITE)
-        opened = note(event="opened", at="2026-05-05T16:26:00Z", severity="warning")
+        opened = note(event=NoticeEvent.OPENED, at="2026-05-05T16:26:00Z", severity="warning")
         sink.send(opened)
         worker.run_once()
         clock.advance(3600)
@@ -372,7 +375,7 @@ def test_an_escalation_gets_a_new_subject_in_the_same_thread(tmp_path: Path) -> 
                 ],
             }
         )
-        sink.send(Notification("escalated", "2026-05-05T17:26:00Z", up, (OFFICER,)))
+        sink.send(Notification(NoticeEvent.ESCALATED, "2026-05-05T17:26:00Z", up, (OFFICER,)))
         worker.run_once()
         outbox.close()
     mails = [m for _f, rcpt, m in server.handler.received if rcpt == [OFFICER.email]]

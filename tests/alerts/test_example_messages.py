@@ -18,7 +18,7 @@ from alerts.acklinks import Links
 from alerts.channel import opened_event_time
 from alerts.gsm7 import gsm7_septets, is_gsm7, segments, to_gsm7
 from alerts.messages import SiteLabel, section_only, sms_citation
-from alerts.routing import Notification, announced, route
+from alerts.routing import NoticeEvent, Notification, announced, route
 from alerts.sms import SmsSettings, SmsSink
 from analytics.events import AlertEvent
 from ingest.recordings.replay import ReplayResult, replay_file
@@ -43,12 +43,12 @@ def notifications(result: ReplayResult) -> list[Notification]:
     site = result.site
     out = []
     for event in result.events:
-        if not isinstance(event, AlertEvent) or not announced(event.type, event.alert):
+        if not isinstance(event, AlertEvent) or not announced(NoticeEvent(event.type), event.alert):
             continue
-        out.append(route(site, event.type, utc_iso(event.at), event.alert))
+        out.append(route(site, NoticeEvent(event.type), utc_iso(event.at), event.alert))
         if event.type == "opened":
             later = event.at + int(timedelta(minutes=30) / timedelta(milliseconds=1))
-            for follow_up in ("reminder", "unacknowledged"):
+            for follow_up in (NoticeEvent.REMINDER, NoticeEvent.UNACKNOWLEDGED):
                 out.append(
                     Notification(follow_up, utc_iso(later), event.alert, tuple(site.contacts))
                 )

@@ -15,7 +15,7 @@ from alerts.acks import Acknowledgement
 from alerts.dispatch import Dispatcher
 from alerts.followups import FollowUps
 from alerts.outbox import Outbox
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from alerts.worker import DeliveryWorker, OutboxSink
 from analytics.events import AlertEvent
 from siltwatch.config import SiteConfig, load_site
@@ -95,14 +95,14 @@ class Rig:
 
 def test_with_a_chain_only_the_operator_hears_a_plume_at_once() -> None:
     site = site_with(escalation=CHAIN)
-    note = route(site, "opened", "2026-05-05T16:56:00Z", alert())
+    note = route(site, NoticeEvent.OPENED, "2026-05-05T16:56:00Z", alert())
     assert [c.name for c in note.recipients] == ["Dana Ruiz"]
 
 
 def test_a_missed_legal_deadline_still_reaches_the_officer_at_once() -> None:
     site = site_with(escalation=CHAIN)
     overdue = alert(kind="inspection_overdue", subject="du-1", rule="Lake George §148-11 I(4)")
-    note = route(site, "opened", "2026-05-05T16:56:00Z", overdue)
+    note = route(site, NoticeEvent.OPENED, "2026-05-05T16:56:00Z", overdue)
     assert "Sam Okafor" in [c.name for c in note.recipients]
 
 
@@ -139,10 +139,10 @@ def test_a_critical_alert_repeats_until_acknowledged(tmp_path: Path) -> None:
     rig.announce()
     told = len(rig.phones())
     rig.run_until(121)
-    assert [e.event for e in rig.outbox.deliveries()].count("reminder") == 2 * told
+    assert [e.event for e in rig.outbox.deliveries()].count(NoticeEvent.REMINDER) == 2 * told
     rig.book.acks["al-9ff14d7ed75e140c"] = Acknowledgement("Sam Okafor", 0, "sms")
     rig.run_until(240)
-    assert [e.event for e in rig.outbox.deliveries()].count("reminder") == 2 * told
+    assert [e.event for e in rig.outbox.deliveries()].count(NoticeEvent.REMINDER) == 2 * told
 
 
 def test_a_warning_is_not_repeated(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gc
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from alerts.channel import DeliveryFailed
-from alerts.outbox import Outbox
+from alerts.outbox import Composed, DeliveryState, Outbox
+from alerts.routing import NoticeEvent
 from alerts.worker import DeliveryWorker, OutboxSink
 from tests.alerts.helpers import OFFICER, SITE, FakeClock, RecordingChannel, SimulatedCrash, note
 
@@ -126,4 +128,27 @@ def test_a_channel_removed_from_the_config_does_not_lose_its_pending_deliveries(
     worker.run_once()
     (d,) = outbox.deliveries()
     assert d.state == "pending" and "not configured" in (d.last_error or "")
+    outbox.close()
+
+
+def test_an_outbox_written_as_plain_words_reads_as_typed_states_and_events(tmp_path: Path) -> None:
+    """The state and event columns hold the same words as before the enums: a file an older
+    release wrote (here: its rows changed by plain SQL, as that release did) reads typed, and
+    what this release writes is stored as the old words."""
+    _, _, path, outbox = officer_queued(tmp_path)
+    outbox.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT state, event FROM deliveries").fetchall() == [
+            ("pending", "opened")
+        ]
+        db.execute("UPDATE deliveries SET state = 'failed', event = 'summary'")
+    db.close()
+    outbox = Outbox(path)
+    (d,) = outbox.deliveries(DeliveryState.FAILED)
+    assert d.state is DeliveryState.FAILED and d.event is Composed.SUMMARY
+    assert outbox.counts() == {DeliveryState.FAILED: 1}
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE deliveries SET event = 'reminder'")
+    db.close()
+    assert outbox.deliveries()[0].event is NoticeEvent.REMINDER
     outbox.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from siltwatch.config import load_site
 from siltwatch.schema import Alert
 
@@ -31,7 +31,7 @@ def alert(kind: str, steps: list[tuple[str, str]], resolved: str | None = None) 
 
 
 def roles(event: str, a: Alert) -> set[str]:
-    return {c.role for c in route(SITE, event, "2026-05-05T18:00:00Z", a).recipients}
+    return {c.role for c in route(SITE, NoticeEvent(event), "2026-05-05T18:00:00Z", a).recipients}
 
 
 def test_officer_hears_first_critical_and_resolution_only() -> None:

@@ -22,6 +22,7 @@ from alerts.channel import Channel, DeliveryFailed
 from alerts.http import redact_url
 from alerts.mail import EmailSink, SmtpSettings
 from alerts.outbox import NewDelivery, Outbox
+from alerts.routing import NoticeEvent
 from alerts.sms import SmsSettings, SmsSink
 from alerts.webhook import WebhookSettings, WebhookSink
 from alerts.worker import DeliveryWorker, OutboxSink
@@ -164,7 +165,7 @@ def test_an_outbox_from_before_redaction_is_scrubbed_when_opened(tmp_path: Path)
     outbox = Outbox(tmp_path / "outbox.sqlite3")
     old = NewDelivery(
         id="d1", channel="webhook", address=url, recipient="webhook", alert_id="a1",
-        event="opened", event_at="2026-05-05T16:56:00Z", kind="turbidity_contrast",
+        event=NoticeEvent.OPENED, event_at="2026-05-05T16:56:00Z", kind="turbidity_contrast",
         severity="critical", subject="outfall-a", rule="r", message={"json": "{}"},
     )  # fmt: skip
     outbox.enqueue([old], 1.0)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from alerts.silences import HeldInSilence, held_by, may_be_silenced
 from siltwatch.detections import alert_kinds, alert_spec, duty_spec
 from siltwatch.detections.base import Officer
-from tests.alerts.helpers import alert
+from tests.alerts.helpers import RecordingSink, alert
 
 
 def test_no_regulatory_duty_notice_or_violation_may_be_silenced() -> None:
@@ -53,25 +53,19 @@ class Lookup:
         return self.answer if self.only_at in (None, at_ms) else None
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.sent: list[Notification] = []
-
-    def send(self, note: Notification) -> None:
-        self.sent.append(note)
-
-
 def ms(utc_time: str) -> int:
     return round(datetime.fromisoformat(f"2026-05-05T{utc_time}:00+00:00").timestamp() * 1000)
 
 
 def note(event: str, kind: str = "turbidity_contrast", resolved: bool = False) -> Notification:
-    return Notification(event, "2026-05-05T16:30:00Z", alert(kind=kind, resolved=resolved), ())
+    return Notification(
+        NoticeEvent(event), "2026-05-05T16:30:00Z", alert(kind=kind, resolved=resolved), ()
+    )
 
 
 def test_a_covered_opening_is_held_its_end_asks_about_its_opening_too() -> None:
     lookup = Lookup("silence #1 of sensor turb-down by Dana Ruiz: probe serviced")
-    inner = Recorder()
+    inner = RecordingSink()
     sink = HeldInSilence(inner, "lg-route9n", lookup)
     sink.send(note("opened"))
     assert inner.sent == [] and sink.held == 1
@@ -86,7 +80,7 @@ def test_a_covered_opening_is_held_its_end_asks_about_its_opening_too() -> None:
 
 
 def test_silences_that_cannot_be_read_hold_nothing() -> None:
-    inner = Recorder()
+    inner = RecordingSink()
     sink = HeldInSilence(inner, "lg-route9n", Lookup(broken=True))
     sink.send(note("opened"))
     assert len(inner.sent) == 1 and sink.held == 0

@@ -10,6 +10,7 @@ import pytest
 from alerts.acklinks import Links, link_problem, parse_link_token
 from alerts.gsm7 import is_gsm7, segments
 from alerts.outbox import NewDelivery, Outbox
+from alerts.routing import NoticeEvent
 from alerts.sms import SmsSettings, SmsSink
 from alerts.worker import DeliveryWorker, OutboxSink
 from tests.alerts.helpers import (
@@ -103,7 +104,7 @@ def test_a_body_longer_than_one_segment_is_refused_for_good(
         [
             NewDelivery(
                 id=f"d{i}", channel="sms", address=str(OFFICER.phone), recipient=OFFICER.name,
-                alert_id=f"al-{i}", event="opened", event_at="2026-05-05T16:56:00Z",
+                alert_id=f"al-{i}", event=NoticeEvent.OPENED, event_at="2026-05-05T16:56:00Z",
                 kind="turbidity_contrast", severity="critical", subject="outfall-a",
                 rule=CITATION, message={"body": body},
             )

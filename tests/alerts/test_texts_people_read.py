@@ -20,7 +20,7 @@ from alerts.messages import (
     sms_summary,
     sms_text,
 )
-from alerts.routing import Notification
+from alerts.routing import NoticeEvent, Notification
 from siltwatch.detections import alert_kinds
 from siltwatch.latemarks import LATE_PREFIX, WITHDRAWN_PREFIX
 from siltwatch.schema import Alert
@@ -56,11 +56,11 @@ def overdue(at_due: str = "2026-05-06T15:00:00Z", **kw: str) -> Alert:
 
 
 def test_a_duty_alert_is_named_by_what_it_is_about_and_counts_its_lateness_now() -> None:
-    at_open = Notification("opened", "2026-05-06T15:00:00Z", overdue(), (OFFICER,))
+    at_open = Notification(NoticeEvent.OPENED, "2026-05-06T15:00:00Z", overdue(), (OFFICER,))
     body = sms_text(at_open, NY, code=CODE, link=LINK)
     assert "du-" not in body and "0 h overdue" not in body
     assert "stabilization of Topsoil" in body and "due May 6 11:00" in body
-    later = Notification("reminder", "2026-05-10T23:00:00Z", overdue(), (OFFICER,))
+    later = Notification(NoticeEvent.REMINDER, "2026-05-10T23:00:00Z", overdue(), (OFFICER,))
     text = sms_text(later, NY, code=CODE, link=LINK)
     assert "due May 6 11:00" in text and text.endswith(LINK)
     subject = email_subject(at_open, NY)
@@ -75,7 +75,9 @@ def test_a_storm_inspection_is_named_by_its_storm_with_the_date() -> None:
     storm = overdue(
         kind="inspection_overdue", reason="storm", subject="gauge-yard@2026-05-08T12:25:00Z"
     )
-    body = sms_text(Notification("opened", "2026-05-11T12:00:00Z", storm, ()), NY, link=LINK)
+    body = sms_text(
+        Notification(NoticeEvent.OPENED, "2026-05-11T12:00:00Z", storm, ()), NY, link=LINK
+    )
     assert "inspection after the storm of May 8 08:25" in body
     assert "@" not in body.split(" http")[0]
 
@@ -94,14 +96,16 @@ def test_the_citation_drops_siltwatchs_disclaimer_in_a_text() -> None:
 
 def test_found_late_and_withdrawn_say_so_in_the_text_and_the_email_subject() -> None:
     late = alert(message=LATE_PREFIX + "Turbidity ...", resolved=True)
-    ended = Notification("resolved", "2026-05-07T10:00:00Z", late, (OFFICER,))
+    ended = Notification(NoticeEvent.RESOLVED, "2026-05-07T10:00:00Z", late, (OFFICER,))
     text = sms_text(ended, NY, code=CODE, link=LINK)
     assert text.startswith("FOUND LATE") and "May 5 12:26-20:58" in text
     assert "found late" in email_subject(ended, NY)
-    opened = sms_text(Notification("opened", "2026-05-07T10:00:00Z", late, ()), NY, link=LINK)
+    opened = sms_text(
+        Notification(NoticeEvent.OPENED, "2026-05-07T10:00:00Z", late, ()), NY, link=LINK
+    )
     assert opened.startswith("FOUND LATE: CRITICAL") and "May 5" in opened
     gone = alert(message=WITHDRAWN_PREFIX + "Turbidity ...", resolved=True)
-    withdrawn = Notification("resolved", "2026-05-07T10:00:00Z", gone, (OFFICER,))
+    withdrawn = Notification(NoticeEvent.RESOLVED, "2026-05-07T10:00:00Z", gone, (OFFICER,))
     text = sms_text(withdrawn, NY, code=CODE, link=LINK)
     assert text.startswith("Withdrawn: late readings disprove it.")
     assert "CLEARED" not in text and text.endswith(LINK)
@@ -144,7 +148,9 @@ def test_every_text_is_one_segment_with_a_link_and_a_date(
         )
     site = SiteLabel("site-1", site_name, ZoneInfo("America/New_York"), {"stockpile": area_name})
     link = ("https://t.example/a/" + "Z" * 80)[:link_len]
-    body = sms_text(Notification(event, "2026-05-07T10:00:00Z", a, ()), site, code=CODE, link=link)
+    body = sms_text(
+        Notification(NoticeEvent(event), "2026-05-07T10:00:00Z", a, ()), site, code=CODE, link=link
+    )
     assert is_gsm7(body) and segments(body) == 1 and gsm7_septets(body) <= 160, body
     assert body.endswith(link) and f"ACK {CODE}" in body, body
     assert "May " in body, body  # every time with its date
@@ -230,5 +236,7 @@ def test_a_cleared_text_says_how_bad_it_got_not_the_value_at_clearing() -> None:
             }
         }
     )
-    text = sms_text(Notification("resolved", "2026-05-06T00:58:00Z", plume, ()), NY, link=LINK)
+    text = sms_text(
+        Notification(NoticeEvent.RESOLVED, "2026-05-06T00:58:00Z", plume, ()), NY, link=LINK
+    )
     assert "peak 170.6 vs 54.3" in text and "26.7" not in text, text

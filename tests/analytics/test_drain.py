@@ -19,6 +19,7 @@ from analytics.drain import DrainTimeDetector
 from analytics.engine import Engine
 from analytics.events import SensorReading
 from analytics.timeutil import MS_PER_H, MS_PER_MIN, to_ms
+from siltwatch.applicability import applicability
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert
 
@@ -354,3 +355,56 @@ def test_a_steady_constant_rate_recession_inside_the_limit_raises_no_warning() -
     (event,) = det.events()
     assert event.drained_at is not None
     assert (event.drained_at - event.peak_at) / MS_PER_H == pytest.approx(48.3, abs=0.2)
+
+
+def _classed(**info: object) -> SiteConfig:
+    site = make_site()
+    return site.model_copy(update={"site": site.site.model_copy(update=info)})
+
+
+@pytest.mark.parametrize(
+    ("info", "why"),
+    [
+        ({"project": "minor"}, "a minor project (Lake George §148-11 I(3), E)"),
+        (
+            {"project": "major", "in_lake_george_park": False},
+            "outside the Lake George Park (Lake George §148-6 D; §148-11 A)",
+        ),
+    ],
+    ids=["minor-project", "outside-the-park"],
+)
+def test_no_drain_time_alert_where_148_11_i3_does_not_reach(
+    info: dict[str, object], why: str
+) -> None:
+    """§148-11 I(3): "the following additional requirements shall apply to major
+    projects", and §148-11 holds in the Lake George Park only. The same undrained basin
+    that alerts on a major project in the Park at peak + 120 h raises nothing on a minor
+    project or outside the Park, and config check's pack line says why."""
+
+    def level(h: float) -> float:
+        return 1.0 if 1.0 <= h < 131.0 else 0.0
+
+    site = _classed(**info)
+    engine = run(site, series(level, 140))
+    assert drain_alerts(engine) == []
+    assert drain_alerts(engine, "drain_time_forecast") == []
+    (line,) = [x for x in applicability(site) if x.startswith("ny-lake-george")]
+    assert f"drain.limit_h.infiltration_basin ({why})" in line
+    assert f"drain.limit_h.porous_pavement ({why})" in line
+    major = run(_classed(project="major"), series(level, 140))
+    assert [a.opened_at for a in drain_alerts(major)] == [at(121)]
+
+
+def test_a_minor_project_may_still_set_its_own_drain_limit() -> None:
+    """A minor project's practice with its own drain_limit_h (a site's choice, not
+    §148-11) is checked against it, cited as the site's configuration: 48 h after the
+    01:00 peak, 49:00."""
+
+    def level(h: float) -> float:
+        return 1.0 if 1.0 <= h < 131.0 else 0.0
+
+    site = make_site(drain_limit_h=48)
+    site = site.model_copy(update={"site": site.site.model_copy(update={"project": "minor"})})
+    [alert] = drain_alerts(run(site, series(level, 140)))
+    assert alert.opened_at == at(49)
+    assert alert.rule == "site configuration (test-site, practice basin-a drain_limit_h)"

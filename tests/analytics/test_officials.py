@@ -13,7 +13,7 @@ import pytest
 from analytics.events import SiteLogEntry
 from siltwatch.config import SiteConfig
 from siltwatch.officials import GENERIC_TITLE, officer_notified, officer_title
-from siltwatch.rulepacks import RuleValue
+from siltwatch.rulepacks import RuleValue, site_rules
 from tests.analytics.site_log_helpers import alerts, log, run
 
 # A notice of violation served Wed 2026-07-01 with its remedy due by the end of Fri
@@ -54,14 +54,14 @@ def test_an_overdue_duty_names_the_towns_own_official(
 def test_the_title_comes_from_the_pack_with_its_citation(
     george: SiteConfig, lure: SiteConfig, flats: SiteConfig
 ) -> None:
-    george_rule = george.rules().require("officer.title")
+    george_rule = site_rules(george).require("officer.title")
     assert (george_rule.value, george_rule.citation) == (
         "Stormwater Management Officer",
         "Lake George §148-8 A",
     )
-    assert flats.rules().require("officer.title").citation == "Big Flats 17.37.070"
-    assert lure.rules().require("officer.title").citation == "Lake Lure 96.03"
-    assert officer_title(lure.rules()) == "the Erosion Control Officer"
+    assert site_rules(flats).require("officer.title").citation == "Big Flats 17.37.070"
+    assert site_rules(lure).require("officer.title").citation == "Lake Lure 96.03"
+    assert officer_title(site_rules(lure)) == "the Erosion Control Officer"
 
 
 def test_a_site_under_no_pack_naming_its_official_hears_of_the_towns_officer() -> None:

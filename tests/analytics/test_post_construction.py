@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-from alerts.routing import route
+from alerts.routing import NoticeEvent, route
 from analytics.engine import Engine
 from analytics.episodes import stable_id
 from analytics.events import Inspection, SiteLogEntry
@@ -35,10 +35,16 @@ COMPLETED = SiteLogEntry(
     t("2026-10-15T14:00-04:00"), "milestone", None, "Jo Whitaker", "construction_completed"
 )
 
+# The town's final acceptance the same afternoon: the guarantee counts from it.
+ACCEPTED = SiteLogEntry(
+    t("2026-10-15T16:00-04:00"), "milestone", None, "Jo Whitaker", "final_acceptance"
+)
+
 
 def run(site: SiteConfig, inspections: Sequence[Inspection], end: str) -> Engine:
-    """The site, construction completed (COMPLETED), with ``inspections``, to ``end``."""
-    return site_log_helpers.run(site, [COMPLETED], end, inspections)
+    """The site, construction completed and accepted the same day (COMPLETED, ACCEPTED),
+    with ``inspections``, to ``end``."""
+    return site_log_helpers.run(site, [COMPLETED, ACCEPTED], end, inspections)
 
 
 def post(engine: Engine) -> dict[str, list[Duty]]:
@@ -92,7 +98,7 @@ def test_lake_george_annual_reports_and_the_two_year_inspection(george: SiteConf
     assert alert.subject == guarantee.id and alert.resolved_at is None
     assert alert.opened_at == iso("2028-10-16T04:00Z") and alert.severity == "critical"
     assert officers(george) <= set(
-        route(george, "opened", "2028-10-16T04:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2028-10-16T04:00:00Z", alert).recipients
     )
 
 
@@ -115,7 +121,13 @@ def test_big_flats_one_year_inspection_and_the_engineer_every_five_years(
         end="2031-11-15T00:00-05:00",
     )
     found = post(engine)
-    assert set(found) == {"guarantee_inspection", "engineer_inspection", "engineer_report"}
+    # (and the as-built plans, 17.37.110 B, never submitted here)
+    assert set(found) == {
+        "guarantee_inspection",
+        "engineer_inspection",
+        "engineer_report",
+        "as_built",
+    }
     (guarantee,) = found["guarantee_inspection"]
     assert guarantee.due_at == iso("2027-10-16T04:00Z")
     assert guarantee.completed_at == iso("2027-10-05T14:00Z")
@@ -130,8 +142,8 @@ def test_big_flats_one_year_inspection_and_the_engineer_every_five_years(
     assert report.created_at == iso("2031-10-01T14:00Z")
     assert report.due_at == iso("2031-11-01T04:00Z")
     assert report.completed_at is None
-    (alert,) = overdue(engine)
-    assert alert.subject == report.id and alert.opened_at == iso("2031-11-01T04:00Z")
+    (alert,) = [a for a in overdue(engine) if a.subject == report.id]
+    assert alert.opened_at == iso("2031-11-01T04:00Z")
     assert "annual_report" not in found  # Big Flats asks for no annual report
 
 
@@ -176,3 +188,105 @@ def test_a_snapshot_between_reminders_gives_the_same_duties_and_alerts(
     assert engine.duties() == whole.duties()
     assert engine.alerts() == whole.alerts()
     assert len(post(whole)["annual_report"]) == 2
+
+
+def milestone(when: str, name: str) -> SiteLogEntry:
+    return SiteLogEntry(t(when), "milestone", None, "Jo Whitaker", name)
+
+
+def test_the_guarantee_inspection_counts_from_final_acceptance_not_completion(
+    george: SiteConfig,
+) -> None:
+    """§148-13 A: the guarantee stays "at least two years after final acceptance" and
+    until a two-year inspection. Completed Thu 2026-10-15; the town accepts Tue
+    2026-12-01 10:00 EST. Due at the end of 2028-12-01 EST (the midnight 12-02 05:00Z),
+    opening 30 local days before that midnight, 2028-11-02 00:00 EDT (DST ends 11-05 in
+    2028) = 04:00Z.
+    Completion alone owes no guarantee inspection: without the acceptance, none by 2029."""
+    rows = [COMPLETED, milestone("2026-12-01T10:00-05:00", "final_acceptance")]
+    engine = site_log_helpers.run(george, rows, "2028-12-03T00:00-05:00")
+    (guarantee,) = post(engine)["guarantee_inspection"]
+    assert guarantee.created_at == iso("2028-11-02T04:00Z")
+    assert guarantee.due_at == iso("2028-12-02T05:00Z")
+    assert guarantee.rule == "Lake George §148-13 A"
+    (alert,) = [a for a in overdue(engine) if a.subject == guarantee.id]
+    assert alert.opened_at == iso("2028-12-02T05:00Z")
+    assert "final acceptance by the town on 2026-12-01" in alert.message
+    assert alert.evidence["final_acceptance"] == "2026-12-01T15:00:00Z"
+    unaccepted = site_log_helpers.run(george, [COMPLETED], "2029-01-01T00:00-05:00")
+    assert "guarantee_inspection" not in post(unaccepted)
+    assert len(post(unaccepted)["annual_report"]) == 2  # the reports count from completion
+
+
+def test_big_flats_engineer_period_from_the_maintenance_agreement(flats: SiteConfig) -> None:
+    """Schedule B (4): "not less than once in every five year period". The agreement
+    signed Tue 2026-03-31 (a month end) 11:00 EDT, completion 2026-10-15: the first
+    engineer inspection is due at the end of 2031-03-31 EDT = 2031-04-01 04:00Z, opening
+    30 local days before that midnight, 2031-03-02 00:00 EST = 05:00Z (DST starts 03-09
+    in 2031).
+    Signed after the completion instead (2027-01-04), the period runs from the earlier
+    completion: due the end of 2031-10-15 = 2031-10-16 04:00Z."""
+    agreed = milestone("2026-03-31T11:00-04:00", "maintenance_agreement")
+    engine = site_log_helpers.run(flats, [agreed, COMPLETED], "2031-04-02T00:00-04:00")
+    (engineer,) = post(engine)["engineer_inspection"]
+    assert engineer.created_at == iso("2031-03-02T05:00Z")
+    assert engineer.due_at == iso("2031-04-01T04:00Z")
+    assert engineer.rule == "Big Flats Schedule B (4)"
+    (alert,) = [a for a in overdue(engine) if a.subject == engineer.id]
+    assert alert.opened_at == iso("2031-04-01T04:00Z")
+    assert "maintenance agreement signed on 2026-03-31" in alert.message
+    late = milestone("2027-01-04T09:00-05:00", "maintenance_agreement")
+    after = site_log_helpers.run(flats, [COMPLETED, late], "2031-10-17T00:00-04:00")
+    (engineer,) = post(after)["engineer_inspection"]
+    assert engineer.due_at == iso("2031-10-16T04:00Z")
+
+
+def test_lake_george_as_built_plans_only_after_changes_from_the_approved_plan(
+    george: SiteConfig,
+) -> None:
+    """§148-12 B: "if there were any changes from the approved plan". Completed Thu
+    2026-10-15 14:00 EDT with no change logged: nothing owed. With a change logged 09-01:
+    due at the end of the 60th day (siltwatch's default) after 10-15, 12-14, i.e. 12-15
+    00:00 EST = 05:00Z; the as_built row at 23:59 EST on 12-14 is in time. A change
+    logged only after completion, Fri 11-20 09:00 EST, owes them from then: the 60th day
+    is 2027-01-19 (across the year end), ending 01-20 05:00Z."""
+    plain = site_log_helpers.run(george, [COMPLETED], "2027-03-01T00:00-05:00")
+    assert "as_built" not in post(plain)
+    changed = SiteLogEntry(
+        t("2026-09-01T10:00-04:00"), "plan_changed", None, "Jo Whitaker", "basin moved 20 ft"
+    )
+    done = SiteLogEntry(t("2026-12-14T23:59-05:00"), "as_built", None, "Jo Whitaker", "")
+    engine = site_log_helpers.run(george, [changed, COMPLETED, done], "2027-03-01T00:00-05:00")
+    (plans,) = post(engine)["as_built"]
+    assert plans.created_at == iso("2026-10-15T18:00Z")
+    assert plans.due_at == iso("2026-12-15T05:00Z")
+    assert plans.completed_at == iso("2026-12-15T04:59Z")
+    assert plans.rule == (
+        "Lake George §148-12 B; siltwatch default (Lake George §148-12 B and "
+        "Big Flats 17.37.110 B name no deadline)"
+    )
+    assert [a for a in overdue(engine) if a.subject == plans.id] == []
+    later = SiteLogEntry(t("2026-11-20T09:00-05:00"), "plan_changed", None, "Jo Whitaker", "")
+    engine = site_log_helpers.run(george, [COMPLETED, later], "2027-03-01T00:00-05:00")
+    (plans,) = post(engine)["as_built"]
+    assert plans.created_at == iso("2026-11-20T14:00Z")
+    assert plans.due_at == iso("2027-01-20T05:00Z")
+
+
+def test_big_flats_as_built_plans_after_every_completion_overdue_without_them(
+    flats: SiteConfig,
+) -> None:
+    """17.37.110 B asks for them whatever changed: completed 2026-10-15, due the end of
+    12-14 (12-15 05:00Z), never submitted: overdue then, in words of the site log's
+    as_built row, to the officer."""
+    engine = site_log_helpers.run(flats, [COMPLETED], "2026-12-20T00:00-05:00")
+    (plans,) = post(engine)["as_built"]
+    assert plans.due_at == iso("2026-12-15T05:00Z") and plans.completed_at is None
+    (alert,) = [a for a in overdue(engine) if a.subject == plans.id]
+    assert alert.opened_at == iso("2026-12-15T05:00Z")
+    assert alert.rule.startswith("Big Flats 17.37.110 B")
+    assert alert.message.startswith("As-built plans overdue at")
+    assert "(event as_built)" in alert.message
+    assert officers(flats) <= set(
+        route(flats, NoticeEvent.OPENED, "2026-12-15T05:00:00Z", alert).recipients
+    )

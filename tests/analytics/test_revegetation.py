@@ -63,3 +63,37 @@ def test_a_minor_project_or_another_town_owes_none(george: SiteConfig, lure: Sit
     assert duties(run(minor, [COVERED], end=END), "revegetation") == []
     covered = log("2026-06-10T15:00-04:00", "permanent_cover", "lot-1")
     assert duties(run(lure, [covered], end=END), "revegetation") == []
+
+
+def test_cold_season_clearing_needs_extra_measures_at_revegetation(george: SiteConfig) -> None:
+    """§148-11 I(3)(e)[3][e]: clearing between October 15 and April 15 incorporates extra
+    measures during revegetation. north-cut cleared Thu 2026-10-15 08:00 EDT (the first
+    day of the window) and seeded Mon 10-26 09:00 EDT with none recorded:
+    cold_season_measures_missing opens (13:00Z), warning, the town told once; netting
+    recorded Tue 10-27 10:00 resolves it. pad-b cleared Wed 10-14 (the day before the
+    window) and seeded: nothing; stockpile graded Wed 2027-04-15 (the window's last day),
+    measures first, then seeded: nothing."""
+    rows = [
+        log("2026-10-14T09:00-04:00", "cleared", "pad-b"),
+        log("2026-10-15T08:00-04:00", "cleared", "north-cut"),
+        log("2026-10-20T09:00-04:00", "seeded", "pad-b"),
+        log("2026-10-26T09:00-04:00", "seeded", "north-cut", "rye and straw"),
+        log("2026-10-27T10:00-04:00", "extra_measures", "north-cut", "jute netting"),
+        log("2027-04-15T16:00-04:00", "graded", "stockpile"),
+        log("2027-04-20T09:00-04:00", "extra_measures", "stockpile", "extra mulch"),
+        log("2027-04-21T09:00-04:00", "permanent_cover", "stockpile"),
+    ]
+    engine = run(george, rows, end="2027-05-01T00:00-04:00")
+    (alert,) = alerts(engine, "cold_season_measures_missing")
+    assert alert.subject == "north-cut" and alert.severity == "warning"
+    assert alert.rule == "Lake George §148-11 I(3)(e)[3][e]"
+    assert (alert.opened_at, alert.resolved_at) == (
+        iso("2026-10-26T13:00Z"),
+        iso("2026-10-27T14:00Z"),
+    )
+    assert alert.evidence["event"] == "seeded"
+    assert "jute netting" in alert.message  # the resolution says what was done
+    minor = george.model_copy(update={"site": george.site.model_copy(update={"project": "minor"})})
+    assert (
+        alerts(run(minor, rows, end="2027-05-01T00:00-04:00"), "cold_season_measures_missing") == []
+    )

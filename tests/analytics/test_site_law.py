@@ -29,6 +29,7 @@ from analytics.engine import Engine
 from analytics.events import SiteLogEntry
 from siltwatch.applicability import applicability, scope_warnings
 from siltwatch.config import SiteConfig, SiteInfo
+from siltwatch.schema import Alert
 from tests.analytics.site_log_helpers import EXAMPLES, alerts, duties, iso, log, restarted, run, t
 
 # --- 1. notices: only the eight milestones the law lists (§148-12 A; 17.37.110 A) --------
@@ -71,24 +72,16 @@ def test_a_notice_exactly_48_hours_before_across_the_dst_end_is_in_time(
     """Notice Sat 2026-10-31 10:00 EDT (14:00 UTC); rough grading Mon 11-02 09:00 EST
     (14:00 UTC): 47 h on the wall clock, exactly 48 h of time -- "at least 48 hours".
     A notice one minute later is too late."""
-    in_time = run(
-        george,
-        [
-            log("2026-10-31T10:00-04:00", "notice", detail="rough_grading_completed"),
-            log("2026-11-02T09:00-05:00", "milestone", detail="rough_grading_completed"),
-        ],
-        end="2026-11-03T00:00-05:00",
-    )
-    assert alerts(in_time, "notice_missing") == []
-    late = run(
-        george,
-        [
-            log("2026-10-31T10:01-04:00", "notice", detail="rough_grading_completed"),
-            log("2026-11-02T09:00-05:00", "milestone", detail="rough_grading_completed"),
-        ],
-        end="2026-11-03T00:00-05:00",
-    )
-    (alert,) = alerts(late, "notice_missing")
+
+    def missing_notices(notice_at: str) -> list[Alert]:
+        milestone = log("2026-11-02T09:00-05:00", "milestone", detail="rough_grading_completed")
+        notice = log(notice_at, "notice", detail="rough_grading_completed")
+        return alerts(
+            run(george, [notice, milestone], end="2026-11-03T00:00-05:00"), "notice_missing"
+        )
+
+    assert missing_notices("2026-10-31T10:00-04:00") == []
+    (alert,) = missing_notices("2026-10-31T10:01-04:00")
     assert alert.evidence["needed_by"] == "2026-10-31T14:00:00Z"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from alerts.routing import announced, route
+from alerts.routing import NoticeEvent, announced, route
 from analytics.events import Inspection
 from siltwatch.config import SiteConfig
 from tests.analytics.site_log_helpers import alerts, duties, iso, log, officers, restarted, run, t
@@ -95,7 +95,7 @@ def test_exposed_ground_on_a_steep_slope_or_near_water_is_due_in_24_hours(
     assert alert.opened_at == iso("2026-06-04T14:00Z")
     assert alert.rule == "Lake George §148-11 I(3)(e)[3][b]"
     assert officers(george) <= set(
-        route(george, "opened", "2026-06-04T14:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2026-06-04T14:00:00Z", alert).recipients
     )
 
 
@@ -119,12 +119,14 @@ def test_notice_of_a_milestone_48_hours_before(george: SiteConfig) -> None:
     assert alert.evidence["notice_at"] == "2026-06-08T13:00:00Z"
     assert alert.rule == "Lake George §148-12 A"
     assert officers(george) <= set(
-        route(george, "opened", "2026-06-09T13:00:00Z", alert).recipients
+        route(george, NoticeEvent.OPENED, "2026-06-09T13:00:00Z", alert).recipients
     )
     assert not officers(george) & set(
-        route(george, "resolved", "2026-06-09T13:00:00Z", alert).recipients
+        route(george, NoticeEvent.RESOLVED, "2026-06-09T13:00:00Z", alert).recipients
     )
-    assert announced("opened", alert) and not announced("resolved", alert)  # one message
+    assert announced(NoticeEvent.OPENED, alert) and not announced(
+        NoticeEvent.RESOLVED, alert
+    )  # one message
 
 
 # --- Lake Lure ------------------------------------------------------------------------

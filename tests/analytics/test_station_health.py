@@ -22,6 +22,7 @@ from analytics.timeutil import MS_PER_H, MS_PER_MIN
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.detections import alert_spec
 from siltwatch.detections.station_health import StationAlertKind as Kind
+from siltwatch.rulepacks import site_rules
 
 SITE = Path(__file__).resolve().parents[2] / "examples" / "lake-george-site.toml"
 T0 = 1_780_000_000_000 - 1_780_000_000_000 % MS_PER_H
@@ -97,7 +98,7 @@ def test_the_last_will_opens_offline_and_the_next_status_resolves_it(site: SiteC
 
 def test_silence_opens_offline_once_after_the_configured_time(site: SiteConfig) -> None:
     engine, events = run(site, every_minute(0, 20), minutes=120)
-    silence_min = site.rules().number("station.status_silence_s") / 60
+    silence_min = site_rules(site).number("station.status_silence_s") / 60
     assert station_events(events) == [("opened", Kind.OFFLINE, "basin-1", 19 + silence_min)]
     (alert,) = [a for a in engine.alerts() if a.kind == Kind.OFFLINE]
     assert alert.evidence["why"] == "silence"

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from analytics.turbidity_limits import LimitRule, allowed_level, no_increase_tolerance
-from siltwatch.rulepacks import Rules
+from siltwatch.rulepacks import resolve_rules
 
 NC_STREAM = {"max_ntu": 50.0, "no_increase_over_background": True}
 NC_TROUT = {"max_ntu": 10.0, "no_increase_over_background": True}
@@ -84,14 +84,14 @@ def test_nc_limit_never_drops_when_background_crosses_the_cap() -> None:
 
 def test_shipped_packs_give_the_documented_limits() -> None:
     """The NC and WA packs hold exactly the shapes the hand cases above use."""
-    nc = Rules.resolve(["nc-ncg01"])
+    nc = resolve_rules(["nc-ncg01"])
     assert nc.require("turbidity.limit.stream").value == NC_STREAM
     assert nc.require("turbidity.limit.trout_stream").value == NC_TROUT
     assert nc.require("turbidity.limit.lake").value == {
         "max_ntu": 25,
         "no_increase_over_background": True,
     }
-    wa = Rules.resolve(["wa-cswgp"])
+    wa = resolve_rules(["wa-cswgp"])
     assert wa.require("turbidity.limit.any").value == WA
 
 

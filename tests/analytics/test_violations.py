@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.routing import announced, route
+from alerts.routing import NoticeEvent, announced, route
 from ingest.recordings.formats import RecordingError, read_site_log
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SiteLogRecord
@@ -60,8 +60,10 @@ def test_a_notice_of_violation_its_remedy_appeal_and_the_work_it_stops(
     assert nov.evidence["remedy_due_at"] == "2026-06-20T04:00:00Z"
     assert nov.evidence["appeal_due_at"] == "2026-06-25T04:00:00Z"
     # The officer, who served it, hears it once: at its opening, not at its resolution.
-    assert officers(george) <= set(route(george, "opened", "2026-06-09T14:00:00Z", nov).recipients)
-    assert not announced("resolved", nov)
+    assert officers(george) <= set(
+        route(george, NoticeEvent.OPENED, "2026-06-09T14:00:00Z", nov).recipients
+    )
+    assert not announced(NoticeEvent.RESOLVED, nov)
 
     (remedy,) = duties(engine, "remedy")
     assert (remedy.reason, remedy.subject) == ("notice_of_violation", "NOV-2026-03")
@@ -73,7 +75,9 @@ def test_a_notice_of_violation_its_remedy_appeal_and_the_work_it_stops(
     assert late.subject == remedy.id
     assert late.opened_at == iso("2026-06-20T04:00Z")
     assert late.resolved_at == iso("2026-06-22T20:00Z")
-    assert officers(george) <= set(route(george, "opened", "2026-06-20T04:00:00Z", late).recipients)
+    assert officers(george) <= set(
+        route(george, NoticeEvent.OPENED, "2026-06-20T04:00:00Z", late).recipients
+    )
 
     (appeal,) = duties(engine, "appeal")
     assert appeal.reason == "notice_of_violation" and appeal.subject == "NOV-2026-03"
@@ -86,7 +90,9 @@ def test_a_notice_of_violation_its_remedy_appeal_and_the_work_it_stops(
     assert work.opened_at == iso("2026-06-10T12:00Z")
     assert work.resolved_at == iso("2026-06-22T20:00Z")
     assert work.evidence["rows"] == 2 and work.evidence["violations"] == ["NOV-2026-03"]
-    assert officers(george) <= set(route(george, "opened", "2026-06-10T12:00:00Z", work).recipients)
+    assert officers(george) <= set(
+        route(george, NoticeEvent.OPENED, "2026-06-10T12:00:00Z", work).recipients
+    )
 
 
 def test_the_appeal_lapses_without_an_alert_and_a_late_remedy_stays_overdue_until_done(

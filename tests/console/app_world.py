@@ -34,13 +34,13 @@ from analytics.events import StationReport
 from console.app import make_app
 from console.book import ConsoleBook
 from console.desk import DeskError
-from console.notes import NotesSource
+from console.report.maker import ReportInputs
 from console.web import Console
 from ingest.recordings.formats import read_csv_readings, read_inspections, read_site_log
 from ingest.service import IngestService
 from ingest.store.from_url import open_store
-from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig, load_site
+from siltwatch.schema import Alert
 from tests.alerts.helpers import FakeClock as BaseClock
 from tests.servers import PostgresServer
 
@@ -165,35 +165,42 @@ class FakeReports:
 
     asked: list[tuple[str, date, date]] = field(default_factory=list)
 
-    def html(
-        self,
-        site: SiteConfig,
-        store: SqlStore,
-        notes: NotesSource,
-        start: date,
-        end: date,
-        *,
-        generated_at: datetime | None = None,
-    ) -> str:
-        self.asked.append((site.site.id, start, end))
-        return f"<html><body>report of {site.site.id} {start} .. {end}</body></html>"
+    def html(self, inputs: ReportInputs) -> str:
+        sid, start, end = inputs.site.site.id, inputs.start, inputs.end
+        self.asked.append((sid, start, end))
+        return f"<html><body>report of {sid} {start} .. {end}</body></html>"
 
     def pdf(self, html: str, out_path: Path) -> None:
         out_path.write_bytes(b"%PDF-1.7 fake " + html.encode())
 
 
 @dataclass
-class World:
+class ConsoleWorld:
+    """The console app over a copy of the week, on the tests' clock, with a recording desk."""
+
     db: Path | str
     app: Starlette
     clock: FakeClock
     desk: RecordingDesk
-    reports: FakeReports
 
     @property
     def console(self) -> Console:
         console: Console = self.app.state.console
         return console
+
+    def plume(self) -> Alert:
+        """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""
+        (plume,) = [
+            a
+            for a in self.console.store.alerts(SID)
+            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
+        ]
+        return plume
+
+
+@dataclass
+class World(ConsoleWorld):
+    reports: FakeReports
 
     @property
     def book(self) -> ConsoleBook:
@@ -230,13 +237,7 @@ class World:
         return record
 
     def plume_id(self) -> str:
-        """The Lake George storm's plume: the turbidity contrast alert at outfall-a."""
-        (plume,) = [
-            a
-            for a in self.console.store.alerts(SID)
-            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
-        ]
-        return plume.id
+        return self.plume().id
 
     def actions(self, action: str | None = None) -> list[tuple[str, str, str, str]]:
         """(who, action, alert id, detail) of the audit log, oldest first."""

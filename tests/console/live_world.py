@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from starlette.applications import Starlette
-
 from alerts.dispatch import Dispatcher
 from alerts.followups import FollowUps
 from alerts.outbox import Outbox
@@ -28,13 +26,20 @@ from alerts.silences import HeldInSilence
 from alerts.worker import DeliveryWorker, OutboxSink
 from analytics.events import AlertEvent, SensorReading
 from console.app import make_app
-from console.web import Console
 from siltwatch.config import EscalationStep, Notifications, SiteConfig
 from siltwatch.schema import Alert, Escalation
 from siltwatch.vocabulary import Severity
 from tests.alerts.helpers import SITE as LABEL
 from tests.alerts.helpers import RecordingChannel
-from tests.console.app_world import SID, SITE, FakeClock, FakeReports, RecordingDesk, week_store
+from tests.console.app_world import (
+    SID,
+    SITE,
+    ConsoleWorld,
+    FakeClock,
+    FakeReports,
+    RecordingDesk,
+    week_store,
+)
 
 OFFICER_NAME = "Sam Okafor"
 CHAIN = (
@@ -44,16 +49,11 @@ CHAIN = (
 
 
 @dataclass
-class LiveWorld:
-    db: Path
-    app: Starlette
-    clock: FakeClock
-    outbox_path: Path
+class LiveWorld(ConsoleWorld):
+    """The console told where the site's outbox is (its alert pages read the delivery
+    audit), with pages that update themselves every ``refresh_s``."""
 
-    @property
-    def console(self) -> Console:
-        console: Console = self.app.state.console
-        return console
+    outbox_path: Path
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)
@@ -64,29 +64,21 @@ class LiveWorld:
         station = SITE.station_of()[sensor]
         self.console.store.add_readings(SID, [(station, SensorReading(sensor, t, value))], t)
 
-    def plume(self) -> Alert:
-        (plume,) = [
-            a
-            for a in self.console.store.alerts(SID)
-            if a.kind == "turbidity_contrast" and a.subject == "outfall-a"
-        ]
-        return plume
-
 
 def make_live_world(folder: Path, *, refresh_s: float = 10.0) -> LiveWorld:
     db = week_store(folder)
-    clock = FakeClock()
+    clock, desk = FakeClock(), RecordingDesk()
     outbox = folder / "outbox.sqlite3"
     app = make_app(
         {SID: SITE},
         db,
-        desk=RecordingDesk(),
+        desk=desk,
         clock=clock,
         report_renderer=FakeReports(),
         outboxes={SID: outbox},
         refresh_s=refresh_s,
     )
-    return LiveWorld(db, app, clock, outbox)
+    return LiveWorld(db, app, clock, desk, outbox)
 
 
 class Delivery:

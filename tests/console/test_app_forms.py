@@ -23,6 +23,11 @@ def submit(world: World, who: str, path: str, data: dict[str, str]) -> httpx.Res
     return world.post_form(who, path, data, page=DUTIES)
 
 
+def site_log_entry(world: World, **form: str) -> httpx.Response:
+    """The site-log form, posted by the operator at 11:00 (site time) the day after the week."""
+    return submit(world, OPERATOR, f"/sites/{SID}/site-log", {"time": "2026-05-12T11:00", **form})
+
+
 def open_inspection_duty(world: World) -> str:
     (duty,) = [
         d
@@ -128,9 +133,7 @@ def test_only_operators_and_inspectors_record(world: World, who: str) -> None:
 
 def test_a_site_log_entry_reaches_the_desk(world: World) -> None:
     form = {"event": "temporary_cover", "area": "stockpile", "detail": "straw mulch"}
-    response = submit(
-        world, OPERATOR, f"/sites/{SID}/site-log", {"time": "2026-05-12T11:00", **form}
-    )
+    response = site_log_entry(world, **form)
     assert response.status_code == 303
     assert world.handed_to_desk("log", "site_log") == {
         "time": "2026-05-12T15:00:00Z",
@@ -155,9 +158,7 @@ def test_a_site_log_entry_reaches_the_desk(world: World) -> None:
     ],
 )
 def test_a_wrong_site_log_entry_is_explained(world: World, form: dict[str, str], why: str) -> None:
-    response = submit(
-        world, OPERATOR, f"/sites/{SID}/site-log", {"time": "2026-05-12T11:00", **form}
-    )
+    response = site_log_entry(world, **form)
     assert response.status_code == 400 and why in response.text
     assert world.desk.submitted == []
 
@@ -165,20 +166,10 @@ def test_a_wrong_site_log_entry_is_explained(world: World, form: dict[str, str],
 def test_a_milestone_is_typed_in_words_and_a_refusal_says_the_phases_in_words(
     world: World,
 ) -> None:
-    ok = submit(
-        world,
-        OPERATOR,
-        f"/sites/{SID}/site-log",
-        {"time": "2026-05-12T11:00", "event": "milestone", "detail": "Clearing completed"},
-    )
+    ok = site_log_entry(world, event="milestone", detail="Clearing completed")
     assert ok.status_code == 303
     assert world.actions("site_log")[-1][3].split() == ["milestone", "clearing_completed"]
-    refused = submit(
-        world,
-        OPERATOR,
-        f"/sites/{SID}/site-log",
-        {"time": "2026-05-12T11:00", "event": "notice", "detail": "clearing done"},
-    )
+    refused = site_log_entry(world, event="notice", detail="clearing done")
     assert refused.status_code == 400
     assert "clearing completed, rough grading completed" in refused.text
     said = re.search(r'<p class="message error"[^>]*>([^<]*)</p>', refused.text)

@@ -13,7 +13,7 @@ from pathlib import Path
 from alerts.acklinks import ALPHABET, link_token
 from alerts.acks import Acknowledgement
 from app.cli import build_parser
-from app.serve import _People
+from app.serving import People
 from tests.console.app_world import OFFICER, SID, SITE, SITE_FILE, World
 
 DAY_S = 86_400
@@ -108,7 +108,7 @@ def test_a_worker_without_a_console_links_its_messages_to_the_fleet_console(
         ["serve", "--site", str(SITE_FILE), "--db", str(world.db),
          "--notify", str(tmp_path / "notify.toml"), "--public-url", "https://console.test"]
     )  # fmt: skip
-    people = _People(args, SITE)
+    people = People(args, SITE)
     people.open(args.db)
     try:
         (email,) = people.delivery.channels

@@ -49,6 +49,16 @@ def live(tmp_path: Path) -> Iterator[LiveWorld]:
     world.console.close()
 
 
+@pytest.fixture
+def delivery(live: LiveWorld) -> Iterator[Delivery]:
+    """The delivery side of ``serve --notify`` over the live world (its outbox closed after)."""
+    made = Delivery(live)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
 def login(world: LiveWorld, name: str = OPERATOR) -> TestClient:
     client = TestClient(world.app, base_url="https://console.test", follow_redirects=False)
     assert log_in(client, name, PASSWORD).status_code == 303
@@ -178,70 +188,58 @@ def test_a_silence_is_recorded_audited_ended_and_refused_for_regulatory_duties(
 
 
 def test_alerts_in_a_silence_are_recorded_and_marked_but_held_from_people(
-    live: LiveWorld,
+    live: LiveWorld, delivery: Delivery
 ) -> None:
     client = login(live)
-    delivery = Delivery(live)
-    try:
-        assert silence(client, "sensor:turb-down", hours="2")[0] == 303
-        held = new_episode(live, live.plume(), "al-held-plume")
-        delivery.announce("opened", held)
-        delivery.run_for(45 * 60)  # past the officer's step of the chain
-        assert delivery.texted() == [], "nobody is texted, no step of the chain is scheduled"
-        assert [e for e in delivery.outbox.audit() if e.alert_id == held.id] == []
-        # A regulatory duty on the same subject at the same time goes out as ever.
-        overdue = held.model_copy(update={"id": "al-overdue", "kind": "inspection_overdue"})
-        delivery.announce("opened", overdue)
-        assert delivery.texted() != []
-        # The record keeps the held episode; the console marks it.
-        assert live.console.store.stored_alert(SID, held.id) is not None
-        marked = text_of(client.get("/alerts?state=silenced").text)
-        assert (
-            "1 shown" in marked and f"silenced by {OPERATOR}: turbidity probes serviced" in marked
-        )
-        page = text_of(client.get(f"/sites/{SID}/alerts/{held.id}").text)
-        assert "nobody was texted or emailed about it" in page
-        assert "Nobody: a silence held this alert from people" in page
-        # Its end, after the silence is over, is held too: nobody heard it begin.
-        live.clock.advance(2 * 3600)
-        delivery.announce("resolved", held.model_copy(update={"resolved_at": held.opened_at}))
-        assert [e for e in delivery.outbox.audit() if e.alert_id == held.id] == []
-    finally:
-        delivery.close()
+    assert silence(client, "sensor:turb-down", hours="2")[0] == 303
+    held = new_episode(live, live.plume(), "al-held-plume")
+    delivery.announce("opened", held)
+    delivery.run_for(45 * 60)  # past the officer's step of the chain
+    assert delivery.texted() == [], "nobody is texted, no step of the chain is scheduled"
+    assert [e for e in delivery.outbox.audit() if e.alert_id == held.id] == []
+    # A regulatory duty on the same subject at the same time goes out as ever.
+    overdue = held.model_copy(update={"id": "al-overdue", "kind": "inspection_overdue"})
+    delivery.announce("opened", overdue)
+    assert delivery.texted() != []
+    # The record keeps the held episode; the console marks it.
+    assert live.console.store.stored_alert(SID, held.id) is not None
+    marked = text_of(client.get("/alerts?state=silenced").text)
+    assert "1 shown" in marked and f"silenced by {OPERATOR}: turbidity probes serviced" in marked
+    page = text_of(client.get(f"/sites/{SID}/alerts/{held.id}").text)
+    assert "nobody was texted or emailed about it" in page
+    assert "Nobody: a silence held this alert from people" in page
+    # Its end, after the silence is over, is held too: nobody heard it begin.
+    live.clock.advance(2 * 3600)
+    delivery.announce("resolved", held.model_copy(update={"resolved_at": held.opened_at}))
+    assert [e for e in delivery.outbox.audit() if e.alert_id == held.id] == []
 
 
 def test_the_alert_page_shows_who_was_told_and_which_steps_fired_or_were_skipped(
-    live: LiveWorld,
+    live: LiveWorld, delivery: Delivery
 ) -> None:
     client = login(live)
-    delivery = Delivery(live)
-    try:
-        original = live.plume()
-        plume = new_episode(live, original, "al-live-plume")
-        delivery.announce("opened", plume)
-        delivery.run_for(31 * 60)  # nobody acknowledged: the officer's step fires
-        assert delivery.texted() == [OPERATOR_PHONE, OFFICER_PHONE]
-        page = text_of(client.get(f"/sites/{SID}/alerts/{plume.id}").text)
-        assert "SMS to Dana Ruiz (opening): sent" in page
-        assert (
-            f"Escalation step to {OFFICER_NAME}: scheduled — officer at 2026-05-12 12:30 EDT "
-            "unless acknowledged" in page
-        )
-        assert f"Escalation step to {OFFICER_NAME}: fired — not acknowledged after 30 min" in page
-        assert f"SMS to {OFFICER_NAME} (escalation: not acknowledged in time): sent" in page
-        # Another episode acknowledged in time: the officer's step is skipped, and says why.
-        second = new_episode(live, original, "al-acked-plume")
-        delivery.announce("opened", second)
-        page = client.get(f"/sites/{SID}/alerts/{second.id}")
-        client.post(
-            f"/sites/{SID}/alerts/{second.id}/acknowledge", data={"csrf": csrf_of(page.text)}
-        )
-        delivery.run_for(31 * 60)
-        words = text_of(client.get(f"/sites/{SID}/alerts/{second.id}").text)
-        assert f"Escalation step to {OFFICER_NAME}: skipped — acknowledged by Dana Ruiz" in words
-        assert "<svg" in client.get(f"/sites/{SID}/alerts/{original.id}").text, "its plot"
-    finally:
-        delivery.close()
+    original = live.plume()
+    plume = new_episode(live, original, "al-live-plume")
+    delivery.announce("opened", plume)
+    delivery.run_for(31 * 60)  # nobody acknowledged: the officer's step fires
+    assert delivery.texted() == [OPERATOR_PHONE, OFFICER_PHONE]
+    page = text_of(client.get(f"/sites/{SID}/alerts/{plume.id}").text)
+    assert "SMS to Dana Ruiz (opening): sent" in page
+    assert (
+        f"Escalation step to {OFFICER_NAME}: scheduled — officer at 2026-05-12 12:30 EDT "
+        "unless acknowledged" in page
+    )
+    assert f"Escalation step to {OFFICER_NAME}: fired — not acknowledged after 30 min" in page
+    assert f"SMS to {OFFICER_NAME} (escalation: not acknowledged in time): sent" in page
+    # Another episode acknowledged in time: the officer's step is skipped, and says why.
+    second = new_episode(live, original, "al-acked-plume")
+    delivery.announce("opened", second)
+    page = client.get(f"/sites/{SID}/alerts/{second.id}")
+    client.post(f"/sites/{SID}/alerts/{second.id}/acknowledge", data={"csrf": csrf_of(page.text)})
+    delivery.run_for(31 * 60)
+    words = text_of(client.get(f"/sites/{SID}/alerts/{second.id}").text)
+    assert f"Escalation step to {OFFICER_NAME}: skipped — acknowledged by Dana Ruiz" in words
+    assert "<svg" in client.get(f"/sites/{SID}/alerts/{original.id}").text, "its plot"
 
 
 def test_without_an_outbox_the_alert_page_says_it_cannot_tell(live: LiveWorld) -> None:

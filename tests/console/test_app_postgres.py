@@ -37,7 +37,8 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 _CSRF_VALUE = re.compile(r'(name="csrf" value=")[^"]*(")')
-_GENERATED = re.compile(r"<dt>Generated</dt><dd>[^<]*</dd>")
+# The moment a report was generated: in its header and in its printed pages' footer.
+_GENERATED = re.compile(r"<dt>Generated</dt><dd>[^<]*</dd>|generated \d{4}-\d\d-\d\d \d\d:\d\d \w+")
 
 
 @pytest.fixture

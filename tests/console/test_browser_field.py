@@ -20,17 +20,9 @@ import pytest
 
 from tests.conftest import require_server
 from tests.console.app_world import INSPECTOR, PASSWORD, World
+from tests.console.browser import CHROMEDRIVER, CHROMIUM, Shots, chrome, wait_for
 from tests.console.field_world import LURE_ID, gps_exif, jpeg, lure_world
-from tests.console.test_browser_live import (
-    CHROMEDRIVER,
-    CHROMIUM,
-    WIDTHS,
-    Shots,
-    Visit,
-    chrome,
-    serving,
-    wait_for,
-)
+from tests.console.test_browser_live import WIDTHS, Visit, serving
 
 pytestmark = pytest.mark.integration
 

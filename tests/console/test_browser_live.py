@@ -28,9 +28,6 @@ set, in that folder too (named by width).
 
 from __future__ import annotations
 
-import base64
-import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,78 +39,25 @@ from starlette.applications import Starlette
 from console.server import ConsoleServer
 from console.web import Console
 from ingest.store.from_url import open_store
-from tests.conftest import require_server
 from tests.console.app_world import OPERATOR, PASSWORD, SID, SITE
-from tests.console.live_world import (
-    OFFICER_NAME,
-    Delivery,
-    LiveWorld,
-    make_live_world,
-    new_episode,
+from tests.console.browser import (
+    By,
+    Select,
+    Shots,
+    WebDriver,
+    WebDriverWait,
+    chrome,
+    require_browser,
+    wait_for,
 )
+from tests.console.live_world import OFFICER_NAME, Delivery, LiveWorld, make_live_world, new_episode
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 OPERATOR_PHONE, OFFICER_PHONE = "+15185550101", "+15185550199"
 WIDTHS = {"laptop": (1400, 1000), "phone": (390, 844)}
 MIN_TEXT_PX = 12.0
-
-if CHROMIUM.exists() and CHROMEDRIVER.exists():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.remote.webdriver import WebDriver
-    from selenium.webdriver.remote.webelement import WebElement
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
-
-def chrome(width: int, height: int) -> WebDriver:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu"):
-        options.add_argument(arg)
-    if width < 600:  # a phone: its viewport, its pixel ratio, touch
-        metrics = {"width": width, "height": height, "pixelRatio": 2.0}
-        options.add_experimental_option("mobileEmulation", {"deviceMetrics": metrics})
-    else:
-        options.add_argument(f"--window-size={width},{height}")
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
-    driver.set_page_load_timeout(20)
-    driver.set_script_timeout(30)
-    return driver
-
-
-class Shots:
-    """Full-page screenshots of each step, in the test's folder and $SILTWATCH_ARTIFACTS."""
-
-    def __init__(self, folder: Path, prefix: str) -> None:
-        self.folder, self.prefix, self.count = folder, prefix, 0
-        folder.mkdir(parents=True, exist_ok=True)
-        extra = os.environ.get("SILTWATCH_ARTIFACTS")
-        self.extra = Path(extra) if extra else None
-
-    def __call__(self, driver: WebDriver, name: str) -> Path:
-        self.count += 1
-        path = self.folder / f"{self.prefix}-{self.count:02d}-{name}.png"
-        shot = driver.execute_cdp_cmd(
-            "Page.captureScreenshot", {"captureBeyondViewport": True, "fromSurface": True}
-        )
-        path.write_bytes(base64.b64decode(shot["data"]))
-        if self.extra is not None:
-            self.extra.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, self.extra / path.name)
-        return path
-
-
-def wait_for(driver: WebDriver, css: str, timeout: float = 10) -> WebElement:
-    found: WebElement = WebDriverWait(driver, timeout).until(
-        ec.presence_of_element_located((By.CSS_SELECTOR, css))
-    )
-    return found
 
 
 def axe_violations(driver: WebDriver) -> list[dict[str, Any]]:
@@ -180,7 +124,7 @@ class Visit:
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[LiveWorld, str]]:
-    require_server("chromium and chromedriver", CHROMIUM.exists() and CHROMEDRIVER.exists())
+    require_browser()
     world = make_live_world(tmp_path, refresh_s=1.0)
     with serving(world) as url:
         yield world, url

@@ -18,15 +18,8 @@ from typing import Any
 import pytest
 
 from tests.console.app_world import OPERATOR, PASSWORD, SID
-from tests.console.test_browser import (  # noqa: F401  (served is a fixture)
-    CHROMEDRIVER,
-    CHROMIUM,
-    Served,
-    Shots,
-    chrome,
-    served,
-    wait_for,
-)
+from tests.console.browser import Shots, chrome, wait_for
+from tests.console.test_browser import Served, served  # noqa: F401  (served is a fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +52,7 @@ def test_plot_text_is_at_least_11_px_at_a_desktops_and_a_phones_width(
     tmp_path: Path,
 ) -> None:
     shots = Shots(tmp_path / "screenshots")
-    driver = chrome()
+    driver = chrome(1280, 1000)
     try:
         driver.get(served.url + "/")
         wait_for(driver, "#login")

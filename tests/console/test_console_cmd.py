@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -40,7 +38,14 @@ from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic,
 from siltwatch.vocabulary import SiteEvent
 from tests.console.app_world import csrf_of, inspection_form
 from tests.ingest.fleet_world import write_sites
-from tests.ingest.live import SERVICE_ACL, SERVICE_USERS, ServeProcess, loopback_broker, run_cli
+from tests.ingest.live import (
+    SERVICE_ACL,
+    SERVICE_USERS,
+    ServeProcess,
+    loopback_broker,
+    run_cli,
+    siltwatch_child,
+)
 from tests.servers import MosquittoServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,15 +72,7 @@ class ConsoleProcess:
     """``siltwatch console`` as a child process, its output collected in the background."""
 
     def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "console", *args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
+        self.proc = siltwatch_child("console", *args)
         self.lines: list[str] = []
         self.ready = threading.Event()
         self.reader = threading.Thread(target=self._read, daemon=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from alerts.pngchart import MAX_WIDTH, render_png
+from console.charts.draw import svg_text
 from console.charts.email import AlertCharts, alert_chart, episode_window
-from console.charts.plots import PALETTE
+from console.charts.model import PALETTE
 from ingest.store.sqlite import SqliteStore
 from siltwatch.schema import Alert
 from tests.console.app_world import SID, SITE, week_store
@@ -62,7 +63,7 @@ def test_the_alert_chart_shades_the_episode(tmp_path: Path) -> None:
     opened = round(plume.opened_at.timestamp() * 1000)
     ((start, end),) = chart.episodes
     assert start == opened and end > start
-    assert 'class="episode"' in chart.svg()
+    assert 'class="episode"' in svg_text(chart)
 
 
 def test_a_trap_alert_plots_the_fill_and_an_unknown_site_gets_none(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from console.charts.draw import TEXT_PX
-from console.charts.plots import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
+from console.charts.draw import TEXT_PX, png_bytes, svg_text
+from console.charts.model import GAP_INTERVALS, Chart, Marker, RefLine, Series, nice_ticks
 from tests.pngread import colours, decode
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -33,7 +33,7 @@ def ms(text: str) -> int:
 
 
 def parse(chart: Chart, width: int = 720, height: int = 220) -> ET.Element:
-    return ET.fromstring(chart.svg(width, height))
+    return ET.fromstring(svg_text(chart, width, height))
 
 
 def path_runs(d: str) -> list[list[tuple[float, float]]]:
@@ -186,7 +186,7 @@ def test_hostile_labels_are_escaped_not_markup() -> None:
         markers=[Marker("a < b & c", ms("2026-05-05T00:20:00+00:00"))],
         id='x" onload="alert(1)',
     )
-    text = chart.svg()
+    text = svg_text(chart)
     assert "<script" not in text and "<image" not in text and "<b>" not in text
     root = ET.fromstring(text)  # still well-formed
     assert root.get("data-chart") == 'x" onload="alert(1)'
@@ -207,7 +207,7 @@ def test_a_long_window_is_reduced_to_min_and_max_per_pixel_column() -> None:
         start_ms=start,
         end_ms=start + n * 30_000,
     )
-    text = chart.svg()
+    text = svg_text(chart)
     root = ET.fromstring(text)
     (run,) = polylines(root, "downstream")
     _x, _y, width, _h = plot_area(root)
@@ -332,7 +332,7 @@ def test_text_is_drawn_at_12_px_at_every_size_and_ticks_do_not_collide() -> None
 
 
 def test_the_email_png_is_a_phone_sized_picture_of_the_same_chart() -> None:
-    png = simple_chart().png(440, 250, 2)
+    png = png_bytes(simple_chart(), 440, 250, 2)
     width, height, rows, _ = decode(png)
     assert (width, height) == (880, 500)
     drawn = colours(rows)
@@ -341,7 +341,7 @@ def test_the_email_png_is_a_phone_sized_picture_of_the_same_chart() -> None:
 
 
 def test_the_same_chart_gives_the_same_bytes() -> None:
-    assert simple_chart().svg() == simple_chart().svg()
+    assert svg_text(simple_chart()) == svg_text(simple_chart())
 
 
 def test_a_window_within_one_day_names_its_day_beside_the_zone() -> None:
@@ -364,9 +364,9 @@ def test_charts_drawn_at_once_from_several_threads_are_each_drawn_as_alone(
     monkeypatch.setattr(chart_draw, "DRAWN_KEEP", 0)  # every call draws: none kept
 
     charts = [simple_chart(id=f"chart-{i}", title=f"Chart {i}") for i in range(4)]
-    alone = [c.svg(340, 250) for c in charts]
+    alone = [svg_text(c, 340, 250) for c in charts]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        together = list(pool.map(lambda c: c.svg(340, 250), charts * 4))
+        together = list(pool.map(lambda c: svg_text(c, 340, 250), charts * 4))
     assert together == alone * 4
 
 
@@ -381,9 +381,9 @@ def test_a_chart_drawn_again_is_not_drawn_twice(monkeypatch: pytest.MonkeyPatch)
         return real(chart, width, height)
 
     monkeypatch.setattr(chart_draw, "_draw_svg", counting)
-    first = simple_chart(id="drawn-once").svg(340, 250)
-    assert simple_chart(id="drawn-once").svg(340, 250) == first
-    assert simple_chart(id="drawn-once", lines=[]).svg(340, 250) != first  # other data: drawn
+    first = svg_text(simple_chart(id="drawn-once"), 340, 250)
+    assert svg_text(simple_chart(id="drawn-once"), 340, 250) == first
+    assert svg_text(simple_chart(id="drawn-once", lines=[]), 340, 250) != first  # other data: drawn
     assert drawn == ["drawn-once", "drawn-once"]
 
 

@@ -25,7 +25,7 @@ import pytest
 
 from app.cli import main
 from console.book import ConsoleBook
-from console.charts.plots import DESIGN_BLUE, LIMIT_RED, PALETTE
+from console.charts.model import DESIGN_BLUE, LIMIT_RED, PALETTE
 from console.notes import NoteKind
 from ingest.store.sqlite import SqliteStore
 from tests.conftest import require_server

@@ -17,6 +17,7 @@ from console.report.parts import (
     verdict,
 )
 from siltwatch.config import load_site
+from siltwatch.rulepacks import site_rules
 from siltwatch.schema import Duty
 from tests.console.app_world import EXAMPLES, SITE
 
@@ -42,7 +43,7 @@ def test_the_verdict_says_what_was_missed_and_what_is_open() -> None:
 
 
 def test_each_law_gets_its_own_certification_and_signature_lines() -> None:
-    lure = certifications(load_site(EXAMPLES / "lake-lure-site.toml").rules().packs)
+    lure = certifications(site_rules(load_site(EXAMPLES / "lake-lure-site.toml")).packs)
     assert lure == [LAKE_LURE]
     # 96.05(B)(17)(b): name, address, affiliation, telephone number, signature, date
     for field in (
@@ -55,7 +56,7 @@ def test_each_law_gets_its_own_certification_and_signature_lines() -> None:
     ):
         assert field in LAKE_LURE.lines
     assert "96.05(B)(17)" in LAKE_LURE.cite
-    assert certifications(SITE.rules().packs) == [NY_GP]  # Lake George stacks on the NY GP
+    assert certifications(site_rules(SITE).packs) == [NY_GP]  # Lake George stacks on the NY GP
     assert "40 CFR 122.22(d)" in NY_GP.cite and "secondary" in NY_GP.cite
     assert certifications([]) == [DEFAULT]
 

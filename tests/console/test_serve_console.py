@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from ingest.store.sqlite import SqliteStore
-from tests.console.app_world import SID, SITE, SITE_FILE, csrf_of, inspection_form
-from tests.ingest.live import SERVICE_USERS, ServeProcess, loopback_broker, run_cli
+from tests.console.app_world import SID, SITE, csrf_of, inspection_form
+from tests.ingest.live import ServeProcess, lake_george_args, loopback_broker, run_cli
 from tests.servers import MosquittoServer, free_port
 
 pytestmark = pytest.mark.integration
@@ -45,19 +45,10 @@ def test_serve_http_takes_an_inspection_from_the_console_into_the_live_store(
     made = users("add", "Jo Whitaker", "--db", str(db), "--password-file", str(tmp_path / "user.pw"),
                  "--role", f"{SID}:qualified_inspector")  # fmt: skip
     assert made.returncode == 0, made.stderr
-    (tmp_path / "ingest.pw").write_text(SERVICE_USERS["ingest"], encoding="utf-8")
     port = free_port()
-    serve = ServeProcess(
-        [
-            "--site", str(SITE_FILE),
-            "--broker", f"mqtt://{broker.host}:{broker.port}",
-            "--username", "ingest", "--password-file", str(tmp_path / "ingest.pw"),
-            "--db", str(db), "--alert-log", str(tmp_path / "alerts.jsonl"),
-            "--client-id", "siltwatch-console-test",
-            "--http", f"127.0.0.1:{port}",
-        ],
-        tmp_path / "serve.log",
-    )  # fmt: skip
+    args = lake_george_args(broker, tmp_path, str(db), "--client-id", "siltwatch-console-test",
+                            "--http", f"127.0.0.1:{port}")  # fmt: skip
+    serve = ServeProcess(args, tmp_path / "serve.log")
     serve.start()
     try:
         url = f"http://127.0.0.1:{port}"

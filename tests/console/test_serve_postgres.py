@@ -23,12 +23,13 @@ from console.book import ConsoleBook
 from ingest.recordings.formats import read_csv_readings
 from ingest.store.from_url import open_store
 from tests.alerts.helpers import SmtpServer
-from tests.console.app_world import EXAMPLES, SID, SITE, SITE_FILE, csrf_of
+from tests.console.app_world import EXAMPLES, SID, SITE, csrf_of
 from tests.ingest.live import (
     SERVICE_USERS,
     Publisher,
     ServeProcess,
     batch_messages,
+    lake_george_args,
     loopback_broker,
     run_cli,
 )
@@ -78,20 +79,11 @@ def test_serve_on_postgresql_emails_a_link_that_acknowledges_in_the_database(
         'security = "none"\nfrom = "siltwatch@town.example"\n',
         encoding="utf-8",
     )
-    (tmp_path / "ingest.pw").write_text(SERVICE_USERS["ingest"], encoding="utf-8")
     port = free_port()
-    serve = ServeProcess(
-        [
-            "--site", str(SITE_FILE),
-            "--broker", f"mqtt://{broker.host}:{broker.port}",
-            "--username", "ingest", "--password-file", str(tmp_path / "ingest.pw"),
-            "--db", postgres_url, "--alert-log", str(tmp_path / "alerts.jsonl"),
-            "--client-id", "siltwatch-console-pg-test",
-            "--http", f"127.0.0.1:{port}", "--notify", str(tmp_path / "notify.toml"),
-            "--tick-s", "0.2",
-        ],
-        tmp_path / "serve.log",
-    )  # fmt: skip
+    args = lake_george_args(broker, tmp_path, postgres_url, "--client-id", "siltwatch-console-pg-test",
+                            "--http", f"127.0.0.1:{port}", "--notify", str(tmp_path / "notify.toml"),
+                            "--tick-s", "0.2")  # fmt: skip
+    serve = ServeProcess(args, tmp_path / "serve.log")
     publisher = Publisher(broker.host, broker.port, "station", SERVICE_USERS["station"], "st-1")
     try:
         serve.start()

@@ -18,6 +18,7 @@ from dashboards.build import DATASOURCE_UID, build_dashboard, dashboard_json, da
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.detections import drain as drain_d
 from siltwatch.detections import sediment as sediment_d
+from siltwatch.rulepacks import site_rules
 from siltwatch.units import to_metres
 from tests.dashboards.grafana_macros import panel, panels
 
@@ -129,7 +130,7 @@ def test_trap_lines_sit_where_the_analytics_count_capacity(name: str) -> None:
             geometry = TrapGeometry(shape=trap.shape.metres())
         else:
             geometry = TrapGeometry(table=tuple(site.stage_storage_m(trap) or ()))
-        for fraction in sediment_d.trap_fractions(site, trap):
+        for fraction in sediment_d.trap_fractions(site_rules(site), trap):
             depth = to_metres(sediment_d.depth_at_fraction(site, trap, fraction), unit)
             lost = geometry.volume_m3(depth) / geometry.design_volume_m3
             assert lost == pytest.approx(fraction, abs=1e-3)

@@ -16,10 +16,12 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import httpx
 
+from tests.console.app_world import inspection_form
 from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,17 +65,8 @@ def _submit_inspection(client: httpx.Client, out_dir: Path) -> str:
         return "the duties page has no form"
     if re.search(r"overdue by \d{3} days", page.text):
         return "the duties page counts from the wall clock, not the demo's"
-    form = {
-        "csrf": token.group(1),
-        "time": "2026-05-11T00:00",  # the end of the demo's week, site local time (EDT)
-        "inspector": "Jo Whitaker",
-        "affiliation": "Whitaker Erosion Control",
-        "address": "12 Canada St, Lake George NY",
-        "phone": "+15185550102",
-        "deviations": "none",
-        "corrective_actions": "none needed",
-        "signed": "yes",
-    }
+    end_of_week = datetime(2026, 5, 11)  # the end of the demo's week, site local time (EDT)
+    form = inspection_form("Jo Whitaker", token.group(1), end_of_week)
     sent = time.monotonic()
     answer = client.post("/sites/lg-route9n/inspections", data=form)
     if answer.status_code != 303:

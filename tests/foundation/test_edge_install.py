@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import in_ci
+from tests.foundation.test_layout import installed_folders
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-# What setuptools packages (pyproject.toml [tool.setuptools.packages.find]) and its metadata.
-SOURCES = ("app", "siltwatch", "hardware", "edge", "ingest", "analytics", "alerts", "dashboards")
+# What setuptools packages (setup.py FOLDERS) but the console, which a station's commands never
+# import, and the command's boot.
+SOURCES = (*sorted(installed_folders() - {"console"}), "boot")
 SERVER_ONLY = (
     "pandas",
     "numpy",
@@ -55,7 +57,7 @@ def _copy_checkout(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in SOURCES:
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, dest / name)
     return dest
 

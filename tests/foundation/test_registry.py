@@ -22,13 +22,13 @@ import pytest
 
 import siltwatch.detections as registry
 from alerts.messages import how_much
-from alerts.routing import officer_cares, route
+from alerts.routing import NoticeEvent, officer_cares, route
 from analytics.detectors import build_detectors
 from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
 from siltwatch.officials import OFFICER_TITLE
-from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS
+from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS, site_rules
 from siltwatch.schema import Alert
 from siltwatch.vocabulary import AlertKind, DutyKind
 
@@ -136,8 +136,9 @@ def test_detectors_are_built_in_registry_order() -> None:
 
 PH = """
     from siltwatch.detections.base import (
-        Description, Evidence, Officer, Section, number, regulatory, short_number,
+        Description, Evidence, Officer, Section, regulatory, short_number,
     )
+    from siltwatch.rulekeys import number
 
     class PhEvidence(Evidence):
         sensor: str
@@ -166,15 +167,13 @@ def ph_description(tmp_path: Path) -> Iterator[None]:
     extra.mkdir()
     (extra / "ph.py").write_text(textwrap.dedent(PH))
     registry.__path__.append(str(extra))
-    registry.descriptions.cache_clear()
-    registry._alert_specs.cache_clear()
+    registry.rescan()
     try:
         yield
     finally:
         registry.__path__.remove(str(extra))
         sys.modules.pop("siltwatch.detections.ph", None)
-        registry.descriptions.cache_clear()
-        registry._alert_specs.cache_clear()
+        registry.rescan()
 
 
 def test_a_new_description_reaches_routing_messages_and_config_checks(ph_description: None) -> None:
@@ -199,7 +198,7 @@ def test_a_new_description_reaches_routing_messages_and_config_checks(ph_descrip
     assert officer_cares(alert)  # ON_OPEN: the officer hears it from its opening
     officers = [c for c in site.contacts if c.role == "officer"]
     assert officers and set(officers) <= set(
-        route(site, "opened", "2026-05-05T16:26:00Z", alert).recipients
+        route(site, NoticeEvent.OPENED, "2026-05-05T16:26:00Z", alert).recipients
     )
     data = {"ph_probes": [{"id": "p1", "sensor": "nowhere"}, {"id": "p1", "sensor": "x"}]}
     problems = dict(cross_reference_problems(data))
@@ -216,7 +215,7 @@ def test_officer_policies_follow_the_law() -> None:
 
 
 def test_dashboard_rows_come_from_the_descriptions_in_their_position() -> None:
-    rows = registry.dashboard_rows(load_site(SITE))
+    rows = registry.dashboard_rows(load_site(SITE), site_rules(load_site(SITE)))
     assert [title for title, _panels in rows] == [
         "Turbidity",
         "Rain",

@@ -19,6 +19,7 @@ from siltwatch.config import SiteConfig
 from siltwatch.detections import drain as drain_d
 from siltwatch.detections import sediment as sediment_d
 from siltwatch.detections import turbidity as turbidity_d
+from siltwatch.rulepacks import site_rules
 from siltwatch.units import from_metres, to_metres
 from tests.dashboards.test_build import SITES  # the two example sites
 
@@ -60,9 +61,9 @@ def test_limit_line_is_the_detectors_limit(site: SiteConfig) -> None:
     for pair in site.turbidity_pairs:
         held = detectors[pair.id].limit
         water_class = site.water(pair.receiving_water).water_class
-        table, cite = rulemath.choose_limit(pair.limit, water_class, site.rules(), pair.id)
+        table, cite = rulemath.choose_limit(pair.limit, water_class, site_rules(site), pair.id)
         assert table is not None and held is not None
-        assert turbidity_d.limit_shape(site, pair) == table
+        assert turbidity_d.limit_shape(site, site_rules(site), pair) == table
         assert detectors[pair.id].rule == cite
         assert isinstance(held, turbidity_limits.LimitRule)
         assert astuple(held) == astuple(rulemath.LimitRule.from_shape(table))
@@ -89,9 +90,9 @@ def test_trap_lines_are_the_detectors_geometry_and_fractions(site: SiteConfig) -
         assert isinstance(det.geometry, trap_geometry.TrapGeometry)
         assert astuple(det.geometry) == astuple(rulemath.TrapGeometry.of(site, trap))
         unit = site.sensor(trap.depth_sensor).unit
-        warn, clean = sediment_d.trap_fractions(site, trap)
+        warn, clean = sediment_d.trap_fractions(site_rules(site), trap)
         assert (warn, clean) == (det.warn_fraction, det.cleanout_fraction)
-        pack = site.rules().require("sediment.warn_fraction")
+        pack = site_rules(site).require("sediment.warn_fraction")
         assert rulemath.warn_fraction(trap.warn_fraction, pack) == (
             det.warn_fraction,
             det.warn_source,

@@ -92,7 +92,7 @@ def _good_value(kind: str, unit: str, rng: random.Random) -> float:
 
 
 def _impossible_value(kind: str, unit: str, rng: random.Random) -> float:
-    """A value outside siltwatch/physical.py's bounds for ``kind`` in ``unit``."""
+    """A value outside its sensor kind's bounds (siltwatch/sensorkinds/) for ``kind`` in ``unit``."""
     if kind == "turbidity":
         return rng.choice((10_000.5, 1e6, 1e308, -50.5, -1e308))
     if kind == "rain":

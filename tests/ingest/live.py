@@ -178,6 +178,20 @@ def password_file(work: Path, password: str) -> Path:
     return secret
 
 
+def lake_george_args(broker: MosquittoServer, work: Path, db: str, *extra: str) -> list[str]:
+    """``serve``'s arguments for the Lake George example on a test broker (one started with
+    SERVICE_USERS) as ``ingest``: its password file and alert log in ``work``, then ``extra``."""
+    secret = work / "ingest.pw"
+    secret.write_text(SERVICE_USERS["ingest"], encoding="utf-8")
+    return [
+        "--site", str(EXAMPLES / "lake-george-site.toml"),
+        "--broker", f"mqtt://{broker.host}:{broker.port}",
+        "--username", "ingest", "--password-file", str(secret),
+        "--db", db, "--alert-log", str(work / "alerts.jsonl"),
+        *extra,
+    ]  # fmt: skip
+
+
 def serve_lake_george(
     broker: BrokerInfo, work: Path, db: Path, client_id: str, *extra: str
 ) -> subprocess.Popen[str]:
@@ -216,6 +230,20 @@ def run_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[st
     )
 
 
+def siltwatch_child(*args: str) -> subprocess.Popen[str]:
+    """``siltwatch ARGS…`` as a long-running child in a session of its own (a signal to
+    the test does not reach it), stdout and stderr as one text stream, no stdin."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def interrupt(proc: subprocess.Popen[str]) -> str:
     """Ctrl-C (SIGINT), as an operator stops it; the rest of its output."""
     proc.send_signal(signal.SIGINT)
@@ -251,15 +279,7 @@ class ServeProcess:
 
     def start(self, wait_s: float = 60.0) -> None:
         self._ready.clear()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", *self.args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
+        self.proc = siltwatch_child("serve", *self.args)
         lines: list[str] = []
         self._lines.append(lines)
         proc = self.proc

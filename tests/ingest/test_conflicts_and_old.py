@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from analytics.events import SensorReading
-from analytics.timeutil import MS_PER_S
+from analytics.timeutil import MS_PER_S, from_ms
 from ingest.service import Incoming, IngestService
 from ingest.store.sqlite import SqliteStore
 from siltwatch.timefmt import utc_iso
@@ -68,3 +68,26 @@ def test_a_reading_dated_1970_is_stored_flagged_and_changes_nothing(tmp_path: Pa
     assert service.stats.too_old == 1 and service.stats.rebuilds == 0
     assert outputs(store) == expected()
     assert json.loads(payload)["time"].startswith("1970-01-01")
+
+
+def test_readings_before_the_sites_start_are_stored_flagged_and_not_judged(tmp_path: Path) -> None:
+    """A bench test ten days before the work began (a plume of 500 NTU downstream) is in
+    the record, flagged ``before_site_start``, and changes no alert, no duty, no history."""
+    begun = from_ms(START).astimezone(SITE.site.zone).date()
+    site = SITE.model_copy(update={"site": SITE.site.model_copy(update={"start": begun})})
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    service = IngestService(site, store)
+    arrivals = sorted(on_time(READINGS), key=lambda a: a[0])
+    half = len(arrivals) // 2
+    deliver(service, arrivals[:half])
+    bench = START - 10 * 86_400 * MS_PER_S
+    for k in range(12):
+        for sensor, value in (("turb-up", 5.0), ("turb-down", 500.0)):
+            (m,) = reading_messages(site, [SensorReading(sensor, bench + k * 600_000, value)])
+            service.handle_message(m.topic, m.payload, arrivals[half][0])
+    deliver(service, arrivals[half:])
+    service.finish(END)
+    flags = store.db.execute("SELECT flags FROM readings WHERE t < ?", (START,)).fetchall()
+    assert len(flags) == 24 and all("before_site_start" in f for (f,) in flags)
+    assert service.stats.before_site_start == 24 and service.stats.rebuilds == 0
+    assert outputs(store) == expected()

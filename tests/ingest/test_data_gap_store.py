@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from console.views import station_rows
 from ingest.gaps import GapPolicy, LostRange
 from ingest.service import IngestService
 from ingest.store.queries import SqlStore
@@ -80,3 +81,47 @@ def test_a_range_the_station_no_longer_holds_is_recorded_and_the_rest_asked_for(
     assert service.gaps is not None and service.gaps.open_gaps() == []
     assert service.gaps.completeness() == {("up-1", "turb-up"): (7, 10)}
     assert store.reading_count(SITE) == 7
+
+
+@both
+def test_an_open_gap_outlives_a_restart_and_is_asked_for_again_at_once(store: SqlStore) -> None:
+    """The store is the truth: a service that restarts takes up the gaps it was asking
+    for, the highest seq it saw (a hole across the restart is seen) and its counts."""
+    site = load_site(EXAMPLES / "lake-george-site.toml")
+    policy = GapPolicy(first_request_s=1, retry_base_s=60)
+    before = IngestService(site, store, None, completeness=policy)
+    topic = f"siltwatch/v1/{SITE}/up-1/turb-up/reading"
+    arrived = 1_780_000_000_000
+    for seq in (0, 1, 9):
+        before.handle_message(topic, _reading(seq), arrived)
+    [asked] = before.completeness_due(arrived + 1_000)
+    assert before.completeness_due(arrived + 2_000) == []  # the next ask is a minute away
+
+    after = IngestService(site, store, None, completeness=policy)  # serve restarted
+    assert after.gaps is not None
+    assert [(g.lo, g.hi) for g in after.gaps.open_gaps()] == [(2, 8)]
+    [again] = after.completeness_due(arrived + 3_000)  # at once, not only for new gaps
+    assert (again.seq_from, again.seq_to) == (asked.seq_from, asked.seq_to) == (2, 8)
+    after.handle_message(topic, _reading(12), arrived + 4_000)  # 10, 11 lost meanwhile
+    assert [(g.lo, g.hi) for g in after.gaps.open_gaps()] == [(2, 8), (10, 11)]
+    for seq in (2, 3, 4, 5, 6, 7, 8, 10, 11):
+        after.handle_message(topic, _reading(seq), arrived + 5_000)
+    assert after.gaps.open_gaps() == []
+    assert after.gaps.completeness() == {("up-1", "turb-up"): (13, 13)}
+    assert IngestService(site, store, None, completeness=policy).gaps.open_gaps() == []  # type: ignore[union-attr]
+
+
+@both
+def test_the_console_shows_each_stations_completeness_and_what_was_lost(store: SqlStore) -> None:
+    site = load_site(EXAMPLES / "lake-george-site.toml")
+    service = IngestService(site, store, None, completeness=GapPolicy(first_request_s=1))
+    topic = f"siltwatch/v1/{SITE}/up-1/turb-up/reading"
+    arrived = 1_780_000_000_000
+    for seq in (0, 1, 2, 9):
+        service.handle_message(topic, _reading(seq), arrived)
+    service.handle_message(f"siltwatch/v1/{SITE}/up-1/status", _status(5, 10), arrived + 1_000)
+    assert store.completeness_totals(SITE) == {"up-1": (4, 10)}
+    rows = {r.id: r for r in station_rows(site, store)}
+    assert rows["up-1"].complete == "40.0 % (4 of 10)"
+    assert rows["up-1"].lost == "2 lost (1 gap)"  # seqs 3, 4: evicted
+    assert rows["down-1"].complete == "—"  # nothing heard: nothing to count

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -34,7 +33,6 @@ from ingest.decode import (
 )
 from ingest.recordings.formats import parse_payload
 from siltwatch.config import load_site
-from siltwatch.physical import PHYSICAL_BOUNDS, impossible
 from siltwatch.schema import (
     QualityFlag,
     ReadingBatch,
@@ -46,6 +44,7 @@ from siltwatch.schema import (
     reading_topic,
     status_topic,
 )
+from siltwatch.sensorkinds import impossible, sensor_kinds
 from tests.ingest.hostile import (
     EXPECTED_REASONS,
     HOSTILE_CATEGORIES,
@@ -216,7 +215,7 @@ def test_physical_bounds_are_inclusive_and_in_the_declared_unit() -> None:
         impossible("turbidity", 5.0, "ft")
         == "'ft' is not a unit of a turbidity sensor (expected one of NTU, FNU)"
     )
-    assert set(PHYSICAL_BOUNDS) == {"turbidity", "rain", "water_level", "sediment_depth"}
+    assert set(sensor_kinds()) == {"turbidity", "rain", "water_level", "sediment_depth"}
 
 
 def test_a_full_batch_of_10000_readings_fits_under_the_cap() -> None:
@@ -594,20 +593,16 @@ def test_valid_messages_decode_to_exactly_the_readings_sent() -> None:
     assert set(seqs) == set(SITE.sensors())
 
 
-def test_generators_are_deterministic_and_fast() -> None:
+def test_generators_are_deterministic() -> None:
+    """The same seed makes the same messages, another seed others. (How fast they are made
+    is measured by benchmarks/wire_payloads.py, not asserted here: a timed test fails on a
+    loaded machine.)"""
     first = list(hostile_payloads(SITE, 2_000, seed=5))
     assert first == list(hostile_payloads(SITE, 2_000, seed=5))
     assert first != list(hostile_payloads(SITE, 2_000, seed=6))
-    assert list(valid_payloads(SITE, 500, seed=5)) == list(valid_payloads(SITE, 500, seed=5))
-    start = time.perf_counter()
-    for _ in hostile_payloads(SITE, 100_000, seed=1):
-        pass
-    hostile_s = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in valid_payloads(SITE, 100_000, seed=1):
-        pass
-    valid_s = time.perf_counter() - start
-    assert hostile_s < 5 and valid_s < 5, (hostile_s, valid_s)
+    valid = list(valid_payloads(SITE, 500, seed=5))
+    assert valid == list(valid_payloads(SITE, 500, seed=5))
+    assert valid != list(valid_payloads(SITE, 500, seed=6))
 
 
 # --- properties --------------------------------------------------------------------------
@@ -707,7 +702,7 @@ def test_decode_never_raises_and_always_answers(topic: str, payload: bytes) -> N
 
 
 def _value_range(kind: str, unit: str) -> tuple[float, float]:
-    bounds = PHYSICAL_BOUNDS[kind]
+    bounds = sensor_kinds()[kind]
     factor = bounds.to_base(1.0, unit)
     shrink = 1 - 1e-9
     return bounds.low / factor * shrink, bounds.high / factor * shrink

@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,35 @@ def paced_sender(pub: Publisher, messages: Sequence[Outgoing]) -> threading.Thre
     return sender
 
 
+@dataclass(frozen=True)
+class Reference:
+    """Generated sites, their stream, and what one uninterrupted worker on SQLite finds in
+    it: what a worker that meets a fault must find too."""
+
+    sites_dir: Path
+    messages: list[Outgoing]
+    alerts: set[str]
+    duties: set[str]
+
+    def assert_found_in(self, db: str) -> None:
+        """Every reading stored once (nothing lost, nothing twice), the same alerts and duties."""
+        alerts, duties, readings = findings(db)
+        assert readings == len(self.messages)
+        assert alerts == self.alerts
+        assert duties == self.duties
+
+
+def reference_run(work: Path, sites: int) -> Reference:
+    """``sites`` generated sites in ``work``/sites, two hours of their readings, and the
+    findings of one worker that serves them all on SQLite without a fault."""
+    sites_dir = work / "sites"
+    messages = stream(write_sites(sites_dir, sites), now_minute() - 130 * MINUTE_MS, 120)
+    reference = run_workers(work / "reference", sites_dir, messages, [None])
+    alerts, duties, readings = findings(reference[0])
+    assert readings == len(messages) and alerts and duties
+    return Reference(sites_dir, messages, alerts, duties)
+
+
 def opened_ids(log: Path) -> list[str]:
     if not log.exists():
         return []
@@ -104,22 +134,16 @@ def opened_ids(log: Path) -> list[str]:
 def test_a_standby_takes_a_killed_workers_partition_over_from_postgresql(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    sites_dir = tmp_path / "sites"
-    sites = write_sites(sites_dir, SITES)
-    messages = stream(sites, now_minute() - 130 * MINUTE_MS, 120)
-
-    reference = run_workers(tmp_path / "reference", sites_dir, messages, [None])
-    ref_alerts, ref_duties, ref_readings = findings(reference[0])
-    assert ref_readings == len(messages) and ref_alerts and ref_duties
+    reference = reference_run(tmp_path, SITES)
+    messages = reference.messages
 
     work = tmp_path / "failover"
     work.mkdir()
     with _broker() as broker:
-        common = ["--sites", str(sites_dir), "--partition", "0/1", "--tick-s", "0"]
+        common = ["--sites", str(reference.sites_dir), "--partition", "0/1", "--tick-s", "0"]
 
         def worker(name: str, *extra: str) -> ServeProcess:
-            args = fleet_args(broker, work, name, *common, *extra)
-            args[args.index("--db") + 1] = postgres_url
+            args = fleet_args(broker, work, name, *common, *extra, db=postgres_url)
             return ServeProcess(args, work / f"{name}.log")
 
         a, b = worker("a"), worker("b", "--standby")
@@ -157,10 +181,7 @@ def test_a_standby_takes_a_killed_workers_partition_over_from_postgresql(
             b.stop_quietly()
     assert "Traceback" not in a.output + b.output, a.output + b.output
 
-    alerts, duties, readings = findings(postgres_url)
-    assert readings == len(messages)  # every reading once: nothing lost, nothing twice
-    assert alerts == ref_alerts
-    assert duties == ref_duties
+    reference.assert_found_in(postgres_url)
     told = Counter(opened_ids(work / "a-alerts.jsonl") + opened_ids(work / "b-alerts.jsonl"))
     assert told and max(told.values()) == 1, told
     print(f"killed at {at_kill} of {len(messages)} readings stored; B told {sum(told.values())}")

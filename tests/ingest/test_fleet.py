@@ -60,14 +60,18 @@ def now_minute() -> int:
     return int(time.time() * 1000) // MINUTE_MS * MINUTE_MS
 
 
-def fleet_args(broker: MosquittoServer, work: Path, name: str, *extra: str) -> list[str]:
+def fleet_args(
+    broker: MosquittoServer, work: Path, name: str, *extra: str, db: str | None = None
+) -> list[str]:
+    """``serve``'s arguments for a worker ``name`` in ``work``: its own SQLite file there,
+    or the store at ``db`` (a postgresql:// URL that workers share)."""
     secret = work / "ingest.pw"
     secret.write_text(SERVICE_USERS["ingest"], encoding="utf-8")
     return [
         "--broker", f"mqtt://{broker.host}:{broker.port}",
         "--username", "ingest",
         "--password-file", str(secret),
-        "--db", str(work / f"{name}.sqlite3"),
+        "--db", db or str(work / f"{name}.sqlite3"),
         "--alert-log", str(work / f"{name}-alerts.jsonl"),
         *extra,
     ]  # fmt: skip

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from alerts.notify_config import site_outbox_path
 from app.cli import build_parser
 from app.fleet_notify import FleetDeliveries, LockedDigests
-from app.serve import _People
+from app.serving import People
 from ingest.ops.health import ServiceParts, liveness
 from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
@@ -225,7 +225,7 @@ def test_a_fleets_deliveries_follow_its_sites(tmp_path: Path) -> None:
     db = tmp_path / "fleet.sqlite3"
     SqliteStore(db).close()
     args = _args(tmp_path / "notify.toml")
-    people = _People(args, None)
+    people = People(args, None)
     people.open(db)
     assert people.notify is not None and people.book is not None and people.delivery is None
     deliveries = FleetDeliveries(

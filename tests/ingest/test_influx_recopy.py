@@ -20,19 +20,11 @@ from ingest.service import IngestService
 from ingest.store.sqlite import SqliteStore
 from siltwatch import measurements as m
 from siltwatch.schema import reading_topic
-from tests.alerts.helpers import alert
+from tests.alerts.helpers import FakeClock, alert
 from tests.ingest.test_service import SITE, T0, reading
 from tests.servers import InfluxDBServer, free_port
 
 SITE_ID = "lg-route9n"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_dropped_span_keeps_the_reading_times_and_notes_episodes() -> None:
@@ -58,7 +50,7 @@ def test_what_the_mirror_dropped_in_an_outage_is_copied_again_from_the_store(
     port = free_port()
     db = tmp_path / "store.sqlite3"
     store = SqliteStore(db)
-    clock = Clock()
+    clock = FakeClock(0.0)
     mirror = InfluxMirror(
         SITE,
         InfluxV1Writer(f"http://127.0.0.1:{port}", "recopy", retry=RetryPolicy(attempts=1)),
@@ -77,7 +69,7 @@ def test_what_the_mirror_dropped_in_an_outage_is_copied_again_from_the_store(
     for minute in range(200):
         service.handle_message(topic, reading("turb-up", "up-1", minute, 5.0 + minute), T0)
         if minute % 60 == 0:
-            clock.now += 100.0
+            clock.advance(100.0)
             assert mirror.flush() is False  # nobody listens on the port yet
     assert mirror.stats.dropped == 151 and len(mirror.pending) == 50
     stored = store.reading_count(SITE_ID)
@@ -86,7 +78,7 @@ def test_what_the_mirror_dropped_in_an_outage_is_copied_again_from_the_store(
     with InfluxDBServer(tmp_path / "influx", port=port) as server:
         server.create_database("recopy")
         for _ in range(60):
-            clock.now += 100.0
+            clock.advance(100.0)
             if mirror.flush():
                 break
         else:

@@ -20,7 +20,6 @@ import pickle
 import re
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import zlib
@@ -42,11 +41,11 @@ from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.ingest.live import (
     EXAMPLES,
-    ROOT,
     SERVICE_USERS,
     ServeProcess,
     loopback_broker,
     reading_messages,
+    run_cli,
 )
 from tests.servers import MosquittoServer, free_port
 
@@ -127,14 +126,7 @@ def plain_url(broker: MosquittoServer) -> str:
 
 def run_serve(args: Sequence[str], timeout: float = START_S) -> subprocess.CompletedProcess[str]:
     """A serve expected to end by itself (a refused start); stdout and stderr kept apart."""
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", "serve", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-    )
+    return run_cli("serve", *args, timeout=timeout)
 
 
 def refusal(done: subprocess.CompletedProcess[str]) -> str:

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_server
-from tests.ingest.fleet_world import stream, write_sites
 from tests.ingest.live import SERVICE_USERS, Publisher, ServeProcess
-from tests.ingest.test_failover import findings, paced_sender, stored
-from tests.ingest.test_fleet import MINUTE_MS, _broker, fleet_args, now_minute, run_workers
+from tests.ingest.test_failover import paced_sender, reference_run, stored
+from tests.ingest.test_fleet import _broker, fleet_args
 from tests.servers import PostgresServer
 
 pytestmark = pytest.mark.integration
@@ -31,19 +30,15 @@ SITES = 4
 
 def test_a_database_restart_mid_stream_loses_and_repeats_nothing(tmp_path: Path) -> None:
     require_server("postgres", PostgresServer.available())
-    sites_dir = tmp_path / "sites"
-    sites = write_sites(sites_dir, SITES)
-    messages = stream(sites, now_minute() - 130 * MINUTE_MS, 120)
-    reference = run_workers(tmp_path / "reference", sites_dir, messages, [None])
-    ref_alerts, ref_duties, ref_readings = findings(reference[0])
-    assert ref_readings == len(messages) and ref_alerts and ref_duties
+    reference = reference_run(tmp_path, SITES)
+    messages = reference.messages
 
     work = tmp_path / "restart"
     work.mkdir()
     with PostgresServer() as database, _broker() as broker:
         url = database.create_database("siltwatch_restart")
-        args = fleet_args(broker, work, "w", "--sites", str(sites_dir), "--tick-s", "0")
-        args[args.index("--db") + 1] = url
+        sites = ("--sites", str(reference.sites_dir))
+        args = fleet_args(broker, work, "w", *sites, "--tick-s", "0", db=url)
         worker = ServeProcess(args, work / "w.log")
         pub = Publisher(broker.host, broker.port, "station", SERVICE_USERS["station"], "pg-r")
         try:
@@ -74,7 +69,4 @@ def test_a_database_restart_mid_stream_loses_and_repeats_nothing(tmp_path: Path)
         finally:
             pub.close()
             worker.stop_quietly()
-        alerts, duties, readings = findings(url)
-    assert readings == len(messages)  # every reading once: nothing lost, nothing twice
-    assert alerts == ref_alerts
-    assert duties == ref_duties
+        reference.assert_found_in(url)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.ingest.live import ROOT, run_cli
 
 SITE = str(ROOT / "examples" / "lake-george-site.toml")
@@ -55,21 +57,20 @@ def test_a_deeply_nested_capture_line_is_file_line_and_exit_1(tmp_path: Path) ->
     assert not any(p.exists() for p in outs)
 
 
-def test_a_header_only_recording_says_it_held_no_data(tmp_path: Path) -> None:
-    recording = tmp_path / "r.csv"
-    recording.write_text("time,sensor,value\n", encoding="utf-8")
-    code, out, outs = _replay(tmp_path, recording)
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("r.csv", "time,sensor,value\n"), ("c.jsonl", "\n")],
+    ids=["a header-only recording", "an empty capture"],
+)
+def test_a_file_without_data_says_it_held_none_and_writes_nothing(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    source = tmp_path / name
+    source.write_text(content, encoding="utf-8")
+    code, out, outs = _replay(tmp_path, source)
     assert code == 1, out
-    assert f"{recording}: holds no data" in out and "nothing to replay" in out
+    assert f"{source}: holds no data" in out and "nothing to replay" in out
     assert not any(p.exists() for p in outs)
-
-
-def test_an_empty_capture_says_it_held_no_data(tmp_path: Path) -> None:
-    capture = tmp_path / "c.jsonl"
-    capture.write_text("\n", encoding="utf-8")
-    code, out, _ = _replay(tmp_path, capture)
-    assert code == 1, out
-    assert f"{capture}: holds no data" in out
 
 
 def test_one_reading_still_replays(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,25 @@ def _site_file(tmp_path: Path) -> Path:
     return path
 
 
-def _storm(part: slice) -> list[Outgoing]:
-    """The Lake George storm week's messages (its turbidity plume and drain alerts)."""
-    return reading_messages(SITE, READINGS)[part]
+def _storm_in_two(split: int) -> tuple[list[Outgoing], list[Outgoing]]:
+    """The Lake George storm week's messages (its turbidity plume and drain alerts),
+    cut in two at ``split``: what is sent before the reload and what after."""
+    messages = reading_messages(SITE, READINGS)
+    return messages[:split], messages[split:]
+
+
+@contextmanager
+def _served(
+    broker: MosquittoServer, work: Path, name: str, *extra: str
+) -> Iterator[tuple[ServeProcess, Path]]:
+    """A started ``serve`` child (ticking every 0.5 s) and its store; stopped on the way out."""
+    args = fleet_args(broker, work, name, *extra, "--tick-s", "0.5")
+    serve = ServeProcess(args, work / f"{name}.log")
+    try:
+        serve.start(wait_s=30.0)
+        yield serve, work / f"{name}.sqlite3"
+    finally:
+        serve.stop_quietly()
 
 
 def _count(db: Path, sql: str) -> int:
@@ -64,13 +81,8 @@ def test_a_cut_down_file_is_refused_and_nothing_is_lost_rejected_or_withdrawn(
 ) -> None:
     site_file = _site_file(tmp_path)  # fleet-01: a plume in its first hour
     full = site_file.read_text(encoding="utf-8")
-    split = len(READINGS) * 3 // 5
-    first, second = _storm(slice(None, split)), _storm(slice(split, None))
-    args = fleet_args(broker, tmp_path, "one", "--site", str(site_file), "--tick-s", "0.5")
-    serve = ServeProcess(args, tmp_path / "one.log")
-    db = tmp_path / "one.sqlite3"
-    try:
-        serve.start(wait_s=30.0)
+    first, second = _storm_in_two(len(READINGS) * 3 // 5)
+    with _served(broker, tmp_path, "one", "--site", str(site_file)) as (serve, db):
         publish(broker, first, "reload-pub-1").close()
         wait_stored([db], len(first), [serve])
         alerts_before = _count(db, "SELECT count(*) FROM alerts")
@@ -88,8 +100,6 @@ def test_a_cut_down_file_is_refused_and_nothing_is_lost_rejected_or_withdrawn(
         site_file.write_text(full, encoding="utf-8")
         assert _hup(serve, "reloaded the site file").endswith(": unchanged")
         assert serve.terminate(timeout=30) == 0, serve.output
-    finally:
-        serve.stop_quietly()
     assert "Traceback" not in serve.output, serve.output
     assert _count(db, "SELECT count(*) FROM readings") == len(first) + len(second)
     assert _count(db, "SELECT count(*) FROM rejections") == 0
@@ -103,15 +113,9 @@ def test_readings_held_while_a_forced_cut_down_file_ran_come_back_on_the_next_re
 ) -> None:
     site_file = _site_file(tmp_path)
     full = site_file.read_text(encoding="utf-8")
-    split = len(READINGS) // 2
-    first, second = _storm(slice(None, split)), _storm(slice(split, None))
-    args = fleet_args(
-        broker, tmp_path, "two", "--site", str(site_file), "--tick-s", "0.5", "--allow-orphaning"
-    )
-    serve = ServeProcess(args, tmp_path / "two.log")
-    db = tmp_path / "two.sqlite3"
-    try:
-        serve.start(wait_s=30.0)
+    first, second = _storm_in_two(len(READINGS) // 2)
+    orphaning = ("--site", str(site_file), "--allow-orphaning")
+    with _served(broker, tmp_path, "two", *orphaning) as (serve, db):
         publish(broker, first, "held-pub-1").close()
         wait_stored([db], len(first), [serve])
         site_file.write_text('[site]\nid = "lg-route9n"\n', encoding="utf-8")
@@ -125,8 +129,6 @@ def test_readings_held_while_a_forced_cut_down_file_ran_come_back_on_the_next_re
         _hup(serve, "reloaded the site file")
         wait_stored([db], len(first) + len(second), [serve])
         assert serve.terminate(timeout=30) == 0, serve.output
-    finally:
-        serve.stop_quietly()
     assert f"{len(second)} held messages taken back" in serve.output, serve.output
     assert _count(db, "SELECT count(*) FROM rejections") == 0
     assert _count(db, "SELECT count(*) FROM readings") == len(first) + len(second)
@@ -139,13 +141,8 @@ def test_a_fleet_refuses_a_cut_down_file_for_that_site_and_keeps_serving_it(
     sites.mkdir()
     site_file = sites / "lake-george.toml"
     site_file.write_text(_site_file(tmp_path).read_text(encoding="utf-8"), encoding="utf-8")
-    split = len(READINGS) // 2
-    first, second = _storm(slice(None, split)), _storm(slice(split, None))
-    args = fleet_args(broker, tmp_path, "fleet", "--sites", str(sites), "--tick-s", "0.5")
-    serve = ServeProcess(args, tmp_path / "fleet.log")
-    db = tmp_path / "fleet.sqlite3"
-    try:
-        serve.start(wait_s=30.0)
+    first, second = _storm_in_two(len(READINGS) // 2)
+    with _served(broker, tmp_path, "fleet", "--sites", str(sites)) as (serve, db):
         publish(broker, first, "fleet-reload-1").close()
         wait_stored([db], len(first), [serve])
         site_file.write_text('[site]\nid = "lg-route9n"\n', encoding="utf-8")
@@ -156,8 +153,6 @@ def test_a_fleet_refuses_a_cut_down_file_for_that_site_and_keeps_serving_it(
         publish(broker, second, "fleet-reload-2").close()
         wait_stored([db], len(first) + len(second), [serve])
         assert serve.terminate(timeout=30) == 0, serve.output
-    finally:
-        serve.stop_quietly()
     assert "changed none; 1 unchanged" in serve.output, serve.output
     assert _count(db, "SELECT count(*) FROM rejections") == 0
     assert _count(db, "SELECT count(*) FROM alerts WHERE withdrawn <> 0") == 0

@@ -14,13 +14,13 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
 from alerts.dispatch import Dispatcher
-from alerts.routing import Notification
 from analytics.timeutil import iso
 from ingest.mqtt.session import BrokerSettings, MqttIngest
 from ingest.service import IngestService
 from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import reading_topic
+from tests.alerts.helpers import RecordingSink
 from tests.conftest import BrokerInfo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -41,14 +41,6 @@ def reading(sensor: str, station: str, minute: int, value: float, seq: int | Non
             "unit": "NTU",
         }
     ).encode()
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.notes: list[Notification] = []
-
-    def send(self, note: Notification) -> None:
-        self.notes.append(note)
 
 
 def test_bad_payloads_are_counted_stored_and_stop_nothing(sqlite_path: Path) -> None:
@@ -134,29 +126,29 @@ def _plume(service: IngestService) -> None:
 def test_restart_restores_the_engine_from_the_store(sqlite_path: Path) -> None:
     """A service restarted on the same store continues; the episode is not opened twice."""
     store = SqliteStore(sqlite_path)
-    sink = Collect()
+    sink = RecordingSink()
     first = IngestService(SITE, store, Dispatcher(SITE, [sink]))
     first.SNAPSHOT_EVERY = 50
     _plume(first)
     first.snapshot(T0)
-    opened = [n for n in sink.notes if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
+    opened = [n for n in sink.sent if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
     assert len(opened) == 1
     second = IngestService(SITE, store, Dispatcher(SITE, [sink]))
     assert second.engine.stats.readings_processed == first.engine.stats.readings_processed
     second.finish()
-    opened = [n for n in sink.notes if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
+    opened = [n for n in sink.sent if n.event == "opened" and n.alert.kind == "turbidity_contrast"]
     assert len(opened) == 1
     assert [a.kind for a in store.alerts("lg-route9n")].count("turbidity_contrast") == 1
 
 
 def test_officer_hears_once_when_critical_and_once_when_resolved(sqlite_path: Path) -> None:
     site = SITE
-    sink = Collect()
+    sink = RecordingSink()
     service = IngestService(site, SqliteStore(sqlite_path), Dispatcher(site, [sink]))
     _plume(service)
     service.finish()
-    officer_notes = [n for n in sink.notes if any(c.role == "officer" for c in n.recipients)]
-    operator_notes = [n for n in sink.notes if any(c.role == "operator" for c in n.recipients)]
+    officer_notes = [n for n in sink.sent if any(c.role == "officer" for c in n.recipients)]
+    operator_notes = [n for n in sink.sent if any(c.role == "operator" for c in n.recipients)]
     assert operator_notes, "the operator hears of every episode"
     crit = [n.alert.id for n in officer_notes if n.event != "resolved"]
     assert crit, "a 92 NTU excess over a 25 NTU limit reaches critical: the officer hears of it"

@@ -473,8 +473,10 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "2026-05-04T13:00:00Z)",
         f"{f}:4: column 'event': 'sprayed' is not a site-log event (expected one of disturbed, "
         "cleared, graded, active, inactive, temporary_cover, completed, seeded, "
-        "permanent_cover, milestone, notice, certification, plan_on_site, plan_approved, "
-        "felled_into_water, felled_removed, corrective_action, violation, violation_corrected)",
+        "permanent_cover, extra_measures, milestone, notice, certification, plan_on_site, plan_approved, "
+        "felled_into_water, felled_removed, corrective_action, on_site, approval_displayed, "
+        "conference_required, conference_held, plan_changed, as_built, maintenance_scheduled, "
+        "maintained, violation, violation_corrected)",
         f"{f}:5: column 'area': 'south-cut' is not an area of the site (its areas: {AREAS})",
         f"{f}:6: column 'area': event 'cleared' names the area it concerns; none given "
         f"(the site's areas: {AREAS})",
@@ -484,12 +486,12 @@ def test_every_bad_row_is_named_by_file_line_and_what_was_expected(tmp_path: Pat
         "start_of_development, controls_installed, clearing_completed, "
         "rough_grading_completed, final_grading_completed, storm_drainage_completed, "
         "construction_completed, construction_season_closed, final_landscaping_completed, "
-        "landscaping_established; got 'fence_up'",
+        "landscaping_established, final_acceptance, maintenance_agreement; got 'fence_up'",
         f"{f}:9: column 'detail': event 'notice' names a milestone, one of "
         "start_of_development, controls_installed, clearing_completed, "
         "rough_grading_completed, final_grading_completed, storm_drainage_completed, "
         "construction_completed, construction_season_closed, final_landscaping_completed, "
-        "landscaping_established; none given",
+        "landscaping_established, final_acceptance, maintenance_agreement; none given",
         f"{f}:10: column 'by': empty (who did it or recorded it must be named)",
     ]
 

@@ -82,9 +82,8 @@ def test_a_killed_worker_sends_its_outbox_as_a_standby(tmp_path: Path, postgres_
             args = fleet_args(
                 broker, tmp_path / name, name,
                 "--sites", str(sites_dir), "--partition", "0/1", "--standby",
-                "--notify", str(notify), "--tick-s", "0.5",
+                "--notify", str(notify), "--tick-s", "0.5", db=postgres_url,
             )  # fmt: skip
-            args[args.index("--db") + 1] = postgres_url
             return ServeProcess(args, tmp_path / f"{name}.log")
 
         a, b = worker("a"), worker("b")
