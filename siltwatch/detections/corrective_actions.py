@@ -52,5 +52,5 @@ DUE_DAYS = rulekeys.number(
     "corrective_action.due_days", rulekeys.NON_NEGATIVE
 )  # where a law sets the days
 DESCRIPTION = base.Description(
-    "corrective_actions", 52, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
+    "corrective_actions", 58, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
 )
