@@ -45,6 +45,9 @@ class Inspection:
     signed: bool | None = None
     deviations: str | None = None  # significant deviations from the approved plan
     corrective_actions: str | None = None  # what was done, and when it was completed
+    # Practices the record found needing work (the field desk's checklist): each opens a
+    # corrective action (analytics/corrective_actions.py).
+    findings: tuple[str, ...] = ()
 
 
 # The record fields of an Inspection after ``duty``, in declaration order.

@@ -291,7 +291,8 @@ def _records_parser(sub: Any) -> None:
 
 def cmd_records(args: argparse.Namespace) -> int:
     """Write the inspection log, the daily rain log and the site log from a store as CSV."""
-    from ingest.outputs.records import export_records, parse_day
+    from ingest.outputs.field_records import export_field_records
+    from ingest.outputs.records import export_records, local_bounds_ms, parse_day
     from ingest.store.from_url import open_store_read_only
     from ingest.store.sqlite import StoreError
     from siltwatch.config import load_site
@@ -312,12 +313,20 @@ def cmd_records(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     try:
         written = export_records(store, site, Path(args.out), start, end)
+        field = export_field_records(
+            store, site, Path(args.out), *local_bounds_ms(start, end, site.site.zone)
+        )
     finally:
         store.close()
     print(
         f"wrote {written.inspections} inspections, {written.rain_days} gauge-days of rain and "
         f"{written.site_log} site-log entries of site {site.site.id!r} to {written.folder}/"
         "{inspections,rain-log,site-log}.csv"
+    )
+    print(
+        f"wrote {field.records} field-desk checklists, {field.photos} photos and "
+        f"{field.actions} corrective actions to {written.folder}/"
+        "{field-inspections,field-findings,corrective-actions}.csv, field-records/, photos/"
     )
     return EXIT_OK
 

@@ -21,6 +21,8 @@ Routes (each page module says what it does):
 ``GET|POST /sites/{site}/silences``, ``.../{id}/end`` silences (console/pages_silences.py)
 ``GET /sites/{site}/duties``                        duties; inspection and site-log forms
 ``POST /sites/{site}/inspections``, ``.../site-log`` (console/pages_duties.py)
+``GET|POST /sites/{site}/field``, ``.../records/{id}``  the field desk: checklists, photos,
+``.../photos/{id}``, ``.../actions/{id}/close``      signatures, corrective actions (console/pages_field.py)
 ``GET|POST /a/{token}``                             acknowledge by link (console/ack_link.py)
 ``POST /sms/inbound``                               the SMS gateway's webhook (console/sms_inbound.py)
 ``GET|POST /login``, ``POST /logout``, ``GET /audit``, ``GET /healthz``  (console/pages_account.py)
@@ -28,7 +30,8 @@ Routes (each page module says what it does):
 
 Without a session, a page (GET) answers 303 to ``/login?next=...`` and is not
 rendered; a form (POST) answers 403. Only ``/login``, ``/a/{token}``,
-``/sms/inbound``, ``/healthz`` and ``/static`` are open. Every response carries
+``/sms/inbound``, ``/healthz``, ``/static`` and the field desk's worker and manifest
+(``/sw.js``, ``/manifest.webmanifest``: files, no data) are open. Every response carries
 a strict Content-Security-Policy (scripts only from /static), ``Referrer-Policy: no-referrer``
 (an acknowledgement link must not leak through a Referer header), and pages are
 ``Cache-Control: no-store``.
@@ -37,14 +40,15 @@ a strict Content-Security-Policy (scripts only from /static), ``Referrer-Policy:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -56,6 +60,7 @@ from console import (
     pages_alert,
     pages_alerts,
     pages_duties,
+    pages_field,
     pages_silences,
     pages_site,
     sms_inbound,
@@ -77,17 +82,35 @@ from siltwatch.config import SiteConfig
 
 STATIC_DIR = Path(__file__).with_name("static")
 MAX_BODY_BYTES = 1_000_000
+# The field desk's checklists carry photos (each checked against console/photos.py's
+# bound): a body may be larger there, so that an oversized photo is refused by name
+# with a clear message rather than by a bare 413.
+FIELD_MAX_BODY_BYTES = 64 * 1024 * 1024
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
         b"default-src 'none'; script-src 'self'; connect-src 'self'; "
         b"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        b"manifest-src 'self'; worker-src 'self'; "
         b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     (b"referrer-policy", b"no-referrer"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
 ]
+
+
+class BodyLimits:
+    """Starlette's request-body bound, larger for the field desk's uploads (``/field``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.small = RequestBodyLimitMiddleware(app, MAX_BODY_BYTES)
+        self.large = RequestBodyLimitMiddleware(app, FIELD_MAX_BODY_BYTES)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        field = path.startswith("/sites/") and "/field" in path
+        await (self.large if field else self.small)(scope, receive, send)
 
 
 class SecurityHeaders:
@@ -114,6 +137,15 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+def _static_file(name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
+    """A file of console/static served at the root (a service worker's scope is its folder)."""
+
+    async def serve(_request: Request) -> Response:
+        return FileResponse(STATIC_DIR / name, media_type=media_type)
+
+    return serve
+
+
 def _routes() -> list[Route | Mount]:
     site = "/sites/{site}"
     alert = site + "/alerts/{alert_id}"
@@ -132,6 +164,14 @@ def _routes() -> list[Route | Mount]:
         Route(site + "/duties", pages_duties.duties_page),
         Route(site + "/inspections", pages_duties.record_inspection, methods=["POST"]),
         Route(site + "/site-log", pages_duties.record_site_log, methods=["POST"]),
+        Route(site + "/field", pages_field.field_page),
+        Route(site + "/field", pages_field.submit_checklist, methods=["POST"]),
+        Route(site + "/field/records/{record_id}", pages_field.record_page),
+        Route(site + "/field/records/{record_id}/edit", pages_field.edit_record, methods=["POST"]),
+        Route(site + "/field/photos/{photo_id}", pages_field.photo),
+        Route(
+            site + "/field/actions/{action_id}/close", pages_field.close_action, methods=["POST"]
+        ),
         Route("/a/{token}", ack_link.link_page),
         Route("/a/{token}", ack_link.link_confirm, methods=["POST"]),
         Route(sms_inbound.PATH, sms_inbound.sms_inbound, methods=["POST"]),
@@ -140,6 +180,12 @@ def _routes() -> list[Route | Mount]:
         Route("/logout", pages_account.logout, methods=["POST"]),
         Route("/audit", pages_account.audit_page),
         Route("/healthz", pages_account.healthz),
+        # The field desk installs as a web app; its worker's scope is the whole console.
+        Route("/sw.js", _static_file("sw.js", "text/javascript")),
+        Route(
+            "/manifest.webmanifest",
+            _static_file("manifest.webmanifest", "application/manifest+json"),
+        ),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
@@ -242,8 +288,8 @@ def make_app(
             Refused: _refused,
             HTTPException: _http_error,
         },
-        max_body_size=MAX_BODY_BYTES,
     )
     app.state.console = console
+    app.add_middleware(BodyLimits)
     app.add_middleware(SecurityHeaders)
     return app

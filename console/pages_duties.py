@@ -32,7 +32,7 @@ from console.web import Console, console_of, field_text, page_user, posted_form,
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.timefmt import local_time
-from siltwatch.vocabulary import SiteEvent, milestone_of, milestone_problem
+from siltwatch.vocabulary import Milestone, SiteEvent, milestone_of, milestone_problem
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -79,6 +79,7 @@ def _page(
         "may_record": user.may(sid, Permission.RECORD),
         "has_desk": console.desk is not None,
         "events": [e.value for e in SiteEvent if e is not SiteEvent.CORRECTIVE_ACTION],
+        "milestones": list(Milestone),
         "typed": {"time": local_now, "inspector": user.name, **(typed or {})},
         "message": message,
         "message_kind": kind,
@@ -220,7 +221,8 @@ def site_log_record(
             f"area {area!r} is not an area of {site.site.id} ({', '.join(areas) or 'none'})"
         )
     detail = field_text(form, "detail", 2000) or None
-    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE):  # typed in words, or as its id
+    if event in (SiteEvent.MILESTONE, SiteEvent.NOTICE):  # chosen from the list (or typed)
+        detail = field_text(form, "milestone", 60) or detail
         milestone = milestone_of(detail or "")
         if milestone is None:
             raise FormProblem(f"detail: the {event} {milestone_problem(detail)}")

@@ -281,7 +281,8 @@ def to_sensor_reading(item: ReadingItem) -> SensorReading:
 
 def to_inspection(rec: InspectionRecord) -> Inspection:
     fields = {name: getattr(rec, name) for name in INSPECTION_RECORD_FIELDS}
-    return Inspection(to_ms(rec.time), rec.inspector, rec.duty, **fields)
+    findings = tuple(rec.findings or ())
+    return Inspection(to_ms(rec.time), rec.inspector, rec.duty, **fields, findings=findings)
 
 
 def to_site_log_entry(rec: SiteLogRecord) -> SiteLogEntry:

@@ -24,6 +24,7 @@ from typing import Any
 from siltwatch.configerrors import NOT_FINITE, ConfigError, key_path, read_toml, validate_finite
 from siltwatch.detections import descriptions
 from siltwatch.detections.base import ConfigView, repeated_names
+from siltwatch.practices import practice_problems
 from siltwatch.rulepacks import RULE_KEYS, Rules, available_packs, check_value, resolve_rules
 from siltwatch.sensorkinds import sensor_kind, sensor_kinds
 from siltwatch.sitemodel import (
@@ -107,6 +108,7 @@ def cross_reference_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
                 out.append((f"rule_overrides.{key}", problem))
     out += _officer_problems(data, pack_ids, rules)
     out += reserved_id_problems(data)
+    out += practice_problems(data)  # siltwatch/practices.py
     return out
 
 

@@ -327,6 +327,14 @@ class InspectionRecord(_Payload):
         description="corrective actions taken, and when they were completed",
     )
 
+    findings: list[Identifier] | None = Field(
+        default=None,
+        max_length=200,
+        description="practices the inspection found needing work (not installed, not "
+        "functioning, needing maintenance or deviating from the plan): each opens a "
+        "corrective action",
+    )
+
     @field_validator("duty", "affiliation", "address", "phone", "deviations", "corrective_actions")
     @classmethod
     def _empty_is_none(cls, value: str | None) -> str | None:

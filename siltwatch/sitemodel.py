@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from siltwatch.configerrors import control_character
 from siltwatch.limitshapes import check_limit_shape
+from siltwatch.practices import FieldDeskSettings, FieldPractice
 from siltwatch.schema import Identifier
 from siltwatch.sensorkinds import sensor_kinds
 from siltwatch.units import to_metres, volume_to_m3
@@ -510,6 +511,8 @@ class SiteConfig(_Model):
     rain_gauges: list[RainGauge] = Field(default_factory=list)
     areas: list[Area] = Field(default_factory=list)
     design_storms: list[DesignStorm] = Field(default_factory=list)
+    practices: list[FieldPractice] = Field(default_factory=list)  # siltwatch/practices.py
+    field_desk: FieldDeskSettings = Field(default_factory=FieldDeskSettings)
     rule_overrides: dict[str, Any] = Field(default_factory=dict)
     notifications: Notifications = Field(default_factory=Notifications)
 

@@ -32,6 +32,7 @@ headless Chromium (its own print to PDF), the renderer the browser tests use.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
@@ -50,6 +52,7 @@ from analytics.events import INSPECTION_RECORD_FIELDS, Inspection, RainDay, Stat
 from analytics.rain import RainDetector, StormRecord
 from console.charts.draw import svg_text
 from console.charts.plots import site_charts
+from console.fieldviews import action_view, record_view
 from console.notes import Note, NoteKind, NotesSource
 from console.report.parts import (
     Verdict,
@@ -251,6 +254,7 @@ def build_report(
         "rain_totals": rain_totals(site, rain_log, period),
         "storms": storm_rows(site, storms, duties, period),
         "inspections": [inspection_row(i, site) for i in inspections],
+        **field_desk_part(site, store, period.start_ms, period.end_ms, as_of),
         "duties": duty_list,
         "alerts": alert_list,
         "stations": station_rows(site, store, period),
@@ -260,6 +264,31 @@ def build_report(
         "stylesheet": Markup(STYLESHEET.read_text(encoding="utf-8")),
     }
     return _template().render(context)
+
+
+def field_desk_part(
+    site: SiteConfig, store: SqlStore, start_ms: int, end_ms: int, as_of: int
+) -> dict[str, Any]:
+    """The field desk's checklists of the period with their photos inline (the report has no
+    external asset) and the corrective actions opened in it or still open at its start."""
+    sid = site.site.id
+
+    def photo_src(photo_id: str) -> str:
+        photo = store.field_photo(sid, photo_id)
+        if photo is None:
+            return ""
+        return f"data:{photo.content_type};base64,{base64.b64encode(photo.data).decode()}"
+
+    actions = [
+        a
+        for a in store.corrective_actions(sid)
+        if a.created_at < end_ms and (a.closed_at is None or a.closed_at >= start_ms)
+    ]
+    return {
+        "field_records": [record_view(r, site) for r in store.field_records(sid, start_ms, end_ms)],
+        "field_actions": [action_view(a, site, as_of) for a in actions],
+        "photo_src": photo_src,
+    }
 
 
 def report_verdict(duties: Sequence[DutyRow], alerts: Sequence[AlertBlock]) -> Verdict:

@@ -257,6 +257,54 @@ def _site_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     ]
 
 
+def _field_records(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+    """The field desk's checklists (ingest/store/fieldbook.py) dated in the window, each with
+    its signature and the content as signed (``body``: canonical JSON, hash it to check)."""
+    w = part.window
+    yield [
+        (part.id, r.record_id, *part.times(r.t), r.account, *part.times(r.signed_at),
+         r.sha256, r.intact, r.amends or "", r.body)
+        for r in store.field_records(part.id, w.start, w.end)
+    ]  # fmt: skip
+
+
+def _corrective_actions(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+    """Corrective actions open at some point in the window."""
+    yield [
+        (part.id, a.action_id, a.record_id, a.practice, a.finding, a.owner,
+         *part.times(a.created_at), *part.times(a.due_at), a.rule, *part.times(a.closed_at),
+         a.closed_by or "", a.closure_note or "", a.closure_photo or "")
+        for a in store.corrective_actions(part.id)
+        if part.window.overlaps(a.created_at, a.closed_at)
+    ]  # fmt: skip
+
+
+def export_photos(store: SqlStore, parts: Sequence[SiteSlice], out: Path) -> int:
+    """The photos of the exported checklists and closures as files ``photos/<sha256>.<ext>``
+    (named by their content, never by the name the phone gave them); how many."""
+    written = 0
+    for part in parts:
+        w = part.window
+        ids = [
+            p
+            for r in store.field_records(part.id, w.start, w.end)
+            for p in store.field_photo_ids(part.id, r.record_id)
+        ]
+        ids += [
+            a.closure_photo
+            for a in store.corrective_actions(part.id)
+            if a.closure_photo and w.overlaps(a.created_at, a.closed_at)
+        ]
+        for photo_id in dict.fromkeys(ids):
+            photo = store.field_photo(part.id, photo_id)
+            if photo is not None:
+                ext = photo.content_type.removeprefix("image/").replace("jpeg", "jpg")
+                (out / "photos").mkdir(parents=True, exist_ok=True)
+                (out / "photos" / f"{photo_id}.{ext}").write_bytes(photo.data)
+                written += 1
+    return written
+
+
 def _rain_log(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
     yield [
         (part.id, *rain_row(r))
@@ -324,6 +372,40 @@ TABLES: tuple[Table, ...] = (
             ("site", TEXT), *zip(RAIN_COLUMNS, (DATE, TEXT, FLOAT, TEXT, INT, INT), strict=True)
         ),
         _rain_log,
+    ),
+    Table(
+        "field_records",
+        _columns(
+            ("site", TEXT),
+            ("record", TEXT),
+            *_timed("time"),
+            ("account", TEXT),
+            *_timed("signed"),
+            ("sha256", TEXT),
+            ("intact", BOOL),
+            ("amends", TEXT),
+            ("body", TEXT),
+        ),
+        _field_records,
+    ),
+    Table(
+        "corrective_actions",
+        _columns(
+            ("site", TEXT),
+            ("action", TEXT),
+            ("record", TEXT),
+            ("practice", TEXT),
+            ("finding", TEXT),
+            ("owner", TEXT),
+            *_timed("opened"),
+            *_timed("due"),
+            ("due_rule", TEXT),
+            *_timed("closed"),
+            ("closed_by", TEXT),
+            ("closure_note", TEXT),
+            ("closure_photo", TEXT),
+        ),
+        _corrective_actions,
     ),
 )
 TABLE_NAMES = tuple(t.name for t in TABLES)

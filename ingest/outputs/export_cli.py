@@ -33,6 +33,8 @@ TABLES = (
     "duties",
     "site_log",
     "rain_log",
+    "field_records",
+    "corrective_actions",
 )  # ingest.outputs.export.TABLE_NAMES
 
 
@@ -115,6 +117,8 @@ def run_export(args: argparse.Namespace) -> int:
         PARQUET_NEEDS,
         TABLE_NAMES,
         ExportFormat,
+        Written,
+        export_photos,
         export_tables,
         summary,
         tables_named,
@@ -140,6 +144,9 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         _warn_absent(store, parts, args.site)
         written = export_tables(store, parts, Path(args.out), fmt, tables)
+        photos = export_photos(store, parts, Path(args.out))
+        if photos:  # the photos' folder is a line of the summary too: files, one a photo
+            written.append(Written("photos", photos, Path(args.out) / "photos"))
     finally:
         store.close()
     sites = ", ".join(p.id for p in parts)

@@ -66,23 +66,31 @@ def export_records(
         i for i in store.inspections_after(site_id, None) if within(local_day(i.t, zone))
     ]
     log = [e for e in store.site_log(site_id) if within(local_day(e.t, zone))]
-    first_ms = None if start is None else to_ms(datetime.combine(start, time(0), tzinfo=zone))
-    after = None if end is None else end + timedelta(days=1)
-    end_ms = None if after is None else to_ms(datetime.combine(after, time(0), tzinfo=zone))
+    first_ms, end_ms = local_bounds_ms(start, end, zone)
     rain = [r for r in daily_rain(store, site, first_ms, end_ms) if within(r.day)]
     out.mkdir(parents=True, exist_ok=True)
-    _write(
+    write_csv(
         out / "inspections.csv",
         INSPECTION_COLUMNS,
         (_inspection_row(i, local) for i in inspections),
     )
-    _write(out / "site-log.csv", SITE_LOG_COLUMNS, (_log_row(e, local) for e in log))
-    _write(
+    write_csv(out / "site-log.csv", SITE_LOG_COLUMNS, (_log_row(e, local) for e in log))
+    write_csv(
         out / "rain-log.csv",
         RAIN_COLUMNS,
         (rain_row(r) for r in rain),
     )
     return Written(len(inspections), len(rain), len(log), out)
+
+
+def local_bounds_ms(
+    start: date | None, end: date | None, zone: tzinfo
+) -> tuple[int | None, int | None]:
+    """Local dates ``start``..``end`` (both included; None: unbounded) as [from, to) in ms."""
+    first_ms = None if start is None else to_ms(datetime.combine(start, time(0), tzinfo=zone))
+    after = None if end is None else end + timedelta(days=1)
+    end_ms = None if after is None else to_ms(datetime.combine(after, time(0), tzinfo=zone))
+    return first_ms, end_ms
 
 
 def daily_rain(
@@ -130,7 +138,8 @@ def _log_row(entry: SiteLogEntry, local: _Local) -> list[object]:
     return [local(entry.t), *site_log_fields(entry)]
 
 
-def _write(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """One record as CSV (the field desk's too: ingest/outputs/field_records.py)."""
     with path.open("w", encoding="utf-8", newline="") as fh:
         out = csv.writer(fh, lineterminator="\n")
         out.writerow(header)

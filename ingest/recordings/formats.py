@@ -125,7 +125,9 @@ def read_inspections(path: Path) -> list[Inspection]:
                 problems.add(line, "column 'inspector': empty (who inspected must be recorded)")
                 continue
             duty = _cell(row, names, "duty")
-            record = {name: _cell(row, names, name) or None for name in _RECORD_TEXT}
+            record: dict[str, Any] = {
+                name: _cell(row, names, name) or None for name in _RECORD_TEXT
+            }
             out.append(Inspection(t, inspector, duty or None, signed=signed, **record))
     return out
 

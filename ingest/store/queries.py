@@ -32,6 +32,7 @@ from analytics.events import (
     StationReport,
 )
 from ingest.gaps import LostRange, SensorWatch
+from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -40,14 +41,17 @@ from siltwatch.schema import Alert, Duty
 # the inspections' record columns are added in place); 5: data_gaps, and station_clocks
 # kept with the readings (additive: the tables are created, station_clocks filled from the
 # readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
-# (additive: the table is created in place).
-SCHEMA_VERSION = 6
+# (additive: the table is created in place); 7: the field desk's records, photos and
+# corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
+# created, the column added, in place).
+SCHEMA_VERSION = 7
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
 HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
@@ -116,6 +120,8 @@ CREATE TABLE IF NOT EXISTS station_clocks (
     PRIMARY KEY (site, station)
 );
 """
+    + FIELD_SCHEMA
+)
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
 ADDED_COLUMNS = (
@@ -124,9 +130,11 @@ ADDED_COLUMNS = (
     *(("inspections", name, "TEXT") for name in ("affiliation", "address", "phone")),  # 4
     ("inspections", "signed", "INTEGER"),  # 4
     *(("inspections", name, "TEXT") for name in ("deviations", "corrective_actions")),  # 4
+    ("inspections", "findings", "TEXT NOT NULL DEFAULT ''"),  # 7: practices needing work
 )
 _INSPECTION_COLUMNS = (
-    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions"
+    "t, inspector, duty, affiliation, address, phone, signed, deviations, corrective_actions, "
+    "findings"
 )
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
@@ -218,7 +226,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class SqlStore(ABC):
+class SqlStore(FieldRecords, ABC):
     """Every read and write of the store, over a backend's :meth:`_execute`.
 
     ``insert_*`` methods write inside the caller's :meth:`transaction`;
@@ -489,7 +497,7 @@ class SqlStore(ABC):
         (the same time, inspector and duty)."""
         cur = self._execute(
             f"INSERT OR IGNORE INTO inspections (site, {_INSPECTION_COLUMNS}, received_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 site,
                 ins.t,
@@ -501,6 +509,7 @@ class SqlStore(ABC):
                 None if ins.signed is None else int(ins.signed),
                 ins.deviations,
                 ins.corrective_actions,
+                " ".join(ins.findings),
                 received_at,
             ),
         )
@@ -1133,7 +1142,7 @@ def _status(row: Sequence[object]) -> StationReport:
 
 
 def _inspection(row: Sequence[object]) -> Inspection:
-    t, who, duty, affiliation, address, phone, signed, deviations, actions = row
+    t, who, duty, affiliation, address, phone, signed, deviations, actions, findings = row
     return Inspection(
         int(t),  # type: ignore[call-overload]
         str(who),
@@ -1144,6 +1153,7 @@ def _inspection(row: Sequence[object]) -> Inspection:
         signed=None if signed is None else bool(signed),
         deviations=_text(deviations),
         corrective_actions=_text(actions),
+        findings=tuple(str(findings or "").split()),
     )
 
 

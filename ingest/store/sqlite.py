@@ -146,7 +146,7 @@ class SqliteStore(SqlStore):
         Version 1 tables are rebuilt (they lacked arrival order); from version 2
         on an upgrade only adds (3: the statuses table, ``snapshots.status_mark``;
         4: the site_log table, ``snapshots.site_log_mark``, the inspections'
-        record columns; 5: station_clocks, filled once from the readings; 6: seq_watch), so the file is upgraded in place and its rows, ids and
+        record columns; 5: station_clocks, filled once from the readings; 6: seq_watch; 7: the field desk's tables and inspections.findings), so the file is upgraded in place and its rows, ids and
         snapshots stay as they were.
         """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()

@@ -7,6 +7,7 @@ wire message a field tablet would publish.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -171,7 +172,18 @@ def test_a_milestone_is_typed_in_words_and_a_refusal_says_the_phases_in_words(
     refused = site_log_entry(world, event="notice", detail="clearing done")
     assert refused.status_code == 400
     assert "clearing completed, rough grading completed" in refused.text
-    assert "Value error" not in refused.text and "clearing_completed" not in refused.text
+    said = re.search(r'<p class="message error"[^>]*>([^<]*)</p>', refused.text)
+    assert said is not None and "Value error" not in said[1] and "clearing_completed" not in said[1]
+    chosen = submit(
+        world,
+        OPERATOR,
+        f"/sites/{SID}/site-log",
+        {"time": "2026-05-12T11:30", "event": "notice", "milestone": "final_grading_completed"},
+    )  # chosen from the list, never typed
+    assert chosen.status_code == 303
+    assert world.actions("site_log")[-1][3].split() == ["notice", "final_grading_completed"]
+    page = world.login(OPERATOR).get(DUTIES).text
+    assert '<option value="rough_grading_completed">rough grading completed</option>' in page
 
 
 def test_without_a_desk_the_forms_say_so(tmp_path: Path) -> None:

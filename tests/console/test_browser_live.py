@@ -29,13 +29,16 @@ set, in that folder too (named by width).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
+from starlette.applications import Starlette
 
 from console.server import ConsoleServer
+from console.web import Console
 from ingest.store.from_url import open_store
 from tests.console.app_world import OPERATOR, PASSWORD, SID, SITE
 from tests.console.browser import (
@@ -124,10 +127,26 @@ class Visit:
 def live(tmp_path: Path) -> Iterator[tuple[LiveWorld, str]]:
     require_browser()
     world = make_live_world(tmp_path, refresh_s=1.0)
+    with serving(world) as url:
+        yield world, url
+
+
+class Servable(Protocol):
+    @property
+    def app(self) -> Starlette: ...
+
+    @property
+    def console(self) -> Console: ...
+
+
+@contextmanager
+def serving(world: Servable) -> Iterator[str]:
+    """The world's console under uvicorn on a free loopback port (console/server.py); its
+    URL. The console is closed after."""
     server = ConsoleServer(world.app, "127.0.0.1", 0)
     server.start()
     try:
-        yield world, server.url
+        yield server.url
     finally:
         server.stop()
         world.console.close()

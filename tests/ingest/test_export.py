@@ -9,6 +9,7 @@ row compared with what the store holds, read from the file with plain SQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sqlite3
@@ -32,6 +33,7 @@ from ingest.outputs.records import export_records, parse_day
 from ingest.store.sqlite import SqliteStore
 from siltwatch.config import load_site
 from tests.console.app_world import fill_week
+from tests.console.field_world import store_a_checklist
 from tests.ingest.test_records import SITE, fill, rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +55,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
         first, second, *_ = store.alerts(LG.site.id)
         store.save_alert(LG.site.id, first, late=True)
         store.withdraw_alert(LG.site.id, second)
+        store_a_checklist(store)  # the field desk's tables
     finally:
         store.close()
     return db
@@ -204,7 +207,8 @@ def test_the_command_writes_every_stored_row_of_both_sites(world: Path, tmp_path
         LL.site.id,
     )
     written = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines()[2:]}
-    assert written == {name: f"{len(rows(out / f'{name}.csv')):,}" for name in export.TABLE_NAMES}
+    tables = {name: f"{len(rows(out / f'{name}.csv')):,}" for name in export.TABLE_NAMES}
+    assert written == {**tables, "photos": "2"}  # the field desk's photos, as files
 
 
 def test_local_times_are_the_site_zone_of_the_same_instant(
@@ -506,6 +510,7 @@ def test_an_export_from_postgresql_equals_the_export_from_sqlite(
                     target.withdraw_alert(site, stored.alert)
             for duty in source.duties(site):
                 target.save_duty(site, duty)
+        store_a_checklist(target)  # as in the SQLite world
     finally:
         source.close()
         target.close()
@@ -514,6 +519,56 @@ def test_an_export_from_postgresql_equals_the_export_from_sqlite(
         out = tmp_path / name
         code = main(["export", "--db", db, *BOTH, "--out", str(out)])
         assert code == 0, capsys.readouterr().err
-        outs[name] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+        files = sorted(p for p in out.rglob("*") if p.is_file())
+        outs[name] = {str(p.relative_to(out)): p.read_bytes() for p in files}
     assert outs["postgres"] == outs["sqlite"]
-    assert len(outs["sqlite"]) == 5 and all(outs["sqlite"].values())
+    assert len(outs["sqlite"]) == 7 + 2 and all(outs["sqlite"].values())  # tables, photos
+
+
+def test_the_field_desks_records_go_out_with_their_photos_as_files(
+    run: Any, world: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """export: the checklist (content as signed, its hash, intact), the corrective action,
+    and each photo as a file named by its SHA-256; records: the same for people."""
+    out = tmp_path / "export"
+    done = run(*BOTH, "--out", str(out))
+    assert done.code == 0
+    assert ["photos", "2", str(out / "photos")] in [line.split() for line in done.out.splitlines()]
+    (record,) = rows(out / "field_records.csv")
+    assert (record["site"], record["record"], record["intact"]) == (LL.site.id, "fr-stored", "true")
+    assert hashlib.sha256(record["body"].encode()).hexdigest() == record["sha256"]
+    (action,) = rows(out / "corrective_actions.csv")
+    assert (action["practice"], action["owner"], action["closed_utc"]) == (
+        "sf-lot1",
+        "Dana Ruiz",
+        "",
+    )
+    photos = sorted((out / "photos").iterdir())
+    assert len(photos) == 2
+    for photo in photos:
+        assert photo.name == hashlib.sha256(photo.read_bytes()).hexdigest() + ".jpg"
+
+    records = tmp_path / "records"
+    code = main(["records", "--site", str(LL_FILE), "--db", str(world), "--out", str(records)])
+    assert (
+        code == 0
+        and "1 field-desk checklists, 2 photos and 1 corrective actions" in capsys.readouterr().out
+    )
+    (line,) = rows(records / "field-inspections.csv")
+    assert (line["signed_at"], line["intact"], line["photos"]) == (
+        "2026-05-12 09:30 EDT",
+        "yes",
+        "2",
+    )
+    findings = rows(records / "field-findings.csv")
+    assert [(f["item"], f["needs_maintenance"]) for f in findings][:2] == [
+        ("sf-lot1", "yes"),
+        ("ce-main", "no"),
+    ]
+    assert (
+        findings[0]["photos"].startswith("photos/") and (records / findings[0]["photos"]).is_file()
+    )
+    body = (records / "field-records" / "fr-stored.json").read_bytes()
+    assert hashlib.sha256(body).hexdigest() == line["sha256"]
+    (closing,) = rows(records / "corrective-actions.csv")
+    assert closing["due"] == "2026-05-19 09:30 EDT" and closing["closed"] == ""

@@ -1,0 +1,40 @@
+"""The field desk's records as the console and the report show them.
+
+One view of a checklist (its findings, photos and signature block: who signed,
+when, and whether the stored content still hashes to what was signed) and of
+a corrective action (due, overdue, closed), shared by the field desk's pages
+(console/pages_field.py) and the inspector's report (console/report/document.py),
+so the two cannot tell a record's state differently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.store.fieldbook import CorrectiveAction, FieldRecord
+from siltwatch.checklist import Checklist
+from siltwatch.config import SiteConfig
+from siltwatch.timefmt import local_time
+
+
+def record_view(r: FieldRecord, site: SiteConfig) -> dict[str, Any]:
+    checklist = Checklist.model_validate_json(r.body)
+    return {
+        "id": r.record_id,
+        "when": local_time(r.t, site.site.zone),
+        "checklist": checklist,
+        "signed_by": r.account if r.signed_at is not None else None,
+        "signed_at": local_time(r.signed_at, site.site.zone) if r.signed_at else None,
+        "sha256": r.sha256,
+        "intact": r.intact,
+        "amends": r.amends,
+    }
+
+
+def action_view(a: CorrectiveAction, site: SiteConfig, now_ms: int) -> dict[str, Any]:
+    return {
+        "a": a,
+        "due": local_time(a.due_at, site.site.zone),
+        "closed": local_time(a.closed_at, site.site.zone) if a.closed_at else None,
+        "overdue": a.overdue(now_ms),
+    }

@@ -1,0 +1,56 @@
+"""Corrective actions: a finding of the field desk's checklist that needs work, tracked to the end.
+
+Lake Lure 96.05(B)(17)(a)(v) asks the inspection record to document "any
+significant deviations from the approved erosion and sedimentation control
+plan, corrective actions required to correct the deviation and completion of
+the corrective actions"; Lake George §148-10 A asks that all practices be
+maintained. When a checklist (siltwatch/checklist.py) finds a practice not
+installed, not functioning, needing maintenance or deviating from the plan,
+its inspection record names the practice in ``findings`` and each opens a duty
+of kind ``corrective_action`` (reason ``finding``, subject: the practice).
+
+The due date: ``corrective_action.due_days`` where a pack sets one (a law or
+permit that gives a deadline), else the site's ``[field_desk]
+corrective_action_days`` (siltwatch/practices.py; 7 by default), cited as the
+site's own choice. An open action past its due date raises
+``corrective_action_overdue`` (subject: the duty id), routed like the others;
+with no legal deadline behind it, it goes to the site's people, not the
+officer. The record that closes the action (the console's closure, with its
+note and photo) names the duty and completes it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from siltwatch import rulekeys
+from siltwatch.detections import base
+
+
+class CorrectiveKind(StrEnum):
+    ACTION = "corrective_action"  # ``kind`` in DUTIES.jsonl; subject: the practice
+    OVERDUE = "corrective_action_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
+
+
+class CorrectiveReason(StrEnum):
+    FINDING = "finding"  # a checklist found the practice needing work
+
+
+# The duty and its overdue alert: no legal deadline stands behind the date (it is the
+# site's own, or a pack's where one is set), so the alert is a diagnostic, the site's.
+OVERDUE = base.diagnostic(
+    CorrectiveKind.OVERDUE, "corrective action overdue", base.OverdueEvidence, base.overdue_amount
+)
+ACTION = base.DutySpec(
+    CorrectiveKind.ACTION, "corrective action", (CorrectiveReason.FINDING,), OVERDUE
+)
+SUMMARY = (
+    "each practice a checklist finds needing work is a corrective action with a due date, "
+    "overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)"
+)
+DUE_DAYS = rulekeys.number(
+    "corrective_action.due_days", rulekeys.NON_NEGATIVE
+)  # where a law sets the days
+DESCRIPTION = base.Description(
+    "corrective_actions", 58, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
+)
