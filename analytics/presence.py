@@ -5,6 +5,12 @@ Days are the site's local days. The detector remembers the last local day
 someone was recorded on site and the open episode of each day; rows come in
 event time, so an ``on_site`` row dated before the work counts even if it was
 typed afterwards.
+
+A site log that has never recorded anyone on site says nothing about presence:
+it is a log that does not keep that record, not evidence that nobody was there.
+So the check starts with the log's first ``on_site`` row; before it, work rows
+raise nothing (no alert the law does not ask for: an officer told "nobody on
+site" on the strength of a missing record would stop trusting the rest).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class PresenceDetector(Detector):
         self.cite = cite
         self.calendar = calendar
         self.present_on: date | None = None  # the last local day someone was on site
+        self.records_presence = False  # the log has recorded someone on site at least once
         self.open: dict[str, dict[str, str | None]] = {}  # day -> its open episode's evidence
         self.work_at: dict[str, int] = {}  # day -> the time of its first unattended work
 
@@ -44,11 +51,12 @@ class PresenceDetector(Detector):
         day = self.calendar.local_date(entry.t)
         key = day.isoformat()
         if entry.event == SiteEvent.ON_SITE:
-            self.present_on = day
+            self.present_on, self.records_presence = day, True
             if key in self.open:
                 self._late(key, entry, ctx)
         elif (
             entry.event in WORK
+            and self.records_presence
             and entry.area in self.areas
             and self.present_on != day
             and key not in self.open

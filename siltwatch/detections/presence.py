@@ -10,7 +10,8 @@ that day opens ``representative_absent`` (subject: the local day, e.g.
 ``2026-06-03``): the town hears it once. An ``on_site`` row later that day
 resolves it as late (nobody was recorded there when the work began); the end of
 the day resolves an episode that nobody closed, saying so. Pack key
-``presence.representative_on_site``.
+``presence.representative_on_site``. The check starts with the site log's first
+``on_site`` row: a log that never records presence is not evidence of absence.
 """
 
 from __future__ import annotations

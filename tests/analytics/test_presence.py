@@ -71,3 +71,23 @@ def test_local_days_across_the_dst_end_and_no_rule_no_alert(
     assert _absent(george, rows, "2026-11-03T00:00-05:00") == []
     lure_rows = [log("2026-06-02T10:00-04:00", "graded", "drive")]
     assert _absent(lure, lure_rows, "2026-06-04T00:00-04:00") == []
+
+
+def test_a_log_that_never_records_presence_raises_nothing_until_it_does(
+    george: SiteConfig,
+) -> None:
+    """Work logged Mon 06-01 and Tue 06-02 with no on_site row ever: the log does not keep
+    that record, so nothing opens (a missing record is not a person missing). From the
+    first on_site row (Wed 06-03 07:00) the check runs: Thu 06-04 work with nobody opens."""
+    rows = [
+        log("2026-06-01T09:00-04:00", "cleared", "north-cut"),
+        log("2026-06-02T09:00-04:00", "graded", "north-cut"),
+    ]
+    assert _absent(george, rows, "2026-06-03T00:00-04:00") == []
+    rows += [
+        log("2026-06-03T07:00-04:00", "on_site", detail="Jo Whitaker"),
+        log("2026-06-03T09:00-04:00", "active", "pad-b"),
+        log("2026-06-04T09:00-04:00", "active", "pad-b"),
+    ]
+    (alert,) = _absent(george, rows, "2026-06-05T00:00-04:00")
+    assert alert.subject == "2026-06-04"
