@@ -276,7 +276,9 @@ class PaperworkDetector(Detector):
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     """A detector when the site's packs ask for paperwork before the first work."""
     cites = required(ctx.rules)
-    if not cites:
+    if not cites or not site.site.paperwork_in_site_log:
+        # A log that does not keep the paperwork says nothing about it: no alert the law
+        # does not ask for (the site's file says when its log keeps it).
         return []
     detector = PaperworkDetector(site, cites)
     gate = PlanThreshold.of(ctx.rules)

@@ -119,6 +119,8 @@ def build(site: SiteConfig, ctx: Context) -> list[Detector]:
     """A detector when the site's packs set a threshold and the site has areas."""
     permit = Cited.of(ctx.rules.get("permit.required_over_sq_ft"))
     minor = Cited.of(ctx.rules.get("project.minor_under_sq_ft"))
+    if not site.site.paperwork_in_site_log:
+        permit = None  # the permit is a plan_approved row: a log without paperwork cannot say
     if site.site.project != "minor":
         minor = None  # a major project (or one treated as major) has nothing to outgrow
     if not site.areas or (permit is None and minor is None):

@@ -150,6 +150,15 @@ class SiteInfo(_Model):
             "config check warning under Lake George"
         ),
     )
+    paperwork_in_site_log: bool = Field(
+        default=False,
+        description=(
+            "the site log keeps the site's paperwork (certification, plan_approved, "
+            "plan_on_site, approval_displayed, conference rows): only then does a missing "
+            "row mean missing paperwork and raise paperwork_missing or permit_missing; "
+            "unset, a log that never records paperwork raises nothing"
+        ),
+    )
     in_lake_george_park: bool | None = Field(
         default=None,
         description=(

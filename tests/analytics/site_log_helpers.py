@@ -91,3 +91,11 @@ def alerts(engine: Engine, kind: str) -> list[Alert]:
 
 def officers(site: SiteConfig) -> set[object]:
     return {c for c in site.contacts if c.role == "officer"}
+
+
+def keeps_paperwork(site: SiteConfig) -> SiteConfig:
+    """The site with ``paperwork_in_site_log = true``: its log keeps the paperwork rows, so
+    a missing one means missing paperwork (without it the paperwork checks stay off)."""
+    return site.model_copy(
+        update={"site": site.site.model_copy(update={"paperwork_in_site_log": True})}
+    )

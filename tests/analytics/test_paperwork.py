@@ -12,12 +12,40 @@ UTC-4).
 
 from __future__ import annotations
 
-from siltwatch.config import SiteConfig
+import pytest
+
+from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import site_log_problem
 from siltwatch.vocabulary import SiteEvent
-from tests.analytics.site_log_helpers import alerts, iso, log, restarted, run
+from tests.analytics.site_log_helpers import (
+    EXAMPLES,
+    alerts,
+    iso,
+    keeps_paperwork,
+    log,
+    restarted,
+    run,
+)
 
 CLEARED = log("2026-06-03T10:00-04:00", "cleared", "north-cut")
+
+
+@pytest.fixture(scope="module")
+def george(george: SiteConfig) -> SiteConfig:
+    """Lake George, its log keeping the paperwork (``paperwork_in_site_log``)."""
+    return keeps_paperwork(george)
+
+
+@pytest.fixture(scope="module")
+def lure(lure: SiteConfig) -> SiteConfig:
+    """Lake Lure, its log keeping the paperwork."""
+    return keeps_paperwork(lure)
+
+
+@pytest.fixture(scope="module")
+def flats(flats: SiteConfig) -> SiteConfig:
+    """Big Flats, its log keeping the paperwork."""
+    return keeps_paperwork(flats)
 
 
 def test_work_without_the_certification_or_the_plan_on_site(george: SiteConfig) -> None:
@@ -283,3 +311,18 @@ def test_lake_lure_near_water_the_plan_comes_past_100_square_feet(lure: SiteConf
     assert "(within 35 ft of water)" in found[0].message
     far = _lure_areas(lure, **{"drive": (100.0, 35.5), "lot-1": (50.0, 300.0)})
     assert alerts(run(far, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
+
+
+def test_a_log_that_does_not_keep_the_paperwork_raises_nothing() -> None:
+    """The reference site file says nothing of paperwork in its log: work with no
+    certification, no plan on site and no permit then raises no paperwork_missing and no
+    permit_missing (a missing row is not missing paperwork when the log never keeps it)."""
+    plain = load_site(EXAMPLES / "lake-george-site.toml")
+    assert plain.site.paperwork_in_site_log is False
+    rows = [log("2026-06-01T09:00-04:00", "disturbed", "north-cut")]
+    engine = run(plain, rows, end="2026-06-10T00:00-04:00")
+    assert alerts(engine, "paperwork_missing") == []
+    assert alerts(engine, "permit_missing") == []
+    assert alerts(
+        run(keeps_paperwork(plain), rows, end="2026-06-10T00:00-04:00"), "paperwork_missing"
+    )

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from analytics.engine import Engine
 from analytics.events import SiteLogEntry
 from siltwatch.config import Area, ReceivingWater, SiteConfig, load_site
-from tests.analytics.site_log_helpers import EXAMPLES, feed, log, t
+from tests.analytics.site_log_helpers import EXAMPLES, feed, keeps_paperwork, log, t
 
 END = t("2027-08-01T00:00-04:00")
 
@@ -33,8 +33,8 @@ def _with_shore(site: SiteConfig) -> SiteConfig:
     )
 
 
-GEORGE = _with_shore(load_site(EXAMPLES / "lake-george-site.toml"))
-LURE = _with_shore(load_site(EXAMPLES / "lake-lure-site.toml"))
+GEORGE = keeps_paperwork(_with_shore(load_site(EXAMPLES / "lake-george-site.toml")))
+LURE = keeps_paperwork(_with_shore(load_site(EXAMPLES / "lake-lure-site.toml")))
 
 ROWS: dict[str, list[SiteLogEntry]] = {
     "george": [
