@@ -14,6 +14,7 @@ from typing import Any
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord
 from siltwatch.checklist import Checklist
 from siltwatch.config import SiteConfig
+from siltwatch.practices import site_practices
 from siltwatch.timefmt import local_time
 
 
@@ -28,7 +29,14 @@ def record_view(r: FieldRecord, site: SiteConfig) -> dict[str, Any]:
         "sha256": r.sha256,
         "intact": r.intact,
         "amends": r.amends,
+        # people's names for things: "Silt fence below Lot 1 (sf-lot1)", not the id alone
+        "practice_names": {p.id: _named(p.name, p.id) for p in site_practices(site)},
+        "area_names": {a.id: _named(a.name, a.id) for a in site.areas},
     }
+
+
+def _named(name: str, ident: str) -> str:
+    return f"{name} ({ident})" if name and name != ident else ident
 
 
 def action_view(a: CorrectiveAction, site: SiteConfig, now_ms: int) -> dict[str, Any]:
@@ -37,4 +45,7 @@ def action_view(a: CorrectiveAction, site: SiteConfig, now_ms: int) -> dict[str,
         "due": local_time(a.due_at, site.site.zone),
         "closed": local_time(a.closed_at, site.site.zone) if a.closed_at else None,
         "overdue": a.overdue(now_ms),
+        "practice": next(
+            (_named(p.name, p.id) for p in site_practices(site) if p.id == a.practice), a.practice
+        ),
     }
