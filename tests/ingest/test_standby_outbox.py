@@ -94,8 +94,10 @@ def test_a_killed_worker_sends_its_outbox_as_a_standby(tmp_path: Path, postgres_
             wait_for("B standing by", lambda: "standing by" in b.output, 20, b.output)
             messages = [m for s in sites for m in plume(s, pad, base, PLUME_MIN)]
             publish(broker, messages, "so-1").close()
+            # Both sites' plumes, two contacts each: A dies only once all four emails are
+            # in its outboxes (with >= 2 it could die before the second site's were).
             wait_for("A's outboxes hold the plumes' emails",
-                     lambda: outbox_rows(tmp_path / "a") >= 2, 30, a.output)  # fmt: skip
+                     lambda: outbox_rows(tmp_path / "a") >= 2 * len(sites), 30, a.output)  # fmt: skip
 
             a.kill9()  # A dies with its emails unsent
             b_up.join(90)
