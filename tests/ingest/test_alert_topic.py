@@ -176,6 +176,11 @@ def test_serve_publishes_the_open_episodes_of_its_store_when_it_starts(
             seen.update({t: (p, r) for t, p, r in drain(got, 0.2)})
         seen.update({t: (p, r) for t, p, r in drain(got, 1.0)})
         close(watcher)
+        # The watcher may have subscribed before or after serve published, so its copy may
+        # be live or retained. A consumer that connects now must find it retained.
+        latecomer, late_got = consumer(mosquitto, "alert-topic-serve-latecomer")
+        late = {t: (p, r) for t, p, r in drain(late_got, 1.0)}
+        close(latecomer)
     finally:
         rest = interrupt(proc)
         # The session's broker is shared: leave no retained message behind, pass or fail.
@@ -183,6 +188,9 @@ def test_serve_publishes_the_open_episodes_of_its_store_when_it_starts(
         cleaner.publish(open_topic, b"", qos=1, retain=True).wait_for_publish(5)
         close(cleaner)
     assert proc.returncode == 0, rest
-    assert open_topic in seen and seen[open_topic][1] is True, seen.keys()
+    assert open_topic in seen, seen.keys()
     assert AlertMessage.model_validate_json(seen[open_topic][0]).id == still.id
     assert alert_episode_topic(SID, ended.id) not in seen
+    assert open_topic in late and late[open_topic][1] is True, late.keys()
+    assert AlertMessage.model_validate_json(late[open_topic][0]).id == still.id
+    assert alert_episode_topic(SID, ended.id) not in late
