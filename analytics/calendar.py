@@ -26,6 +26,14 @@ WEEKDAYS: dict[str, int] = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "s
 DEFAULT_BUSINESS_HOURS = "08:00-17:00"
 
 
+def anniversary(day: date, years: int) -> date:
+    """``day`` ``years`` years on; 29 February falls on 28 February in a common year."""
+    try:
+        return day.replace(year=day.year + years)
+    except ValueError:
+        return day.replace(year=day.year + years, day=28)
+
+
 def parse_business_hours(text: str) -> tuple[int, int]:
     """``"08:00-17:00"`` as (start, end) minutes after local midnight."""
     try:

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from analytics.calendar import SiteCalendar
+from analytics.calendar import SiteCalendar, anniversary
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
@@ -111,14 +111,6 @@ class CalendarRules:
     def any(self) -> bool:
         periods = (self.annual_report, self.guarantee, self.engineer, self.as_built)
         return any(p is not None for p in periods)
-
-
-def anniversary(day: date, years: int) -> date:
-    """``day`` ``years`` years on; 29 February falls on 28 February in a common year."""
-    try:
-        return day.replace(year=day.year + years)
-    except ValueError:
-        return day.replace(year=day.year + years, day=28)
 
 
 class PostConstructionDetector(Detector):

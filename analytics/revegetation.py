@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from analytics.calendar import SiteCalendar
+from analytics.calendar import SiteCalendar, anniversary
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
-from analytics.post_construction import anniversary
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
