@@ -89,12 +89,10 @@ AS_BUILT_WORDS = OverdueWords(
 class ReminderOpens(TimerTag):
     """The ``n``-th duty of ``reason`` opens (30 local days before its deadline ``due``)."""
 
+    word = "open"
     reason: Reason
     n: int
     due: int
-
-    def text(self) -> str:
-        return f"open|{self.reason!s}|{self.n}|{self.due}"
 
 
 @dataclass(frozen=True)

@@ -52,32 +52,26 @@ CHECK_WORDS = OverdueWords(
 class CheckDue(TimerTag):
     """The cover-crop check duty's deadline."""
 
+    word = "check"
     duty_id: str
-
-    def text(self) -> str:
-        return f"check|{self.duty_id}"
 
 
 @dataclass(frozen=True, slots=True)
 class SurvivalDue(TimerTag):
     """The survival check duty's deadline."""
 
+    word = "survival"
     duty_id: str
-
-    def text(self) -> str:
-        return f"survival|{self.duty_id}"
 
 
 @dataclass(frozen=True, slots=True)
 class SurvivalOpens(TimerTag):
     """The survival check of ``area`` (revegetated at ``since``, due ``due``) opens."""
 
+    word = "open"
     area: str
     since: int
     due: int
-
-    def text(self) -> str:
-        return f"open|{self.area}|{self.since}|{self.due}"
 
 
 class RevegetationDetector(Detector):

@@ -92,10 +92,8 @@ SEEDING_COVERS = TEMPORARY_COVERS | {Reason.REVEGETATION}
 class AreaIdle(TimerTag):
     """7 days after an area's last ``active`` row: the area counts as inactive (§148-11 I(3)(e)[1])."""
 
+    word, sep = "idle", ":"
     area: str
-
-    def text(self) -> str:
-        return f"idle:{self.area}"
 
 
 ACTIVE_DAYS = 7  # §148-11 I(3)(e)[1]: "activity ... within the past seven calendar days"
