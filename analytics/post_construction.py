@@ -67,7 +67,6 @@ from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = PostConstructionReason
 KIND = PostConstructionKind.POST_CONSTRUCTION
-REMINDER_DAYS = 30  # a duty counted in years opens this many local days before its deadline
 WORDS = OverdueWords(
     PostConstructionKind.OVERDUE,
     "Post-construction duty",
@@ -243,8 +242,7 @@ class PostConstructionDetector(Detector):
     def _plan(self, reason: Reason, n: int, due: int, after: int, ctx: Context) -> None:
         """Open the ``n``-th duty of ``reason`` 30 local days before its deadline (at
         ``after`` if that is later)."""
-        cal = self.calendar
-        opens = cal.at_local(cal.local_date(due) - timedelta(days=REMINDER_DAYS))
+        opens = self.watch.reminder_opens(due)
         if opens <= after:
             self._open(reason, n, due, after, ctx)
         else:
