@@ -19,11 +19,8 @@ siltwatch has always written for it (``due|<duty id>``, ``week|<id>|<t>`` ...,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, ClassVar, cast
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+from dataclasses import dataclass
+from typing import ClassVar
 
 
 class TimerTag:
@@ -36,12 +33,13 @@ class TimerTag:
     """
 
     __slots__ = ()
+    __match_args__: ClassVar[tuple[str, ...]]  # the fields, in order (@dataclass writes it)
     word: ClassVar[str]
     sep: ClassVar[str] = "|"
 
     def text(self) -> str:
         """The tag as siltwatch always wrote it: it orders timers due at the same instant."""
-        values = (str(getattr(self, f.name)) for f in fields(cast("DataclassInstance", self)))
+        values = (str(getattr(self, name)) for name in self.__match_args__)
         return self.sep.join((self.word, *values))
 
     def __lt__(self, other: object) -> bool:
