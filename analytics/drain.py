@@ -81,10 +81,8 @@ STALE_MIN_MS = (
 class DrainDeadline(TimerTag):
     """The drain-time deadline of the fill event that started at ``start_at``."""
 
+    word, sep = "deadline", ":"
     start_at: int
-
-    def text(self) -> str:
-        return f"deadline:{self.start_at}"
 
 
 class DrainTimeDetector(Detector):

@@ -60,6 +60,7 @@ from analytics.events import DesignStormExceeded, DetectorEvent, Inspection, Rai
 from analytics.inspection_desk import completed_by
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.quality import usable
+from analytics.statecodec import plain_copy
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
@@ -614,18 +615,6 @@ class DesignStormNote:
     unit: str
     at: int
 
-    @classmethod
-    def of(cls, event: DesignStormExceeded) -> DesignStormNote:
-        return cls(
-            event.gauge,
-            event.storm,
-            event.name,
-            event.depth_mm,
-            event.depth_24h_mm,
-            event.unit,
-            event.at,
-        )
-
     def text(self, zone: ZoneInfo, what: str) -> str:
         """The sentence an alert of ``what`` ("the practice", "the trap") ends with."""
         return (
@@ -664,7 +653,7 @@ class DesignStormMemory:
 
     def on_event(self, event: DetectorEvent) -> None:
         if isinstance(event, DesignStormExceeded):
-            self.by_gauge[event.gauge] = DesignStormNote.of(event)
+            self.by_gauge[event.gauge] = plain_copy(DesignStormNote, event)
         elif isinstance(event, StormStarted):
             note = self.by_gauge.get(event.gauge)
             if note is not None and note.storm != event.storm:

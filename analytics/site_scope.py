@@ -71,15 +71,7 @@ class SiteScopeDetector(Detector):
             "received a stormwater management permit. Stop disturbing land until it is "
             "issued, and record it in the site log (event plan_approved)."
         )
-        ctx.alerts.open(
-            ScopeKind.PERMIT_MISSING,
-            self.site_id,
-            entry.t,
-            Severity.CRITICAL,
-            rule=rule.cite,
-            message=message,
-            evidence=evidence,
-        )
+        self._open(ScopeKind.PERMIT_MISSING, entry, rule, message, evidence, ctx)
 
     def _permit_recorded(self, entry: SiteLogEntry, ctx: Context) -> None:
         assert self.permit_open is not None and self.permit is not None
@@ -104,8 +96,21 @@ class SiteScopeDetector(Detector):
             f"{rule.value:,.0f} square feet, so this is a major project and its duties (and "
             'plan) are those of a major one. Set project = "major" in the site file.'
         )
+        self._open(ScopeKind.CLASS_EXCEEDED, entry, rule, message, evidence, ctx)
+
+    def _open(
+        self,
+        kind: ScopeKind,
+        entry: SiteLogEntry,
+        rule: Cited,
+        message: str,
+        evidence: dict[str, str | float | None],
+        ctx: Context,
+    ) -> None:
+        """Both alerts are the site's, critical (the officer hears them), from the entry that
+        crossed the threshold, under the threshold's rule."""
         ctx.alerts.open(
-            ScopeKind.CLASS_EXCEEDED,
+            kind,
             self.site_id,
             entry.t,
             Severity.CRITICAL,

@@ -71,11 +71,9 @@ WEEK_DAYS = 7
 class ViolationWeek(TimerTag):
     """Another week of the violation served at ``served_at`` (a separate violation each week)."""
 
+    word = "week"
     violation: str
     served_at: int
-
-    def text(self) -> str:
-        return f"week|{self.violation}|{self.served_at}"
 
 
 @dataclass(frozen=True)
