@@ -61,7 +61,7 @@ from analytics.rain import RainDetector, StormEnded
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
-from siltwatch.detections.corrective_actions import CorrectiveKind
+from siltwatch.detections import corrective_actions
 from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import DutyReason, SiteEvent
 
@@ -175,7 +175,7 @@ class InspectionDetector(Detector):
         done = [r for r in targets if desk.complete(r, t, inspection.inspector)]
         self._after_completions(done, t, inspection.inspector, desk)
         named = ctx.duties.records.get(inspection.duty) if inspection.duty else None
-        closes_action = named is not None and named.kind == CorrectiveKind.ACTION
+        closes_action = named is not None and named.kind == corrective_actions.ACTION.kind
         if self.record is not None and not closes_action:  # a closure is not an inspection
             check_record(self.record, inspection, done, ctx)
 

@@ -19,7 +19,7 @@ from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.applicability import SQ_FT_PER_ACRE
 from siltwatch.config import SiteConfig
-from siltwatch.detections.paperwork import PaperworkKind, Requirement
+from siltwatch.detections.paperwork import PAPERWORK_MISSING, Requirement
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -251,7 +251,7 @@ class PaperworkDetector(Detector):
             f"{words.law}. {words.todo}" + (self.passed if requirement in PLAN_PAPERS else "")
         )
         ctx.alerts.open(
-            PaperworkKind.MISSING,
+            PAPERWORK_MISSING.kind,
             requirement,
             entry.t,
             Severity.WARNING,
@@ -269,7 +269,7 @@ class PaperworkDetector(Detector):
             f"{words.missing.removeprefix('no ')} ({cite})."
         )
         ctx.alerts.resolve(
-            PaperworkKind.MISSING, requirement, entry.t, message=message, evidence=evidence
+            PAPERWORK_MISSING.kind, requirement, entry.t, message=message, evidence=evidence
         )
 
 

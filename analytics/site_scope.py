@@ -9,7 +9,7 @@ from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.applicability import SQ_FT_PER_ACRE
 from siltwatch.config import SiteConfig
-from siltwatch.detections.site_scope import ScopeKind
+from siltwatch.detections.site_scope import CLASS_EXCEEDED, PERMIT_MISSING
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
 
@@ -72,7 +72,7 @@ class SiteScopeDetector(Detector):
             "issued, and record it in the site log (event plan_approved)."
         )
         ctx.alerts.open(
-            ScopeKind.PERMIT_MISSING,
+            PERMIT_MISSING.kind,
             self.site_id,
             entry.t,
             Severity.CRITICAL,
@@ -91,7 +91,7 @@ class SiteScopeDetector(Detector):
             f"({self.permit.cite})."
         )
         ctx.alerts.resolve(
-            ScopeKind.PERMIT_MISSING, self.site_id, entry.t, message=message, evidence=evidence
+            PERMIT_MISSING.kind, self.site_id, entry.t, message=message, evidence=evidence
         )
 
     def _class_exceeded(self, entry: SiteLogEntry, sq_ft: float, rule: Cited, ctx: Context) -> None:
@@ -105,7 +105,7 @@ class SiteScopeDetector(Detector):
             'plan) are those of a major one. Set project = "major" in the site file.'
         )
         ctx.alerts.open(
-            ScopeKind.CLASS_EXCEEDED,
+            CLASS_EXCEEDED.kind,
             self.site_id,
             entry.t,
             Severity.CRITICAL,

@@ -23,7 +23,6 @@ access, or work on, over or under the water) raises nothing.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import (
     ConfigView,
@@ -34,10 +33,6 @@ from siltwatch.detections.base import (
     short_number,
 )
 from siltwatch.rulekeys import number
-
-
-class BufferKind(StrEnum):
-    DISTURBED = "buffer_disturbed"  # ``kind`` in ALERTS.jsonl; subject: the area
 
 
 class BufferEvidence(Evidence):
@@ -53,8 +48,9 @@ def _amount(ev: BufferEvidence, _zone: tzinfo) -> str:
     return f"{ev.event} {distance} ft from water, inside the {width}-ft buffer"
 
 
+# subject: the area
 BUFFER_DISTURBED = regulatory(
-    BufferKind.DISTURBED, "buffer disturbed", BufferEvidence, _amount, Officer.ON_OPEN
+    "buffer_disturbed", "buffer disturbed", BufferEvidence, _amount, Officer.ON_OPEN
 )
 
 

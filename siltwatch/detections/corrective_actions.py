@@ -27,22 +27,15 @@ from siltwatch import rulekeys
 from siltwatch.detections import base
 
 
-class CorrectiveKind(StrEnum):
-    ACTION = "corrective_action"  # ``kind`` in DUTIES.jsonl; subject: the practice
-    OVERDUE = "corrective_action_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class CorrectiveReason(StrEnum):
     FINDING = "finding"  # a checklist found the practice needing work
 
 
-# The duty and its overdue alert: no legal deadline stands behind the date (it is the
-# site's own, or a pack's where one is set), so the alert is a diagnostic, the site's.
-OVERDUE = base.diagnostic(
-    CorrectiveKind.OVERDUE, "corrective action overdue", base.OverdueEvidence, base.overdue_amount
-)
-ACTION = base.DutySpec(
-    CorrectiveKind.ACTION, "corrective action", (CorrectiveReason.FINDING,), OVERDUE
+# The duty (subject: the practice) and its overdue alert (subject: the duty id): no legal
+# deadline stands behind the date (it is the site's own, or a pack's where one is set), so
+# the alert is a diagnostic, the site's.
+ACTION = base.deadline_duty(
+    "corrective_action", "corrective action", (CorrectiveReason.FINDING,), law=False
 )
 SUMMARY = (
     "each practice a checklist finds needing work is a corrective action with a due date, "

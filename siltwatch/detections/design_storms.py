@@ -36,10 +36,6 @@ from siltwatch.detections.base import (
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
-class DesignStormKind(StrEnum):
-    EXCEEDED = "design_storm_exceeded"  # ``kind`` in ALERTS.jsonl; subject: the rain gauge id
-
-
 class DesignStormReason(StrEnum):
     """Why an inspection duty exists (``reason`` in DUTIES.jsonl; kind ``inspection``)."""
 
@@ -60,8 +56,9 @@ def _amount(ev: DesignStormEvidence, _zone: tzinfo) -> str:
     return f"{depth} in in 24 h, beyond the {ev.design_storm} depth of {design} in"
 
 
+# subject: the rain gauge id
 DESIGN_STORM_EXCEEDED = diagnostic(
-    DesignStormKind.EXCEEDED, "design storm exceeded", DesignStormEvidence, _amount
+    "design_storm_exceeded", "design storm exceeded", DesignStormEvidence, _amount
 )
 
 

@@ -25,16 +25,12 @@ from siltwatch.detections.base import Description, deadline_duty
 from siltwatch.rulekeys import flag
 
 
-class MaintenanceKind(StrEnum):
-    MAINTENANCE = "maintenance"  # ``kind`` in DUTIES.jsonl; subject: the practice
-    OVERDUE = "maintenance_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class MaintenanceReason(StrEnum):
     SCHEDULED = "scheduled"
 
 
-MAINTENANCE = deadline_duty(MaintenanceKind.MAINTENANCE, "maintenance", tuple(MaintenanceReason))
+# subject: the practice; its overdue alert's, the duty id
+MAINTENANCE = deadline_duty("maintenance", "maintenance", tuple(MaintenanceReason))
 
 DESCRIPTION = Description(
     key="maintenance",

@@ -66,10 +66,6 @@ from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import flag, number
 
 
-class PaperworkKind(StrEnum):
-    MISSING = "paperwork_missing"  # ``kind`` in ALERTS.jsonl; subject: the requirement
-
-
 class Requirement(StrEnum):
     """What must be on record before the first work (the alert's subject)."""
 
@@ -94,8 +90,9 @@ def _amount(ev: PaperworkEvidence, _zone: tzinfo) -> str:
     return f"{what} recorded late" if ev.recorded_at else f"no {what} before work began"
 
 
+# subject: the requirement
 PAPERWORK_MISSING = regulatory(
-    PaperworkKind.MISSING,
+    "paperwork_missing",
     "paperwork missing at the start of work",
     PaperworkEvidence,
     _amount,

@@ -26,15 +26,9 @@ the water).
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import number
-
-
-class ScopeKind(StrEnum):
-    PERMIT_MISSING = "permit_missing"  # ``kind`` in ALERTS.jsonl; subject: the site id
-    CLASS_EXCEEDED = "project_class_exceeded"  # subject: the site id
 
 
 class ScopeEvidence(Evidence):
@@ -54,15 +48,16 @@ def _class(ev: ScopeEvidence, _zone: tzinfo) -> str:
     return f"{ev.disturbed_sq_ft:,.0f} sq ft disturbed on a minor project (under {ev.threshold_sq_ft:,.0f})"
 
 
+# subject: the site id (both)
 PERMIT_MISSING = regulatory(
-    ScopeKind.PERMIT_MISSING,
+    "permit_missing",
     "land disturbed without the permit",
     ScopeEvidence,
     _permit,
     Officer.ON_OPEN,
 )
 CLASS_EXCEEDED = regulatory(
-    ScopeKind.CLASS_EXCEEDED,
+    "project_class_exceeded",
     "a minor project grown major",
     ScopeEvidence,
     _class,

@@ -30,7 +30,6 @@ from siltwatch.detections.base import (
 from siltwatch.detections.sensor_health import DATA_QUALITY
 from siltwatch.panels import Panel, Series
 from siltwatch.rulekeys import NON_NEGATIVE, UNIT_INTERVAL, RuleKey, number
-from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
@@ -55,7 +54,7 @@ def _amount(ev: TurbidityEvidence, _zone: tzinfo) -> str:
 
 
 TURBIDITY_CONTRAST = regulatory(
-    AlertKind.TURBIDITY_CONTRAST, "turbidity contrast", TurbidityEvidence, _amount
+    "turbidity_contrast", "turbidity contrast", TurbidityEvidence, _amount
 )
 
 

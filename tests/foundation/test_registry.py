@@ -27,10 +27,10 @@ from analytics.detectors import build_detectors
 from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
+from siltwatch.detections.inspections import INSPECTION
 from siltwatch.officials import OFFICER_TITLE
 from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS, site_rules
 from siltwatch.schema import Alert
-from siltwatch.vocabulary import AlertKind, DutyKind
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).resolve().parent / "replay_expected"
@@ -48,10 +48,13 @@ def expected_alerts() -> list[Alert]:
 def test_every_kind_is_described_once() -> None:
     described = registry.alert_kinds()
     assert len(described) == len(set(described))
-    assert {k.value for k in AlertKind} <= set(described)
-    for kind in DutyKind:
-        duty = registry.duty_spec(kind)
-        assert duty is not None and duty.overdue is not None
+    for d in registry.descriptions():
+        for duty in d.duties:
+            assert registry.duty_spec(duty.kind) is duty
+            if duty.overdue is not None:
+                assert duty.overdue_kind == f"{duty.kind}_overdue" in described
+    with pytest.raises(AttributeError, match="raises no alert"):
+        _ = registry.duty_spec("appeal").overdue_kind  # type: ignore[union-attr]
 
 
 def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
@@ -81,7 +84,7 @@ def test_the_evidence_the_detectors_write_reads_as_its_model() -> None:
         spec = registry.alert_spec(alert.kind)
         assert spec is not None, alert.kind
         assert spec.read_evidence(alert.evidence) is not None, (alert.id, alert.evidence)
-        if spec.regulatory and alert.kind != AlertKind.INSPECTION_OVERDUE:
+        if spec.regulatory and alert.kind != INSPECTION.overdue_kind:
             assert how_much(alert, UTC), alert.id  # the SMS says by how much
 
 
