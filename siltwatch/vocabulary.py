@@ -116,6 +116,18 @@ _SITE_WIDE = frozenset(
     }
 )
 _AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})
+# Site-wide rows record paperwork, but for a milestone (a phase of the work reached) and
+# vegetation felled into or removed from the water (work on site); a violation and the
+# cold season's extra measures name an area, yet record paperwork.
+_PAPERWORK = (
+    _SITE_WIDE - {SiteEvent.MILESTONE, SiteEvent.FELLED_INTO_WATER, SiteEvent.FELLED_REMOVED}
+) | {SiteEvent.VIOLATION, SiteEvent.EXTRA_MEASURES}
+
+
+def is_paperwork(event: str) -> bool:
+    """A site-log row of ``event`` records paperwork, not work on site: it starts no
+    inspection clock (an event this release does not know counts as work)."""
+    return event in _PAPERWORK
 
 
 class Milestone(StrEnum):
