@@ -269,11 +269,13 @@ class Description:
     order of alerts raised at the same instant, so it is part of the replay's
     byte-for-byte output); ``engine_module`` the ``analytics`` module whose
     ``build(site, ctx)`` returns the detectors (by convention ``analytics.<key>``).
+    What the detection detects, and the law's sections behind it, are said once, in
+    the docstring of the module that declares it (tests/foundation/test_registry.py
+    checks that each cites its law): the description holds what code reads.
     """
 
     key: str
     order: int
-    summary: str  # one line: what it detects, with the law's section
     alerts: tuple[AlertSpec[Any], ...] = ()
     duties: tuple[DutySpec, ...] = ()
     rule_keys: tuple[RuleKey, ...] = ()

@@ -70,8 +70,6 @@ def _check(view: ConfigView) -> None:
 DESCRIPTION = Description(
     key="buffers",
     order=43,
-    summary="ground opened inside an undisturbed buffer (Lake George §148-11 I(2)(h)[1]; "
-    "Lake Lure 96.07(A)(2))",
     alerts=(BUFFER_DISTURBED,),
     rule_keys=(number("buffer.no_removal_ft"), number("buffer.trout_ft")),
     check_config=_check,

@@ -37,13 +37,7 @@ class CorrectiveReason(StrEnum):
 ACTION = base.deadline_duty(
     "corrective_action", "corrective action", (CorrectiveReason.FINDING,), law=False
 )
-SUMMARY = (
-    "each practice a checklist finds needing work is a corrective action with a due date, "
-    "overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)"
-)
 DUE_DAYS = rulekeys.number(
     "corrective_action.due_days", rulekeys.NON_NEGATIVE
 )  # where a law sets the days
-DESCRIPTION = base.Description(
-    "corrective_actions", 58, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
-)
+DESCRIPTION = base.Description("corrective_actions", 58, duties=(ACTION,), rule_keys=(DUE_DAYS,))

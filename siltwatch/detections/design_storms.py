@@ -92,8 +92,6 @@ DESCRIPTION = Description(
     # rain detector the inspections build; it completes its own duties first.
     order=39,
     engine_module="analytics.rain",
-    summary="rain beyond the site's design storms, and the inspection after it "
-    "(Lake George §148-11 I(3)(c)[1],[2]; Lake Lure 96.08(A))",
     alerts=(DESIGN_STORM_EXCEEDED,),
     rule_keys=(
         RuleKey("design_storm.standard", (str,)),

@@ -84,7 +84,6 @@ def _panel(site: SiteConfig, _rules: Rules, practice: InfiltrationPractice) -> P
 DESCRIPTION = Description(
     key="drain",
     order=20,
-    summary="infiltration practices that do not drain in time (Lake George §148-11 I(3))",
     alerts=(DRAIN_TIME, DRAIN_TIME_FORECAST),
     rule_keys=tuple(number(f"drain.limit_h.{t}") for t in PRACTICE_TYPES),
     section=Section(

@@ -36,8 +36,6 @@ FELLED = regulatory("felled_vegetation", "vegetation felled into water", FelledE
 DESCRIPTION = Description(
     key="felled",
     order=51,
-    summary="vegetation felled into a water body and not removed at once (Lake George "
-    "§148-11 I(3)(e)[3][a])",
     alerts=(FELLED,),
     rule_keys=(flag("felled.remove_immediately"), number("felled.removal_h")),
 )

@@ -87,7 +87,6 @@ def _panel(site: SiteConfig, _rules: Rules, gauge: RainGauge) -> Panel:
 DESCRIPTION = Description(
     key="inspections",
     order=40,
-    summary="rain record, storms and the inspection duties they trigger (NCG01 Part III §A)",
     alerts=(RECORD_INCOMPLETE,),
     duties=(INSPECTION,),
     rule_keys=(

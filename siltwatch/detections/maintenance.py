@@ -35,8 +35,6 @@ MAINTENANCE = deadline_duty("maintenance", "maintenance", tuple(MaintenanceReaso
 DESCRIPTION = Description(
     key="maintenance",
     order=54,
-    summary="each practice maintained on its schedule, during construction and after (Lake "
-    "George §148-8 B(1)(l), §148-10 C(1); Big Flats 17.37.080 B(12), 17.37.100 C(1))",
     duties=(MAINTENANCE,),
     rule_keys=(flag("maintenance.schedule"), flag("maintenance.program")),
 )

@@ -42,8 +42,6 @@ NOTICE_MISSING = regulatory(
 DESCRIPTION = Description(
     key="notices",
     order=47,
-    summary="milestones reached without the town's 48-hour notice (Lake George §148-12 A; "
-    "Big Flats 17.37.110 A)",
     alerts=(NOTICE_MISSING,),
     rule_keys=(
         number("notice.before_inspection_h", NON_NEGATIVE),

@@ -102,10 +102,6 @@ PAPERWORK_MISSING = regulatory(
 DESCRIPTION = Description(
     key="paperwork",
     order=44,
-    summary="work begun without the contractor certifications, the plan on site, the "
-    "start notice, the plan approval (displayed), the erosion controls or a required "
-    "preconstruction conference (Lake George §148-8 D, F, §148-11 I(2)(f); Big Flats "
-    "17.37.080 D, E; Lake Lure 96.04(C), 96.05(B)(11), (12), (13))",
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
         flag("paperwork.contractor_certification"),

@@ -40,7 +40,6 @@ PLAN_EXPIRED = regulatory(
 DESCRIPTION = Description(
     key="plan_approval",
     order=42,
-    summary="work going on under an expired plan approval (Lake Lure 96.05(B)(8), (16))",
     alerts=(PLAN_EXPIRED,),
     rule_keys=(number("plan.max_years"),),
 )

@@ -42,9 +42,6 @@ POST_CONSTRUCTION = deadline_duty(
 DESCRIPTION = Description(
     key="post_construction",
     order=49,
-    summary="reports, plans and inspections owed after construction is completed (Lake "
-    "George §148-10 C(4), §148-12 B, §148-13 A; Big Flats 17.37.110 B, 17.37.120 A, "
-    "Schedule B (4))",
     duties=(POST_CONSTRUCTION,),
     rule_keys=(
         number("post_construction.annual_report_years"),

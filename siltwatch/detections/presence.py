@@ -47,8 +47,6 @@ REPRESENTATIVE_ABSENT = regulatory(
 DESCRIPTION = Description(
     key="presence",
     order=52,
-    summary="construction or grading with nobody of the applicant's on site (Lake George "
-    "§148-10 A; Big Flats 17.37.100 A)",
     alerts=(REPRESENTATIVE_ABSENT,),
     rule_keys=(flag("presence.representative_on_site"),),
 )

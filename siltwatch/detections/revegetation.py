@@ -53,8 +53,6 @@ CHECK = deadline_duty(
 DESCRIPTION = Description(
     key="revegetation",
     order=50,
-    summary="revegetation held until the cover crop covers 90 % and checked for 75 % "
-    "survival a year on (Lake George §148-11 I(3)(e)[3][c][1], [d])",
     duties=(SURVIVAL, CHECK),
     rule_keys=(
         number("revegetation.survival_years"),

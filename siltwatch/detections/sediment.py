@@ -104,7 +104,6 @@ def _panel(site: SiteConfig, rules: Rules, trap: SedimentTrap) -> Panel:
 DESCRIPTION = Description(
     key="sediment",
     order=30,
-    summary="sediment traps nearing half their design storage (Lake George §148-10 A)",
     alerts=(SEDIMENT_CAPACITY,),
     rule_keys=(
         number("sediment.warn_fraction", FRACTION),

@@ -34,7 +34,6 @@ DESCRIPTION = Description(
     key="sensor_health",
     order=0,
     engine_module="analytics.health",
-    summary="sensor silence, flatlines and impossible values (siltwatch sensor health)",
     alerts=(SENSOR_OFFLINE, DATA_QUALITY),
     rule_keys=(number("health.offline_after_intervals"),),
 )

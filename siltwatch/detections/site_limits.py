@@ -84,8 +84,6 @@ COLD_MEASURES = regulatory(
 DESCRIPTION = Description(
     key="site_limits",
     order=46,
-    summary="open ground over the disturbed-area limits, and cold-season earthwork "
-    "(Lake George §148-8 B(1)(d), §148-11 I(3)(e)[3][e]; Lake Lure 96.08(B)(1))",
     alerts=(DISTURBED_AREA, COLD_SEASON, COLD_MEASURES),
     rule_keys=(
         number("area.max_disturbed_acres", NON_NEGATIVE),

@@ -67,8 +67,6 @@ CLASS_EXCEEDED = regulatory(
 DESCRIPTION = Description(
     key="site_scope",
     order=53,
-    summary="land disturbed past the permit threshold without a permit, or past the minor "
-    "class (Lake George §148-11 C(3), E(1)(a); Lake Lure 96.05(B)(1),(2))",
     alerts=(PERMIT_MISSING, CLASS_EXCEEDED),
     rule_keys=(number("permit.required_over_sq_ft"), number("project.minor_under_sq_ft")),
 )

@@ -42,8 +42,6 @@ STABILIZATION = deadline_duty("stabilization", "stabilization", tuple(Stabilizat
 DESCRIPTION = Description(
     key="stabilization",
     order=45,
-    summary="exposed areas covered in time, from the site log (Lake George §148-11 I(3)(e); "
-    "Lake Lure 96.07)",
     duties=(STABILIZATION,),
     rule_keys=(
         number("stabilization.inactive_days"),

@@ -84,7 +84,6 @@ CLOCK_UNSYNCED = diagnostic(
 DESCRIPTION = Description(
     key="station_health",
     order=5,
-    summary="edge stations offline, low on battery or disk, backlogged or unsynced (siltwatch station health)",
     alerts=(STATION_OFFLINE, BATTERY_LOW, DISK_LOW, BACKLOG_GROWING, CLOCK_UNSYNCED),
     rule_keys=(
         number("station.status_silence_s"),

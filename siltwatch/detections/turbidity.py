@@ -167,7 +167,6 @@ def _panel(site: SiteConfig, rules: Rules, pair: TurbidityPair) -> Panel:
 DESCRIPTION = Description(
     key="turbidity",
     order=10,
-    summary="turbidity contrast below the site against its upstream background (Lake George §148-9 B)",
     alerts=(TURBIDITY_CONTRAST, DATA_QUALITY),
     rule_keys=(
         RuleKey("turbidity.standard", (str,)),

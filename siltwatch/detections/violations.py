@@ -90,9 +90,6 @@ APPEAL = DutySpec("appeal", "appeal", tuple(ViolationReason))
 DESCRIPTION = Description(
     key="violations",
     order=48,
-    summary="notices of violation and stop-work orders from the site log: open weeks, "
-    "stabilization only, remedy and appeal deadlines (Lake George §148-12 A, §148-14 B; "
-    "Big Flats 17.37.110 A, 17.37.130)",
     alerts=(VIOLATION_OPEN, WORK_DURING_VIOLATION),
     duties=(REMEDY, APPEAL),
     rule_keys=(

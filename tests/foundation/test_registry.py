@@ -11,6 +11,8 @@ description dropped into the package is picked up by everything.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import re
 import sys
 import textwrap
@@ -64,9 +66,17 @@ def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
     assert found[0].key == "sensor_health"  # the quality screen comes before every detector
     for d in found:
         assert d.engine_module.startswith("analytics.")
-        # A section of the law (Lake Lure's are numbered without §) or siltwatch's own.
-        cited = "§" in d.summary or "Lake Lure 96." in d.summary
-        assert (d.summary and cited) or "siltwatch" in d.summary
+
+
+def test_each_description_module_says_what_it_detects_and_cites_its_law() -> None:
+    """Said once, in the module's docstring (not again in the description): a section of
+    the law (Lake Lure's are numbered without §) or siltwatch's own."""
+    modules = [i.name for i in pkgutil.iter_modules(registry.__path__) if i.name != "base"]
+    assert len(modules) >= len(registry.descriptions())
+    for name in modules:
+        doc = importlib.import_module(f"{registry.__name__}.{name}").__doc__ or ""
+        cited = "§" in doc or "Lake Lure 96." in doc or "siltwatch" in doc
+        assert doc.strip() and cited, name
 
 
 def test_two_descriptions_sharing_an_order_are_refused() -> None:
@@ -156,7 +166,7 @@ PH = """
 
     DESCRIPTION = Description(
         key="ph", order=25, engine_module="analytics.ph_for_test",
-        summary="pH against its range (a test's detection)", alerts=(PH_RANGE,),
+        alerts=(PH_RANGE,),
         rule_keys=(number("ph.low"), number("ph.high")),
         section=Section("ph_probes", "pH probe", sensor_refs=(("sensor", "ph"),)),
     )
