@@ -115,15 +115,7 @@ class PlanThreshold:
 
 def required(rules: Rules) -> dict[str, str]:
     """The requirements the site's packs set, each with its citation."""
-    asked = {
-        Requirement.CONTRACTOR_CERTIFICATION: rules.get("paperwork.contractor_certification"),
-        Requirement.PLAN_ON_SITE: rules.get("paperwork.plan_on_site"),
-        Requirement.START_NOTICE: rules.get("paperwork.start_notice"),
-        Requirement.PLAN_APPROVAL: rules.get("paperwork.plan_approval"),
-        Requirement.APPROVAL_DISPLAYED: rules.get("paperwork.approval_displayed"),
-        Requirement.EROSION_CONTROLS: rules.get("paperwork.erosion_controls_first"),
-        Requirement.PRECONSTRUCTION_CONFERENCE: rules.get("paperwork.preconstruction_conference"),
-    }
+    asked = {r: rules.get(r.rule_key) for r in Requirement}
     return {str(r): rule.cite() for r, rule in asked.items() if rule and rule.value is True}
 
 

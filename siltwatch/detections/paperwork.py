@@ -77,6 +77,15 @@ class Requirement(StrEnum):
     EROSION_CONTROLS = "erosion_controls"
     PRECONSTRUCTION_CONFERENCE = "preconstruction_conference"
 
+    @property
+    def rule_key(self) -> str:
+        """The pack's flag that says a law asks for it: ``paperwork.<requirement>``."""
+        return _FLAGS.get(self, f"paperwork.{self}")
+
+
+# The erosion controls are asked for before any other work: the flag says so.
+_FLAGS = {Requirement.EROSION_CONTROLS: "paperwork.erosion_controls_first"}
+
 
 class PaperworkEvidence(Evidence):
     requirement: str
@@ -104,13 +113,7 @@ DESCRIPTION = Description(
     order=44,
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
-        flag("paperwork.contractor_certification"),
-        flag("paperwork.plan_on_site"),
-        flag("paperwork.start_notice"),
-        flag("paperwork.plan_approval"),
-        flag("paperwork.approval_displayed"),
-        flag("paperwork.erosion_controls_first"),
-        flag("paperwork.preconstruction_conference"),
+        *(flag(r.rule_key) for r in Requirement),
         number("paperwork.plan_required_over_sq_ft"),
         number("paperwork.plan_required_near_water_over_sq_ft"),
         number("paperwork.plan_required_near_water_ft"),

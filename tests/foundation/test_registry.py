@@ -30,6 +30,7 @@ from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
 from siltwatch.detections.inspections import INSPECTION
+from siltwatch.detections.paperwork import Requirement
 from siltwatch.officials import OFFICER_TITLE
 from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS, site_rules
 from siltwatch.schema import Alert
@@ -119,6 +120,12 @@ def test_the_rule_keys_described_are_those_the_detectors_read() -> None:
     read: set[str] = set()
     for path in (ROOT / "analytics").glob("*.py"):
         read |= _rule_keys_in(path.read_text())
+    # Read through the requirement's own flag (analytics/paperwork.py ``required``).
+    assert (
+        "rules.get(r.rule_key) for r in Requirement"
+        in (ROOT / "analytics/paperwork.py").read_text()
+    )
+    read |= {r.rule_key for r in Requirement}
     described = {rk.name for rk in registry.rule_keys()}
     assert read, "the scan found no rule reads: the pattern is stale"
     # Keys read through a computed name (f"drain.limit_h.{type}", the limit tables) are prefixes.
