@@ -20,11 +20,12 @@ from analytics.calendar import SiteCalendar
 from analytics.detector import Context
 from analytics.episodes import DutyRecord
 from analytics.timeutil import MS_PER_H, iso
+from siltwatch.detections.inspections import INSPECTION
 from siltwatch.officials import officer_notified
 from siltwatch.timefmt import local_time
-from siltwatch.vocabulary import AlertKind, Severity
+from siltwatch.vocabulary import Severity
 
-ALERT_KIND = AlertKind.INSPECTION_OVERDUE
+ALERT_KIND = INSPECTION.overdue_kind
 REMINDER_DAYS = 30  # a duty counted in years opens this many local days before its deadline
 
 

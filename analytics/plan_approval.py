@@ -19,7 +19,7 @@ from analytics.events import SiteLogEntry
 from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.plan_approval import PlanKind
+from siltwatch.detections.plan_approval import PLAN_EXPIRED
 from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -74,7 +74,7 @@ class PlanApprovalDetector(Detector):
             "capped": self.capped,
         }
         ctx.alerts.open(
-            PlanKind.EXPIRED,
+            PLAN_EXPIRED.kind,
             self.site_id,
             at,
             Severity.CRITICAL,
@@ -101,7 +101,7 @@ class PlanApprovalDetector(Detector):
             return
         self.expired = False
         message = f"Plan approval at {self.site_name} no longer expired: {why}."
-        ctx.alerts.resolve(PlanKind.EXPIRED, self.site_id, t, message=message)
+        ctx.alerts.resolve(PLAN_EXPIRED.kind, self.site_id, t, message=message)
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:

@@ -61,21 +61,21 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.post_construction import PostConstructionKind, PostConstructionReason
+from siltwatch.detections.post_construction import POST_CONSTRUCTION, PostConstructionReason
 from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = PostConstructionReason
-KIND = PostConstructionKind.POST_CONSTRUCTION
+KIND = POST_CONSTRUCTION.kind
 WORDS = OverdueWords(
-    PostConstructionKind.OVERDUE,
+    POST_CONSTRUCTION.overdue_kind,
     "Post-construction duty",
     "no inspection record names it",
     "Carry it out and record it in the inspections record, naming the duty id.",
     "Post-construction duty done",
 )
 AS_BUILT_WORDS = OverdueWords(
-    PostConstructionKind.OVERDUE,
+    POST_CONSTRUCTION.overdue_kind,
     "As-built plans",
     "no as_built row of the site log records them submitted",
     "Submit the certified as-built plans to the town and record it in the site log "

@@ -20,7 +20,7 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.revegetation import RevegetationKind, RevegetationReason
+from siltwatch.detections.revegetation import CHECK, SURVIVAL, RevegetationReason
 from siltwatch.vocabulary import SiteEvent
 
 # An area is revegetated by seeding (the ``seeded`` event of issue 21, part 1) or by
@@ -28,7 +28,7 @@ from siltwatch.vocabulary import SiteEvent
 REVEGETATED = frozenset({"seeded", SiteEvent.PERMANENT_COVER})
 
 SURVIVAL_WORDS = OverdueWords(
-    RevegetationKind.SURVIVAL_OVERDUE,
+    SURVIVAL.overdue_kind,
     "Revegetation survival check",
     "no inspection record names it",
     "Inspect the area's cover crop (75 % survival) and record it, naming the duty id; "
@@ -36,7 +36,7 @@ SURVIVAL_WORDS = OverdueWords(
     "Revegetation survival checked",
 )
 CHECK_WORDS = OverdueWords(
-    RevegetationKind.CHECK_OVERDUE,
+    CHECK.overdue_kind,
     "Cover-crop check",
     "no inspection record names it",
     "Check that the mulch stays until the cover crop covers 90 % of the seeded area, and "
@@ -105,7 +105,7 @@ class RevegetationDetector(Detector):
         due = cal.end_of_calendar_days(t, self.check.count)
         rec = self.check_watch.create(
             ctx,
-            RevegetationKind.CHECK,
+            CHECK.kind,
             RevegetationReason.COVER_CROP_90,
             area,
             (t, due),
@@ -132,7 +132,7 @@ class RevegetationDetector(Detector):
             )
             rec = self.survival_watch.create(
                 ctx,
-                RevegetationKind.SURVIVAL,
+                SURVIVAL.kind,
                 RevegetationReason.SURVIVAL_75,
                 area,
                 (at, int(due)),
@@ -146,9 +146,9 @@ class RevegetationDetector(Detector):
         rec = ctx.duties.records.get(inspection.duty)
         if rec is None or rec.created_at > inspection.t:
             return
-        if rec.kind == RevegetationKind.SURVIVAL:
+        if rec.kind == SURVIVAL.kind:
             self.survival_watch.complete(rec, inspection.t, inspection.inspector, ctx)
-        elif rec.kind == RevegetationKind.CHECK:
+        elif rec.kind == CHECK.kind:
             self.check_watch.complete(rec, inspection.t, inspection.inspector, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:

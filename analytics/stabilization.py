@@ -68,15 +68,15 @@ from analytics.statecodec import plain_copy
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.stabilization import StabilizationKind, StabilizationReason
+from siltwatch.detections.stabilization import STABILIZATION, StabilizationReason
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = StabilizationReason
-KIND = StabilizationKind.STABILIZATION
+KIND = STABILIZATION.kind
 WORDS = OverdueWords(
-    StabilizationKind.OVERDUE,
+    STABILIZATION.overdue_kind,
     "Stabilization",
     "no cover that completes it has been recorded in the site log",
     "Cover the area as the rule asks (revegetation: seed with mulch or replant; permanent "

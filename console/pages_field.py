@@ -70,7 +70,7 @@ from siltwatch.checklist import (
     canonical_bytes,
 )
 from siltwatch.config import SiteConfig
-from siltwatch.detections.corrective_actions import CorrectiveKind
+from siltwatch.detections import corrective_actions
 from siltwatch.practices import Practice, site_practices
 from siltwatch.rulepacks import site_rules
 from siltwatch.schema import Duty, InspectionRecord, inspections_topic
@@ -362,7 +362,7 @@ def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
     """The engine's ``corrective_action`` duty for ``action``: same practice, same finding time."""
     for duty in duties:
         if (
-            duty.kind == CorrectiveKind.ACTION
+            duty.kind == corrective_actions.ACTION.kind
             and duty.subject == action.practice
             and to_ms(duty.created_at) == action.created_at
         ):

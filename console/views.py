@@ -32,10 +32,11 @@ from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
+from siltwatch.detections.inspections import INSPECTION
 from siltwatch.naming import alert_thing, names_of, overdue_words, thing_name
 from siltwatch.schema import Alert, Duty
 from siltwatch.timefmt import duration, local_time
-from siltwatch.vocabulary import DutyKind, Severity, severity_rank
+from siltwatch.vocabulary import Severity, severity_rank
 
 DUE_SOON_MS = 48 * 3_600_000
 VIA_LABELS = {"console": "in the console", "link": "by link", "sms": "by SMS"}
@@ -248,7 +249,7 @@ def open_inspection_duties(site: SiteConfig, store: SqlStore) -> list[Duty]:
     return [
         d
         for d in store.duties(site.site.id)
-        if d.kind == DutyKind.INSPECTION and d.completed_at is None
+        if d.kind == INSPECTION.kind and d.completed_at is None
     ]
 
 

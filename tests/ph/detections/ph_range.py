@@ -31,7 +31,6 @@ PH_RANGE = diagnostic("ph_range", "pH out of range", PhEvidence, _amount)
 DESCRIPTION = Description(
     key="ph_range",
     order=26,
-    summary=f"pH outside {LOW:g}-{HIGH:g} for {SUSTAIN_MIN} min (a test's detection)",
     alerts=(PH_RANGE,),
     engine_module="analytics.ph_detector",
 )
