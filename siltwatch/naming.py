@@ -82,15 +82,35 @@ def span(start: datetime | str, end: datetime | str, zone: tzinfo) -> str:
     return f"{day_time(a, zone)} to {day_time(b, zone)}"
 
 
+# What a phase inspection's ``<area>:<site-log event>`` key says happened to the area
+# (analytics/inspection_phase.py), as the head of "... of <the area's name>".
+_AREA_EVENT_WORDS: Mapping[str, str] = {
+    "disturbed": "disturbance",
+    "cleared": "clearing",
+    "graded": "grading",
+    "completed": "completion of work",
+    "temporary_cover": "temporary cover",
+    "seeded": "seeding",
+    "permanent_cover": "permanent cover",
+}
+
+
 def thing_name(subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     """One identifier in words: its name from the site file, a storm key as "the storm
-    of May 8 08:25", a milestone's underscores as spaces, anything else as it is."""
+    of May 8 08:25", an area's event as "grading of Access drive" (a phase
+    inspection's key ``drive:graded``), a milestone's underscores as spaces, anything
+    else as it is."""
     if subject in names:
         return names[subject]
     _head, sep, tail = subject.partition(STORM_SEPARATOR)
     if sep and _when(tail) is not None:
         return f"the storm of {day_time(tail, zone)}"
-    return subject if sep else subject.replace("_", " ")
+    if sep:
+        return subject
+    area, colon, event = subject.partition(":")
+    if colon and area in names and event in _AREA_EVENT_WORDS:
+        return f"{_AREA_EVENT_WORDS[event]} of {names[area]}"
+    return subject.replace("_", " ")
 
 
 def duty_name(kind: str, reason: str, subject: str, names: Mapping[str, str], zone: tzinfo) -> str:

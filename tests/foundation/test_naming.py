@@ -33,6 +33,15 @@ def test_duties_read_as_people_say_them() -> None:
         "inspection after clearing completed"
     )
     assert thing_name("outfall-a", names, NY) == "outfall-a"  # no name: the id as it is
+    assert duty_name("inspection", "phase", "stockpile:graded", names, NY) == (
+        "inspection after grading of Topsoil stockpile by West Brook"
+    )
+    assert duty_name("inspection", "phase", "stockpile:temporary_cover", names, NY) == (
+        "inspection after temporary cover of Topsoil stockpile by West Brook"
+    )
+    # An area the site file does not name, or an event without words: the key as it is.
+    assert thing_name("pad-z:graded", names, NY) == "pad-z:graded"
+    assert thing_name("stockpile:milestone", names, NY) == "stockpile:milestone"
 
 
 def test_times_carry_their_date_in_the_sites_zone() -> None:
