@@ -52,7 +52,7 @@ from console.pages_duties import (
 )
 from console.photos import MAX_PHOTOS, PhotoProblem, check_photo
 from console.views import open_inspection_duties
-from console.web import Refused, console_of, field_text, page_user, posted_form, render, site_for
+from console.web import Refused, console_of, field_text, page_site, posted_form, render
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo, SignedRecord
 from siltwatch.checklist import (
     ACTION_DAYS_KEY,
@@ -116,8 +116,7 @@ def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str,
 
 
 async def field_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     context = _context(site, request, user)
     context["message"] = request.query_params.get("done", "") and "Inspection recorded and signed."
     context["message_kind"] = "info"
@@ -221,8 +220,7 @@ def engine_record(c: Checklist, signed: bool) -> InspectionRecord:
 
 
 async def submit_checklist(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
+    user, site = page_site(request, Permission.RECORD)
     form = await posted_form(request, user, site=site.site.id)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
@@ -328,8 +326,7 @@ def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
 
 
 async def record_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     console = console_of(request)
     stored = console.store.field_record(site.site.id, str(request.path_params["record_id"]))
     if stored is None:
@@ -346,8 +343,7 @@ async def record_page(request: Request) -> Response:
 
 async def edit_record(request: Request) -> Response:
     """Change the notes of an unsigned record; a signed one is refused (409)."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
+    user, site = page_site(request, Permission.RECORD)
     form = await posted_form(request, user, site=site.site.id)
     console = console_of(request)
     sid, rid = site.site.id, str(request.path_params["record_id"])
@@ -376,8 +372,7 @@ async def edit_record(request: Request) -> Response:
 
 
 async def photo(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    _, site = page_site(request, Permission.READ)
     found = console_of(request).store.field_photo(
         site.site.id, str(request.path_params["photo_id"])
     )
@@ -388,8 +383,7 @@ async def photo(request: Request) -> Response:
 
 async def close_action(request: Request) -> Response:
     """Close a corrective action: what was done (a note) and a photo of it, both required."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
+    user, site = page_site(request, Permission.RECORD)
     form = await posted_form(request, user, site=site.site.id)
     console = console_of(request)
     sid, aid, now = site.site.id, str(request.path_params["action_id"]), console.now_ms()
