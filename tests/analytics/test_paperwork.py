@@ -12,8 +12,6 @@ UTC-4).
 
 from __future__ import annotations
 
-import pytest
-
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.schema import site_log_problem
 from siltwatch.vocabulary import SiteEvent
@@ -21,6 +19,7 @@ from tests.analytics.site_log_helpers import (
     EXAMPLES,
     alerts,
     iso,
+    keeping_paperwork,
     keeps_paperwork,
     log,
     restarted,
@@ -30,22 +29,10 @@ from tests.analytics.site_log_helpers import (
 CLEARED = log("2026-06-03T10:00-04:00", "cleared", "north-cut")
 
 
-@pytest.fixture(scope="module")
-def george(george: SiteConfig) -> SiteConfig:
-    """Lake George, its log keeping the paperwork (``paperwork_in_site_log``)."""
-    return keeps_paperwork(george)
-
-
-@pytest.fixture(scope="module")
-def lure(lure: SiteConfig) -> SiteConfig:
-    """Lake Lure, its log keeping the paperwork."""
-    return keeps_paperwork(lure)
-
-
-@pytest.fixture(scope="module")
-def flats(flats: SiteConfig) -> SiteConfig:
-    """Big Flats, its log keeping the paperwork."""
-    return keeps_paperwork(flats)
+# Its example sites keep the paperwork in their logs (``paperwork_in_site_log``).
+george = keeping_paperwork("george")
+lure = keeping_paperwork("lure")
+flats = keeping_paperwork("flats")
 
 
 def test_work_without_the_certification_or_the_plan_on_site(george: SiteConfig) -> None:
