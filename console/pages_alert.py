@@ -36,11 +36,10 @@ from console.web import (
     Console,
     Refused,
     console_of,
-    done_banner,
     field_text,
     page_site,
-    posted_form,
     render,
+    site_form,
 )
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SITE_LOG_DETAIL_MAX, Alert, SiteLogRecord, site_log_topic
@@ -99,7 +98,7 @@ def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup |
 async def alert_page(request: Request) -> Response:
     user, site = page_site(request, Permission.READ)
     alert = _alert(request, site)
-    return _page(request, user, site, alert, done_banner(request, DONE))
+    return _page(request, user, site, alert, Banner.done(request, DONE))
 
 
 def _back(site: SiteConfig, alert: Alert, done: str) -> Response:
@@ -107,8 +106,7 @@ def _back(site: SiteConfig, alert: Alert, done: str) -> Response:
 
 
 async def acknowledge(request: Request) -> Response:
-    user, site = page_site(request, Permission.ACKNOWLEDGE)
-    await posted_form(request, user, site=site.site.id)
+    user, site, _ = await site_form(request, Permission.ACKNOWLEDGE)
     alert = _alert(request, site)
     console = console_of(request)
     now = console.now_ms()
@@ -127,8 +125,7 @@ async def acknowledge(request: Request) -> Response:
 
 async def _posted_note(request: Request) -> tuple[SessionUser, SiteConfig, Alert, str]:
     """Who posts a note on which alert, and its text (checked for rights and CSRF)."""
-    user, site = page_site(request, Permission.ACKNOWLEDGE)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.ACKNOWLEDGE)
     alert = _alert(request, site)
     return user, site, alert, field_text(form, "text", NOTE_MAX)
 

@@ -28,16 +28,7 @@ from starlette.responses import RedirectResponse, Response
 from console import views
 from console.auth import Permission, SessionUser
 from console.desk import DeskError
-from console.web import (
-    Banner,
-    Console,
-    console_of,
-    done_banner,
-    field_text,
-    page_site,
-    posted_form,
-    render,
-)
+from console.web import Banner, Console, console_of, field_text, page_site, render, site_form
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.timefmt import local_time
@@ -95,7 +86,7 @@ def _page(
 
 async def duties_page(request: Request) -> Response:
     user, site = page_site(request, Permission.READ)
-    return _page(request, user, site, banner=done_banner(request, DONE))
+    return _page(request, user, site, banner=Banner.done(request, DONE))
 
 
 def local_instant(text: str, site: SiteConfig, now_ms: int) -> datetime:
@@ -167,8 +158,7 @@ async def _record(
     ``kind`` names the audit entries (``kind`` and ``<kind>_refused``) and the
     ``done`` message; what was typed comes back under ``typed_prefix`` on a refusal.
     """
-    user, site = page_site(request, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
     try:

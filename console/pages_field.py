@@ -52,7 +52,7 @@ from console.pages_duties import (
 )
 from console.photos import MAX_PHOTOS, PhotoProblem, check_photo
 from console.views import open_inspection_duties
-from console.web import Refused, console_of, field_text, page_site, posted_form, render
+from console.web import Refused, console_of, field_text, page_site, render, site_form
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo, SignedRecord
 from siltwatch.checklist import (
     ACTION_DAYS_KEY,
@@ -220,8 +220,7 @@ def engine_record(c: Checklist, signed: bool) -> InspectionRecord:
 
 
 async def submit_checklist(request: Request) -> Response:
-    user, site = page_site(request, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
     wants_json = "application/json" in request.headers.get("accept", "")
@@ -343,8 +342,7 @@ async def record_page(request: Request) -> Response:
 
 async def edit_record(request: Request) -> Response:
     """Change the notes of an unsigned record; a signed one is refused (409)."""
-    user, site = page_site(request, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, rid = site.site.id, str(request.path_params["record_id"])
     stored = console.store.field_record(sid, rid)
@@ -383,8 +381,7 @@ async def photo(request: Request) -> Response:
 
 async def close_action(request: Request) -> Response:
     """Close a corrective action: what was done (a note) and a photo of it, both required."""
-    user, site = page_site(request, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, aid, now = site.site.id, str(request.path_params["action_id"]), console.now_ms()
     note = field_text(form, "note", 2000)

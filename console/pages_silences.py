@@ -33,7 +33,6 @@ from console.web import (
     Banner,
     Refused,
     console_of,
-    done_banner,
     field_text,
     page_site,
     posted_form,
@@ -124,7 +123,7 @@ def _page(
 
 async def silences_page(request: Request) -> Response:
     user, site = page_site(request, Permission.READ)
-    return _page(request, user, site, done_banner(request, DONE))
+    return _page(request, user, site, Banner.done(request, DONE))
 
 
 def _start_ms(text: str, site: SiteConfig, now_ms: int) -> int:

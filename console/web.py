@@ -140,14 +140,15 @@ class Banner:
     def error(cls, text: str) -> Banner:
         return cls(text, "error")
 
+    @classmethod
+    def done(cls, request: Request, done: Mapping[str, str]) -> Banner:
+        """What a posted form did, said on the page it redirected to (post/redirect/get):
+        ``?done=KEY`` looked up in the page's ``done`` table; nothing for none or an unknown
+        key."""
+        return cls(done.get(request.query_params.get("done", ""), ""))
+
 
 NO_BANNER = Banner()
-
-
-def done_banner(request: Request, done: Mapping[str, str]) -> Banner:
-    """What a posted form did, said on the page it redirected to (post/redirect/get):
-    ``?done=KEY`` looked up in the page's ``done`` table; nothing for none or an unknown key."""
-    return Banner(done.get(request.query_params.get("done", ""), ""))
 
 
 def _doing(permission: Permission) -> str:
@@ -176,6 +177,15 @@ async def posted_form(request: Request, user: SessionUser, *, site: str = "") ->
             403, "This form was not sent from your console page. Reload the page and try again."
         )
     return form
+
+
+async def site_form(
+    request: Request, permission: Permission
+) -> tuple[SessionUser, SiteConfig, FormData]:
+    """A form posted on a site's page: the person, the site they may ``permission`` on
+    (:func:`page_site`), and the form, its CSRF token checked there (:func:`posted_form`)."""
+    user, site = page_site(request, permission)
+    return user, site, await posted_form(request, user, site=site.site.id)
 
 
 def field_text(form: FormData, name: str, limit: int = 4000) -> str:
