@@ -12,8 +12,11 @@ UTC-4).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from analytics.events import SiteLogEntry
 from siltwatch.config import SiteConfig, load_site
-from siltwatch.schema import site_log_problem
+from siltwatch.schema import Alert, site_log_problem
 from siltwatch.vocabulary import SiteEvent
 from tests.analytics.site_log_helpers import (
     EXAMPLES,
@@ -27,6 +30,11 @@ from tests.analytics.site_log_helpers import (
 )
 
 CLEARED = log("2026-06-03T10:00-04:00", "cleared", "north-cut")
+
+
+def _missing(site: SiteConfig, rows: Sequence[SiteLogEntry]) -> list[Alert]:
+    """The paperwork the site log ``rows`` leave missing by the end of Thu 2026-06-04."""
+    return alerts(run(site, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
 
 
 # Its example sites keep the paperwork in their logs (``paperwork_in_site_log``).
@@ -223,9 +231,7 @@ def test_lake_lure_work_before_a_required_preconstruction_conference(lure: SiteC
         log("2026-06-02T08:00-04:00", "active", "lot-1"),
     ]
     base = [*LURE_PAPER, shown]
-    assert (
-        alerts(run(lure, [*base, *work], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    )
+    assert _missing(lure, [*base, *work]) == []
     rows = [
         *base,
         log("2026-05-29T10:00-04:00", "conference_required", detail="officer's letter"),
@@ -273,8 +279,8 @@ def test_lake_lure_needs_no_plan_for_2000_square_feet_away_from_water(lure: Site
         log("2026-06-01T10:00-04:00", "graded", "lot-1"),
         log("2026-06-02T09:00-04:00", "disturbed", "drive"),
     ]
-    assert alerts(run(site, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    found = alerts(run(site, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    assert _missing(site, rows[:2]) == []
+    found = _missing(site, rows)
     assert {a.subject for a in found} == {"plan_approval", "plan_on_site", "approval_displayed"}
     assert {a.opened_at for a in found} == {iso("2026-06-02T13:00Z")}
     approval = next(a for a in found if a.subject == "plan_approval")
@@ -292,12 +298,12 @@ def test_lake_lure_near_water_the_plan_comes_past_100_square_feet(lure: SiteConf
         log("2026-06-01T10:00-04:00", "disturbed", "drive"),
         log("2026-06-03T10:00-04:00", "cleared", "lot-1"),
     ]
-    assert alerts(run(near, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    found = alerts(run(near, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    assert _missing(near, rows[:2]) == []
+    found = _missing(near, rows)
     assert {a.opened_at for a in found} == {iso("2026-06-03T14:00Z")}
     assert "(within 35 ft of water)" in found[0].message
     far = _lure_areas(lure, **{"drive": (100.0, 35.5), "lot-1": (50.0, 300.0)})
-    assert alerts(run(far, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
+    assert _missing(far, rows) == []
 
 
 def test_a_log_that_does_not_keep_the_paperwork_raises_nothing() -> None:
