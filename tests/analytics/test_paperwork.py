@@ -268,19 +268,22 @@ def _lure_areas(lure: SiteConfig, **areas: tuple[float, float]) -> SiteConfig:
 NOTICE = log("2026-05-20T12:00-04:00", "notice", detail="start_of_development")
 
 
+def _owed_with(site: SiteConfig, first: SiteLogEntry, second: SiteLogEntry) -> list[Alert]:
+    """Lake Lure after the start notice: with the work of ``first`` alone no plan is owed
+    (nothing missing); what is missing once the work of ``second`` crosses the threshold."""
+    assert _missing(site, [NOTICE, first]) == []
+    return _missing(site, [NOTICE, first, second])
+
+
 def test_lake_lure_needs_no_plan_for_2000_square_feet_away_from_water(lure: SiteConfig) -> None:
     """96.05(A)(1)(c): no plan where the disturbance, not within 35 ft of water, does not
     exceed 2,000 sq ft. lot-1 of exactly 2,000 sq ft, 200 ft from water, graded Mon 06-01:
     no plan asked. drive of 1 sq ft more disturbed Tue 06-02 09:00 EDT: 2,001 sq ft, the
     plan approval, its copy on site and its display are owed from then (13:00Z)."""
     site = _lure_areas(lure, **{"lot-1": (2000.0, 200.0), "drive": (1.0, 200.0)})
-    rows = [
-        NOTICE,
-        log("2026-06-01T10:00-04:00", "graded", "lot-1"),
-        log("2026-06-02T09:00-04:00", "disturbed", "drive"),
-    ]
-    assert _missing(site, rows[:2]) == []
-    found = _missing(site, rows)
+    graded = log("2026-06-01T10:00-04:00", "graded", "lot-1")
+    drive = log("2026-06-02T09:00-04:00", "disturbed", "drive")
+    found = _owed_with(site, graded, drive)
     assert {a.subject for a in found} == {"plan_approval", "plan_on_site", "approval_displayed"}
     assert {a.opened_at for a in found} == {iso("2026-06-02T13:00Z")}
     approval = next(a for a in found if a.subject == "plan_approval")
@@ -293,17 +296,13 @@ def test_lake_lure_near_water_the_plan_comes_past_100_square_feet(lure: SiteConf
     part of it within 35 ft, past 100: owed (the protective reading of a mixed
     disturbance). At 35.5 ft the 2,000 sq ft threshold holds: none."""
     near = _lure_areas(lure, **{"drive": (100.0, 35.0), "lot-1": (50.0, 300.0)})
-    rows = [
-        NOTICE,
-        log("2026-06-01T10:00-04:00", "disturbed", "drive"),
-        log("2026-06-03T10:00-04:00", "cleared", "lot-1"),
-    ]
-    assert _missing(near, rows[:2]) == []
-    found = _missing(near, rows)
+    drive = log("2026-06-01T10:00-04:00", "disturbed", "drive")
+    lot = log("2026-06-03T10:00-04:00", "cleared", "lot-1")
+    found = _owed_with(near, drive, lot)
     assert {a.opened_at for a in found} == {iso("2026-06-03T14:00Z")}
     assert "(within 35 ft of water)" in found[0].message
     far = _lure_areas(lure, **{"drive": (100.0, 35.5), "lot-1": (50.0, 300.0)})
-    assert _missing(far, rows) == []
+    assert _missing(far, [NOTICE, drive, lot]) == []
 
 
 def test_a_log_that_does_not_keep_the_paperwork_raises_nothing() -> None:
