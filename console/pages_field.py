@@ -57,7 +57,7 @@ from console.pages_duties import (
 )
 from console.photos import MAX_PHOTOS, PhotoProblem, check_photo
 from console.views import open_inspection_duties
-from console.web import Refused, console_of, field_text, page_user, posted_form, render, site_for
+from console.web import Refused, console_of, field_text, page_site, render, site_form
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo, SignedRecord
 from siltwatch.checklist import (
     ACTION_DAYS_KEY,
@@ -149,8 +149,7 @@ def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str,
 
 
 async def field_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     context = _context(site, request, user)
     context["message"] = request.query_params.get("done", "") and "Inspection recorded and signed."
     context["message_kind"] = "info"
@@ -259,9 +258,7 @@ def engine_record(c: Checklist, signed: bool) -> InspectionRecord:
 
 
 async def submit_checklist(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
     wants_json = "application/json" in request.headers.get("accept", "")
@@ -371,8 +368,7 @@ def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
 
 
 async def record_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     console = console_of(request)
     stored = console.store.field_record(site.site.id, str(request.path_params["record_id"]))
     if stored is None:
@@ -397,9 +393,7 @@ def _amendments(
 
 async def edit_record(request: Request) -> Response:
     """Change the notes of an unsigned record; a signed one is refused (409)."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, rid = site.site.id, str(request.path_params["record_id"])
     stored = console.store.field_record(sid, rid)
@@ -428,8 +422,7 @@ async def edit_record(request: Request) -> Response:
 
 
 async def photo(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    _, site = page_site(request, Permission.READ)
     found = console_of(request).store.field_photo(
         site.site.id, str(request.path_params["photo_id"])
     )
@@ -440,9 +433,7 @@ async def photo(request: Request) -> Response:
 
 async def close_action(request: Request) -> Response:
     """Close a corrective action: what was done (a note) and a photo of it, both required."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, aid, now = site.site.id, str(request.path_params["action_id"]), console.now_ms()
     note = field_text(form, "note", 2000)

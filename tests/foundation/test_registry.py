@@ -155,19 +155,9 @@ def test_detectors_are_built_in_registry_order() -> None:
 
 
 PH = """
-    from siltwatch.detections.base import (
-        Description, Evidence, Officer, Section, regulatory, short_number,
-    )
+    from siltwatch.detections.base import Description, Officer, Section, regulatory
     from siltwatch.rulekeys import number
-
-    class PhEvidence(Evidence):
-        sensor: str
-        ph: float
-        low: float
-        high: float
-
-    def amount(ev: PhEvidence, zone: object) -> str:
-        return f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}"
+    from tests.ph.detections.ph_range import PhEvidence, amount  # the pH fixture's evidence
 
     PH_RANGE = regulatory("ph_range", "pH out of range", PhEvidence, amount, Officer.ON_OPEN)
 

@@ -22,11 +22,11 @@ class PhEvidence(Evidence):
     high: float
 
 
-def _amount(ev: PhEvidence, _zone: tzinfo) -> str:
+def amount(ev: PhEvidence, _zone: tzinfo) -> str:
     return f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}"
 
 
-PH_RANGE = diagnostic("ph_range", "pH out of range", PhEvidence, _amount)
+PH_RANGE = diagnostic("ph_range", "pH out of range", PhEvidence, amount)
 
 DESCRIPTION = Description(
     key="ph_range",
