@@ -33,7 +33,7 @@ from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
 from siltwatch.detections.inspections import INSPECTION
-from siltwatch.naming import alert_thing, names_of, overdue_words, thing_name
+from siltwatch.naming import alert_place, alert_thing, names_of, overdue_words, thing_name
 from siltwatch.schema import Alert, Duty
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import Severity, severity_rank
@@ -70,6 +70,7 @@ class AlertRow:
         return self.resolved is None
 
     subject_name: str = ""  # what people call the subject (siltwatch/naming.py)
+    subject_place: str = ""  # "at <subject_name>", or "after <it>" for an inspection after an event
 
 
 def kind_label(kind: str) -> str:
@@ -145,6 +146,7 @@ def alert_row(
         resolved_ms=None if alert.resolved_at is None else _ms(alert.resolved_at),
         silenced=silence_of(alert, silences),
         subject_name=alert_thing(alert, names_of(site), zone),
+        subject_place=alert_place(alert, names_of(site), zone),
     )
 
 

@@ -113,6 +113,9 @@ def thing_name(subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     return subject.replace("_", " ")
 
 
+_AFTER_REASONS = frozenset({"storm", "design_storm", "phase"})  # inspections after an event
+
+
 def duty_name(kind: str, reason: str, subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     """A duty as people name it: "stabilization of Topsoil stockpile by West Brook",
     "inspection after the storm of May 8 08:25", "routine inspection of Route 9N
@@ -121,7 +124,7 @@ def duty_name(kind: str, reason: str, subject: str, names: Mapping[str, str], zo
     if kind != "inspection":
         return f"{kind.replace('_', ' ')} of {thing}"
     words = _REASON_WORDS.get(reason, f"{reason.replace('_', ' ')} inspection")
-    if reason in ("storm", "design_storm", "phase"):
+    if reason in _AFTER_REASONS:
         return f"{words} after {thing}"
     return f"{words} of {thing}"
 
@@ -152,6 +155,15 @@ def alert_thing(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
     words (its area, its storm, the site), never the duty's id."""
     duty = duty_of(alert)
     return thing_name(duty[2] if duty is not None else alert.subject, names, zone)
+
+
+def alert_place(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
+    """Where or after what, for a heading: "at Topsoil stockpile by West Brook" ("…
+    stabilization overdue at …"), but "after grading of Access drive" and "after the
+    storm of May 8 08:25" for an inspection that follows a phase or a storm."""
+    duty = duty_of(alert)
+    word = "after" if duty is not None and duty[1] in _AFTER_REASONS else "at"
+    return f"{word} {alert_thing(alert, names, zone)}"
 
 
 def overdue_words(alert: Alert, at: datetime | str, zone: tzinfo) -> str:
