@@ -95,6 +95,11 @@ _AREA_EVENT_WORDS: Mapping[str, str] = {
 }
 
 
+# Subjects the engine gives to what is not a place: the site's inspection records as a
+# whole (analytics/inspection_record.py ``SUBJECT``; tests/foundation/test_naming.py).
+_SUBJECT_WORDS: Mapping[str, str] = {"inspection-records": "the inspection records"}
+
+
 def thing_name(subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     """One identifier in words: its name from the site file, a storm key as "the storm
     of May 8 08:25", an area's event as "grading of Access drive" (a phase
@@ -102,6 +107,8 @@ def thing_name(subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     else as it is."""
     if subject in names:
         return names[subject]
+    if subject in _SUBJECT_WORDS:
+        return _SUBJECT_WORDS[subject]
     _head, sep, tail = subject.partition(STORM_SEPARATOR)
     if sep and _when(tail) is not None:
         return f"the storm of {day_time(tail, zone)}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from analytics import inspection_record
 from siltwatch.config import load_site
 from siltwatch.naming import alert_place, day_time, duty_name, names_of, span, thing_name
 from siltwatch.schema import Alert
@@ -74,3 +75,7 @@ def test_an_inspection_after_an_event_is_overdue_after_it_not_at_it() -> None:
     assert alert_place(overdue("routine", "site-1"), names, NY) == "at site-1"
     stabilization = overdue("exposed_24h", "stockpile", "stabilization_overdue")
     assert alert_place(stabilization, names, NY) == "at Topsoil stockpile"
+
+
+def test_the_inspection_records_are_named_in_words() -> None:
+    assert thing_name(inspection_record.SUBJECT, {}, NY) == "the inspection records"
