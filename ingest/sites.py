@@ -376,7 +376,7 @@ def rebuild_in_parallel(
 def rebuild_site(
     site: SiteConfig,
     db: str,
-    now_ms: int,
+    now_ms: int | None,
     allowed_lateness_s: float,
     station_idle_s: float | None,
 ) -> Rebuilt | None:
