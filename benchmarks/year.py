@@ -164,6 +164,8 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
         run_pandas(Path(args[0]))
         return {"seconds": clock() - t}
     if which == "replay":
+        import pyarrow.csv  # noqa: F401 - the column reader's, as pandas is the baseline's
+
         from ingest.recordings import columns  # noqa: F401 - before the clock starts
         from ingest.recordings.formats import read_recording
         from ingest.recordings.replay import replay_site
