@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+from analytics.batch_columns import numpy_available
 from analytics.engine import (
     BEFORE_SITE_START,
     CLOCK_AHEAD,
@@ -153,6 +154,25 @@ Committed = list[_Fresh]
 """What one commit added to the store, waiting to be judged (:meth:`IngestService.commit_batch`)."""
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """A site's engine rebuilt from the store by another process (a fleet restart,
+    ingest/sites.py ``rebuild_in_parallel``), for the service to take over.
+
+    The worker only reads: ``blob`` is the whole engine state (``Engine.snapshot``,
+    the waiting inputs too), ``events`` what the history raised, not yet stored or
+    told, and ``marks`` how far the worker read the store. The service publishes
+    the events itself, and takes it only when nothing of its site was stored
+    after the marks; otherwise it rebuilds as ever (the store is the truth).
+    """
+
+    site_id: str
+    blob: bytes
+    events: tuple[EngineEvent, ...]
+    marks: tuple[int, int, int, int]
+    why: str
+
+
 def _already_told(stored: Alert, event: Alert) -> bool:
     """The event's state is one the stored episode already went through (replayed history).
 
@@ -202,6 +222,8 @@ class IngestService:
         say: Callable[[str], None] | None = None,
         lock: threading.RLock | None = None,
         completeness: GapPolicy | None = None,
+        rebuilt: Rebuilt | None = None,
+        history_only: bool = False,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
@@ -215,7 +237,10 @@ class IngestService:
         ``lock``: the services of one process that share a store share one lock
         (ingest/sites.py), since the store's one connection holds one transaction.
         ``completeness``: watch each sensor's seqs for readings a broker lost and ask
-        the station for them again (ingest/gaps.py); None: do not.
+        the station for them again (ingest/gaps.py); None: do not. ``rebuilt``: the
+        engine a worker process rebuilt (:class:`Rebuilt`). ``history_only``: a worker's
+        part: the engine rebuilt over a read-only store, nothing written, its events
+        kept in ``history`` (None when a usable snapshot made a rebuild needless).
         """
         self.site = site
         self.site_id = site.site.id
@@ -244,7 +269,9 @@ class IngestService:
         if self.gaps is not None:  # the open gaps outlive a restart (asked for again)
             self.gaps.restore(store.seq_watch(self.site_id))
         self.fence_token: int | None = None  # set by fence(): every commit checks it
-        self.engine = self._recover(now_ms)
+        self._history_only = history_only
+        self.history: list[EngineEvent] | None = None
+        self.engine = self._recover(now_ms, rebuilt)
 
     # --- start: snapshot + replay from the store ------------------------------------
 
@@ -269,7 +296,8 @@ class IngestService:
                 engine = Engine.restore(self.site, row.blob)
             except SnapshotError as exc:
                 self._why_not = self._why_not or str(exc)
-                self.store.drop_snapshot(self.site_id, row)
+                if not self._history_only:  # a worker only reads; the service drops it
+                    self.store.drop_snapshot(self.site_id, row)
                 continue
             if engine.allowed_lateness_ms != round(self.allowed_lateness_s * MS_PER_S):
                 self._why_not = self._why_not or "the allowed lateness changed"
@@ -290,16 +318,42 @@ class IngestService:
             return engine, row
         return self._new_engine(), None
 
-    def _recover(self, now_ms: int | None) -> Engine:
+    def _recover(self, now_ms: int | None, rebuilt: Rebuilt | None) -> Engine:
         """Restore the newest usable snapshot and replay what the store holds after it."""
         engine, row = self._usable_snapshot(None)
         count = self.store.reading_count(self.site_id)
+        if self._history_only:
+            if row is None and count:
+                self.history = self._history(engine, row, now_ms, None)
+            return engine
+        if (
+            row is None
+            and count
+            and rebuilt is not None
+            and self.store.earliest_stored_after(self.site_id, *rebuilt.marks) is None
+        ):  # a worker rebuilt it and nothing of this site was stored since it read
+            engine = Engine.restore(self.site, rebuilt.blob)
+            self._say(
+                f"the engine of {self.site_id} was rebuilt from the store ({count:,} "
+                f"readings) in a worker process: {rebuilt.why or 'no snapshot to start from'}"
+            )
+            self._publish_history(engine, list(rebuilt.events), late=False, opened_after=None)
+            engine.forget_closed()
+            return engine
         if row is None and count:
             self._say(
                 f"rebuilding the engine of {self.site_id} from the store ({count:,} readings): "
                 + (self._why_not or "no snapshot to start from")
             )
         return self._catch_up(engine, row, now_ms, None, late=False)
+
+    def rebuilt(self, marks: tuple[int, int, int, int]) -> Rebuilt | None:
+        """A worker's answer (``history_only``), ``marks`` taken before it read the store;
+        None when a usable snapshot made the rebuild needless."""
+        if self.history is None:
+            return None
+        blob = self.engine.snapshot()
+        return Rebuilt(self.site_id, blob, tuple(self.history), marks, self._why_not)
 
     def _catch_up(
         self,
@@ -311,6 +365,16 @@ class IngestService:
         late: bool,
     ) -> Engine:
         """Feed ``engine`` the stored history after its snapshot, up to the live watermark."""
+        events = self._history(engine, row, now_ms, until)
+        opened_after = None if row is None else row.processed_to
+        self._publish_history(engine, events, late=late, opened_after=opened_after)
+        engine.forget_closed()
+        return engine
+
+    def _history(
+        self, engine: Engine, row: SnapshotRow | None, now_ms: int | None, until: int | None
+    ) -> list[EngineEvent]:
+        """The stored history after the engine's snapshot fed to it: its events (only read)."""
         after = engine.processed_to()
         for station, progress, arrival in self.store.station_clocks(self.site_id):
             engine.set_station_clock(station, progress, arrival)
@@ -324,25 +388,24 @@ class IngestService:
         total = self.store.reading_count(self.site_id)
         done = 0
 
-        def chunks() -> Iterable[list[SensorReading]]:
+        def chunks() -> Iterable[Sequence[SensorReading]]:
             nonlocal done
-            for chunk in self.store.readings_after(self.site_id, after, self.CATCH_UP_CHUNK):
+            read = (
+                self.store.reading_columns_after if numpy_available() else self.store.readings_after
+            )  # columns: the batch path takes them with no object built per reading
+            for chunk in read(self.site_id, after, self.CATCH_UP_CHUNK):
                 done += len(chunk)
                 if self._progress is not None and row is None:
                     self._progress(done, total)
                 yield chunk
 
-        events = engine.catch_up(
+        return engine.catch_up(
             chunks(),
             self.store.inspections_after(self.site_id, after),
             target,
             self.store.statuses_after(self.site_id, after),
             self.store.site_log_after(self.site_id, after),
         )
-        opened_after = None if row is None else row.processed_to
-        self._publish_history(engine, events, late=late, opened_after=opened_after)
-        engine.forget_closed()
-        return engine
 
     # --- messages -----------------------------------------------------------------
 
