@@ -33,6 +33,7 @@ from analytics.events import (
 )
 from ingest.gaps import LostRange, SensorWatch
 from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
+from ingest.store.summaries import HOURS_SCHEMA, HourSummaries
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -43,8 +44,10 @@ from siltwatch.schema import Alert, Duty
 # readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
 # (additive: the table is created in place); 7: the field desk's records, photos and
 # corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
-# created, the column added, in place).
-SCHEMA_VERSION = 7
+# created, the column added, in place); 8: reading_hours, per-hour summaries kept with the
+# readings (additive: the table is created and filled from the readings once, in place;
+# ingest/store/summaries.py).
+SCHEMA_VERSION = 8
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
@@ -121,6 +124,7 @@ CREATE TABLE IF NOT EXISTS station_clocks (
 );
 """
     + FIELD_SCHEMA
+    + HOURS_SCHEMA
 )
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
@@ -226,7 +230,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class SqlStore(FieldRecords, ABC):
+class SqlStore(FieldRecords, HourSummaries, ABC):
     """Every read and write of the store, over a backend's :meth:`_execute`.
 
     ``insert_*`` methods write inside the caller's :meth:`transaction`;
@@ -300,6 +304,7 @@ class SqlStore(FieldRecords, ABC):
             )
             if cur.rowcount:
                 self._advance_clocks(site, [(station, r, received_at)])
+                self._advance_summaries(site, [(station, r, received_at)])
             return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
         # The first of each key only: a statement then never meets its own row twice, and
         # each (sensor, t) it returns names exactly one reading of ``groups``.
@@ -314,6 +319,7 @@ class SqlStore(FieldRecords, ABC):
             stored.update(self._insert_reading_rows(site, unique[start : start + step]))
         if stored:
             self._advance_clocks(site, [first[key] for key in stored])
+            self._advance_summaries(site, [first[key] for key in stored])
         # RETURNING's row order is not promised (SQLite says so): the input sets the order,
         # and a key is new once, in the group that brought it first.
         out: list[list[SensorReading]] = []
