@@ -151,12 +151,11 @@ def test_a_store_from_before_the_summaries_fills_them_on_open(store_db: str) -> 
     ]
     store.add_readings("old", [(STATION[r.sensor], r) for r in came], 1)
     # What siltwatch before schema v8 wrote: no reading_hours table.
+    postgres = is_postgres_url(store_db)
+    version = "UPDATE siltwatch_schema SET version = 7" if postgres else "PRAGMA user_version=7"
     with store.transaction():
-        store._execute("DROP TABLE reading_hours")
-        if is_postgres_url(store_db):
-            store._execute("UPDATE siltwatch_schema SET version = 7")
-        else:
-            store._execute("PRAGMA user_version=7")
+        for statement in ("DROP TABLE reading_hours", version):
+            store._execute(statement)
     store.close()
     store = open_store(store_db)
     try:
