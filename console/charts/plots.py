@@ -422,19 +422,30 @@ def rain_chart(
     usable (analytics/quality.py), finite and not negative; 24 h is the storm
     rule's window the dashboard draws (siltwatch/detections/inspections.py).
     """
-    unit = site.sensor(gauge.sensor).unit
+    sensor = site.sensor(gauge.sensor)
+    unit = sensor.unit
     window = ROLLING_RAIN_H * MS_PER_H
-    points = [
-        (t, v)
-        for t, v in stored_points(
-            store, site.site.id, gauge.sensor, start_ms - window, end_ms, usable
-        )
-        if v >= 0
-    ]
     span_h = (end_ms - start_ms) / MS_PER_H
     bar_h = next((h for h in _BAR_HOURS if span_h / h <= MAX_BARS), _BAR_HOURS[-1])
-    bars = [(t, v) for t, v in interval_sums(points, bar_h * MS_PER_H) if t > start_ms]
-    rolling = running_total(interval_sums(points, MS_PER_H), ROLLING_RAIN_H)
+    interval = round(sensor.interval_s * 1000)
+    if summary_width(bucket_width(start_ms, end_ms, interval), interval) is None:
+        points = [
+            (t, v)
+            for t, v in stored_points(
+                store, site.site.id, gauge.sensor, start_ms - window, end_ms, usable
+            )
+            if v >= 0
+        ]
+        hourly = interval_sums(points, MS_PER_H)
+        bars = interval_sums(points, bar_h * MS_PER_H)
+    else:
+        # A long window: the hours' sums, each hour ending at a reading's time as above
+        # (a negative depth is refused before it is stored, siltwatch/sensorkinds/rain.py).
+        hours = store.hour_summaries(site.site.id, gauge.sensor, start_ms - window, end_ms)
+        hourly = HourSummary.ending_sums(hours)
+        bars = interval_sums(hourly, bar_h * MS_PER_H)
+    bars = [(t, v) for t, v in bars if t > start_ms]
+    rolling = running_total(hourly, ROLLING_RAIN_H)
     return Chart(
         f"Rain {gauge.id}",
         unit,

@@ -10,7 +10,11 @@ What an hour keeps: the count, the minimum, the maximum, the median and the sum
 of the sensor's readings of that hour (``hour`` is ``t // HOUR_MS``: hours
 aligned to the epoch, as the plots' buckets are). The minimum and maximum are
 kept so that a plume is not averaged away: the plot draws them as a band around
-the line. The sum makes a mean exact over any number of hours.
+the line. The sum makes a mean exact over any number of hours. The count and sum
+of the readings at the hour's first instant (``head_n``, ``head_total``) make the
+sums over hours that end at a reading's time exact too: a rain reading is the
+depth that fell in the interval ending at its time, so the rain plot counts a
+reading at 10:00 in the hour before (:meth:`HourSummary.ending_sums`).
 
 Which readings count is the plots' own rule, analytics/quality.py: grade 0
 summarises the ``usable`` readings (rain, level, sediment); grade 1 those
@@ -37,8 +41,7 @@ import math
 import statistics
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from analytics.events import SensorReading
 from analytics.quality import usable, usable_in_median
@@ -51,17 +54,21 @@ HOURS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS reading_hours (
     site TEXT NOT NULL, sensor TEXT NOT NULL, hour INTEGER NOT NULL, grade INTEGER NOT NULL,
     n INTEGER NOT NULL, lo REAL NOT NULL, hi REAL NOT NULL, mid REAL NOT NULL,
-    total REAL NOT NULL,
+    total REAL NOT NULL, head_n INTEGER NOT NULL, head_total REAL NOT NULL,
     PRIMARY KEY (site, sensor, hour, grade)
 );
 """
 
-_ROWS_PER_INSERT = 500  # 9 parameters a row: 4,500 a statement, under both backends' limits
+_ROWS_PER_INSERT = 500  # 11 parameters a row: 5,500 a statement, under both backends' limits
+_COLUMNS = "hour, n, lo, hi, mid, total, head_n, head_total"  # HourSummary's fields
 
 
-@dataclass(frozen=True)
-class HourSummary:
-    """One sensor-hour: ``n`` readings from ``lo`` to ``hi``, their median and their sum."""
+class HourSummary(NamedTuple):
+    """One sensor-hour: ``n`` readings from ``lo`` to ``hi``, their median and their sum;
+    ``head_n`` of them, summing ``head_total``, at the hour's first instant.
+
+    A named tuple, not a dataclass: a plot of a year reads thousands of them per page.
+    """
 
     hour: int  # t // HOUR_MS
     n: int
@@ -69,16 +76,32 @@ class HourSummary:
     hi: float
     mid: float
     total: float
+    head_n: int = 0
+    head_total: float = 0.0
 
     @property
     def start_ms(self) -> int:
         return self.hour * HOUR_MS
 
+    @staticmethod
+    def ending_sums(hours: Sequence[HourSummary]) -> list[tuple[int, float]]:
+        """(end, sum) of the readings in each hour (start, end], for each such hour with
+        readings, in order: what summing readings at ``(t - 1) // HOUR_MS`` gives (a reading
+        at an hour's first instant ends the hour before). ``hours`` in hour order."""
+        sums: dict[int, float] = {}
+        for h in hours:
+            if h.n > h.head_n:
+                sums[h.hour] = sums.get(h.hour, 0.0) + (h.total - h.head_total)
+            if h.head_n:
+                sums[h.hour - 1] = sums.get(h.hour - 1, 0.0) + h.head_total
+        return [((k + 1) * HOUR_MS, sums[k]) for k in sorted(sums)]
 
-def _summary(hour: int, values: Sequence[float]) -> HourSummary:
+
+def _summary(hour: int, values: Sequence[float], head: Sequence[float]) -> HourSummary:
     return HourSummary(
-        hour, len(values), min(values), max(values), statistics.median(values), math.fsum(values)
-    )
+        hour, len(values), min(values), max(values), statistics.median(values), math.fsum(values),
+        len(head), math.fsum(head),
+    )  # fmt: skip
 
 
 def _marks(flags: str | frozenset[str]) -> frozenset[str]:
@@ -95,24 +118,30 @@ def summarise(
     Flags are a set or the store's comma-separated text. Grade 1 appears only for
     an hour where the readings usable in a median are more than the usable ones.
     """
-    hours: dict[int, tuple[list[float], list[float]]] = {}
+    # Per hour: the usable values, those usable in a median, and of each the head's.
+    hours: dict[int, tuple[list[float], list[float], list[float], list[float]]] = {}
     for t, value, flags in points:
         if not math.isfinite(value):
             continue
         marks = _marks(flags)
         if not usable_in_median(marks):
             continue
-        plain, median = hours.setdefault(t // HOUR_MS, ([], []))
+        plain, median, plain_head, median_head = hours.setdefault(t // HOUR_MS, ([], [], [], []))
+        head = t % HOUR_MS == 0
         median.append(value)
+        if head:
+            median_head.append(value)
         if usable(marks):
             plain.append(value)
+            if head:
+                plain_head.append(value)
     out: list[tuple[int, HourSummary]] = []
     for hour in sorted(hours):
-        plain, median = hours[hour]
+        plain, median, plain_head, median_head = hours[hour]
         if plain:
-            out.append((GRADE_USABLE, _summary(hour, plain)))
+            out.append((GRADE_USABLE, _summary(hour, plain, plain_head)))
         if len(median) > len(plain):
-            out.append((GRADE_MEDIAN, _summary(hour, median)))
+            out.append((GRADE_MEDIAN, _summary(hour, median, median_head)))
     return out
 
 
@@ -189,11 +218,10 @@ class HourSummaries(ABC):
             chunk = rows[start : start + _ROWS_PER_INSERT]
             args: list[object] = []
             for grade, s in chunk:
-                args += (site, sensor, s.hour, grade, s.n, s.lo, s.hi, s.mid, s.total)
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+                args += (site, sensor, grade, *s)
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             self._execute(
-                "INSERT INTO reading_hours (site, sensor, hour, grade, n, lo, hi, mid, total) "
-                f"VALUES {values}",
+                f"INSERT INTO reading_hours (site, sensor, grade, {_COLUMNS}) VALUES {values}",
                 args,
             )
 
@@ -246,9 +274,11 @@ class HourSummaries(ABC):
         rows: list[tuple[int, HourSummary]] = []
         if start_ms < first_whole * HOUR_MS:
             rows += summarise(self.sensor_points(site, sensor, start_ms, first_whole * HOUR_MS - 1))
+        # The plain rule reads grade 0 only; the median rule both, in (hour, grade) order.
+        grades = "grade <= 1" if median else "grade = 0"
         cur = self._execute(
-            "SELECT grade, hour, n, lo, hi, mid, total FROM reading_hours WHERE site = ? "
-            "AND sensor = ? AND hour >= ? AND hour <= ? ORDER BY hour, grade",
+            f"SELECT grade, {_COLUMNS} FROM reading_hours WHERE site = ? AND sensor = ? "
+            f"AND hour >= ? AND hour <= ? AND {grades} ORDER BY hour, grade",
             (site, sensor, first_whole, last_whole),
         )
         rows += _hour_rows(cur)
@@ -260,16 +290,17 @@ class HourSummaries(ABC):
         """Every kept (grade, summary) row of the sensor, in (hour, grade) order: what a
         check compares with a computation from scratch."""
         cur = self._execute(
-            "SELECT grade, hour, n, lo, hi, mid, total FROM reading_hours WHERE site = ? "
-            "AND sensor = ? ORDER BY hour, grade",
+            f"SELECT grade, {_COLUMNS} FROM reading_hours WHERE site = ? AND sensor = ? "
+            "ORDER BY hour, grade",
             (site, sensor),
         )
         return _hour_rows(cur)
 
 
 def _hour_rows(cur: Iterable[Sequence[Any]]) -> list[tuple[int, HourSummary]]:
-    """``SELECT grade, hour, n, lo, hi, mid, total`` rows as (grade, summary)."""
+    """``SELECT grade, {_COLUMNS}`` rows as (grade, summary)."""
     return [
-        (int(g), HourSummary(int(h), int(n), float(lo), float(hi), float(mid), float(tot)))
-        for g, h, n, lo, hi, mid, tot in cur
-    ]
+        (int(g), HourSummary(int(h), int(n), float(lo), float(hi), float(mid), float(tot),
+                             int(hn), float(ht)))
+        for g, h, n, lo, hi, mid, tot, hn, ht in cur
+    ]  # fmt: skip

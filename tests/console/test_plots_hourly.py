@@ -22,7 +22,10 @@ from console.charts.model import MS_PER_H, Chart
 from console.charts.plots import (
     bucket_width,
     bucketed,
+    interval_sums,
     level_chart,
+    rain_chart,
+    running_total,
     site_charts,
     stored_points,
     summary_width,
@@ -44,10 +47,13 @@ SPIKE_AT = T0 + 20 * DAY + 7 * MS_PER_H + 20 * MIN  # one ten-minute reading of 
 PAIR = SITE.turbidity_pairs[0]
 PRACTICE = SITE.infiltration_practices[0]
 TRAP = SITE.sediment_traps[0]
+GAUGE = SITE.rain_gauges[0]
 WINDOW = round(site_rules(SITE).number("turbidity.window_s") * 1000)  # the detector's
 
 
 def _value(sensor: str, t: int) -> float:
+    if sensor == GAUGE.sensor:  # tips of 0.01 in, on the hour and the half hour
+        return round(0.01 * ((t // (30 * MIN)) % 4), 2)
     if sensor == PAIR.downstream and t == SPIKE_AT:
         return 400.0
     phase = math.sin((t - T0) / DAY * 2 * math.pi)
@@ -63,6 +69,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[SqlStore]:
     s = open_store(url)
     station = SITE.station_of()
     every = {
+        GAUGE.sensor: 30,
         PAIR.upstream: 10,
         PAIR.downstream: 10,
         PRACTICE.level_sensor: 30,
@@ -167,5 +174,21 @@ def test_the_site_page_charts_of_92_days_read_no_more_than_their_edges(store: Sq
     counting = Counting(store)
     charts = site_charts(SITE, store, end - 92 * DAY, end)
     assert {c.id for c in charts} >= {f"turbidity-{PAIR.id}", f"level-{PRACTICE.id}"}
-    rain_per_window = 0  # the rain chart reads its gauge's readings: none stored here
-    assert counting.rows <= 2 * 6 * 4 + rain_per_window
+    assert counting.rows <= 2 * 6 * 5  # two edge hours of five sensors
+
+
+def test_long_rain_sums_from_hours_equal_the_readings_sums(store: SqlStore) -> None:
+    """A reading on the hour is the rain of the hour before, as the readings are summed."""
+    start, end = T0 + DAY + 17 * MIN, T0 + (DAYS - 1) * DAY
+    chart = rain_chart(SITE, store, GAUGE, start, end)
+    raw = stored_points(store, SID, GAUGE.sensor, start - 24 * MS_PER_H, end, lambda _f: True)
+    bars, rolling = (list(s.points) for s in chart.series)
+    bar_w = 3 * MS_PER_H  # 38 days: at most 400 bars of 3 h
+    want_bars = [(t, v) for t, v in interval_sums(raw, bar_w) if t > start]
+    want_rolling = running_total(interval_sums(raw, MS_PER_H), 24)
+    for got, want in ((bars, want_bars), (rolling, want_rolling)):
+        assert [t for t, _ in got] == [t for t, _ in want]
+        assert all(
+            math.isclose(a, b, abs_tol=1e-9) for (_, a), (_, b) in zip(got, want, strict=True)
+        )
+    assert max(v for _, v in bars) > 0

@@ -90,10 +90,8 @@ def test_kept_summaries_equal_a_fresh_computation_whatever_the_order(
     store, site = one_store, f"site-{next(_sites)}"
     came = [_reading(*row) for batch in batches for row in batch]
     # Some readings are sent again later (a resend, with a changed value: the first stays).
-    resent = [
-        SensorReading(r.sensor, r.t, r.value + 1, None, frozenset()) for r in
-        (came[i % len(came)] for i in again) if came
-    ]  # fmt: skip
+    picked = [came[i % len(came)] for i in again] if came else []
+    resent = [SensorReading(r.sensor, r.t, r.value + 1, None, frozenset()) for r in picked]
     commits = [[_reading(*row) for row in batch] for batch in batches] + [[r] for r in resent]
     for commit in commits:
         pairs = [(STATION[r.sensor], r) for r in commit]
