@@ -298,9 +298,7 @@ class HourSummaries(ABC):
 
 
 def _hour_rows(cur: Iterable[Sequence[Any]]) -> list[tuple[int, HourSummary]]:
-    """``SELECT grade, {_COLUMNS}`` rows as (grade, summary)."""
-    return [
-        (int(g), HourSummary(int(h), int(n), float(lo), float(hi), float(mid), float(tot),
-                             int(hn), float(ht)))
-        for g, h, n, lo, hi, mid, tot, hn, ht in cur
-    ]  # fmt: skip
+    """``SELECT grade, {_COLUMNS}`` rows as (grade, summary): the drivers already give
+    INTEGER columns as int and REAL ones as float."""
+    make = HourSummary._make
+    return [(row[0], make(row[1:])) for row in cur]
