@@ -24,7 +24,9 @@ its baseline from the same run:
   its bytes per reading beside the CSV's, and the rebuild beside ``replay``;
 - the console (overview, site page 7 and 92 days, an alert page, the one-week
   report) on that store and on a one-month store: median of ``--repeat`` requests;
-- the report of the whole period built directly (the command line's path);
+- the report of the last 365 days (or the whole period, if shorter) from the console
+  (HTML, and the PDF once) and from the command line (``siltwatch report`` to a PDF, the
+  whole process), and built directly (``build_report``, what both call);
 - ``siltwatch export`` of the readings as CSV and Parquet vs ``sqlite3 -csv`` and
   pandas writing the same frame to Parquet.
 
@@ -47,11 +49,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.sides import peak_rss_mb, side_in_subprocess
+
+if TYPE_CHECKING:
+    from siltwatch.config import SiteConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_FILE = ROOT / "examples" / "lake-george-site.toml"
@@ -273,6 +278,8 @@ class Pages:
     site_92: float
     alert: float
     report_week: float
+    report_year: float  # HTML, median of the requests
+    report_year_pdf: float  # once: the browser prints it
 
 
 def _median(fn: Callable[[], object], repeat: int) -> float:
@@ -317,6 +324,7 @@ def console_pages(db: str, repeat: int) -> Pages:
     assert response.status_code == 303, response.text
     last = datetime.fromtimestamp(newest / 1000, site.site.zone).date()
     week = f"from={last - timedelta(days=6)}&to={last}"
+    year = f"from={year_start(site, last)}&to={last}"
 
     def get(path: str) -> Callable[[], object]:
         def fetch() -> object:
@@ -332,7 +340,37 @@ def console_pages(db: str, repeat: int) -> Pages:
         site_92=_median(get(f"/sites/{sid}?hours={92 * 24}"), repeat),
         alert=_median(get(f"/sites/{sid}/alerts/{alert_id}"), repeat),
         report_week=_median(get(f"/sites/{sid}/report?{week}"), repeat),
+        report_year=_median(get(f"/sites/{sid}/report?{year}"), repeat),
+        report_year_pdf=_median(get(f"/sites/{sid}/report?{year}&format=pdf"), 1),
     )
+
+
+def year_start(site: SiteConfig, last: date) -> date:
+    """The first local day of the report of a year ending on ``last``: 365 days, or from
+    the recording's first day when it is shorter."""
+    first = datetime.fromtimestamp(to_ms(START) / 1000, site.site.zone).date()
+    return max(first, last - timedelta(days=364))
+
+
+def cli_report(db: str, work: Path) -> float:
+    """``siltwatch report`` of the year to a PDF, the whole command (start, store, report,
+    the browser's print): wall seconds, or the children's CPU seconds under ``--cpu``."""
+    from ingest.store.from_url import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    store = open_store(db)
+    try:
+        newest = store.newest_reading_t(site.site.id) or 0
+    finally:
+        store.close()
+    last = datetime.fromtimestamp(newest / 1000, site.site.zone).date()
+    command = [str(Path(sys.executable).parent / "siltwatch"), "report", "--site", str(SITE_FILE)]
+    command += ["--db", db, "--from", str(year_start(site, last)), "--to", str(last)]
+    command += ["--out", str(work / "year-report.pdf")]
+    t = children_clock()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return children_clock() - t
 
 
 def whole_report(db: str) -> float:
@@ -547,12 +585,17 @@ def main(argv: list[str] | None = None) -> int:
                     ("site page, 92 days", "site_92"),
                     ("alert page", "alert"),
                     ("report, 1 week", "report_week"),
+                    ("report, 1 year (HTML)", "report_year"),
                 ):
                     here, there = getattr(pages, key), getattr(base, key)
                     lines.append(versus(f"{name} console {label} (median)", f"{here * 1000:.0f} ms",
                                         f"one-month store {there * 1000:.0f} ms", here / there))  # fmt: skip
                 whole = whole_report(db)
                 lines.append(row(f"{name} report of all {months} month(s)", f"{whole:.2f} s", "—"))
+                lines.append(row(f"{name} console report, 1 year (PDF)",
+                                 f"{pages.report_year_pdf:.2f} s", "—"))  # fmt: skip
+                cli = cli_report(db, work)
+                lines.append(row(f"{name} siltwatch report, 1 year (PDF)", f"{cli:.2f} s", "—"))
                 if not args.no_export:
                     ex = export_times(db, work)
                     if "sqlite3_csv" in ex:

@@ -215,6 +215,8 @@ class PostgresStore(SqlStore):
                 )
             if version < 5:
                 self._fill_station_clocks()  # 5: kept with the readings from now on
+            if version < 8:
+                self._fill_summaries()  # 8: reading_hours, kept with the readings from now on
             self.db.execute("DELETE FROM siltwatch_schema")
             self.db.execute("INSERT INTO siltwatch_schema VALUES (%s)", (SCHEMA_VERSION,))
 

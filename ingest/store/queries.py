@@ -34,6 +34,7 @@ from analytics.events import (
 )
 from ingest.gaps import LostRange, SensorWatch
 from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
+from ingest.store.summaries import HOURS_SCHEMA, HourSummaries
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -44,8 +45,10 @@ from siltwatch.schema import Alert, Duty
 # readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
 # (additive: the table is created in place); 7: the field desk's records, photos and
 # corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
-# created, the column added, in place).
-SCHEMA_VERSION = 7
+# created, the column added, in place); 8: reading_hours, per-hour summaries kept with the
+# readings (additive: the table is created and filled from the readings once, in place;
+# ingest/store/summaries.py).
+SCHEMA_VERSION = 8
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
@@ -122,6 +125,7 @@ CREATE TABLE IF NOT EXISTS station_clocks (
 );
 """
     + FIELD_SCHEMA
+    + HOURS_SCHEMA
 )
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
@@ -227,7 +231,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class SqlStore(FieldRecords, ABC):
+class SqlStore(FieldRecords, HourSummaries, ABC):
     """Every read and write of the store, over a backend's :meth:`_execute`.
 
     ``insert_*`` methods write inside the caller's :meth:`transaction`;
@@ -301,6 +305,7 @@ class SqlStore(FieldRecords, ABC):
             )
             if cur.rowcount:
                 self._advance_clocks(site, [(station, r, received_at)])
+                self._advance_summaries(site, [(station, r, received_at)])
             return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
         # The first of each key only: a statement then never meets its own row twice, and
         # each (sensor, t) it returns names exactly one reading of ``groups``.
@@ -315,6 +320,7 @@ class SqlStore(FieldRecords, ABC):
             stored.update(self._insert_reading_rows(site, unique[start : start + step]))
         if stored:
             self._advance_clocks(site, [first[key] for key in stored])
+            self._advance_summaries(site, [first[key] for key in stored])
         # RETURNING's row order is not promised (SQLite says so): the input sets the order,
         # and a key is new once, in the group that brought it first.
         out: list[list[SensorReading]] = []
@@ -982,6 +988,16 @@ class SqlStore(FieldRecords, ABC):
     def site_log(self, site: str) -> list[SiteLogEntry]:
         """The site's whole log in event-time order (arrival order at one instant)."""
         return self.site_log_after(site, None)
+
+    def latest_site_log(self, site: str, count: int) -> list[SiteLogEntry]:
+        """The site's ``count`` latest log entries, in :meth:`site_log`'s order: what a page
+        shows, read with one seek on the (site, t) index, not the whole log."""
+        rows = self._execute(
+            "SELECT t, event, area, who, detail FROM site_log WHERE site = ? "
+            "ORDER BY t DESC, id DESC LIMIT ?",
+            (site, count),
+        ).fetchall()
+        return [_site_log_entry(row) for row in reversed(rows)]
 
     def statuses_after(self, site: str, after: int | None) -> list[StationReport]:
         """Every status with event time after ``after``, in (time, id) order.

@@ -191,6 +191,8 @@ class SqliteStore(SqlStore):
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
             if version < 5:
                 self._fill_station_clocks()
+            if version < 8:
+                self._fill_summaries()  # 8: reading_hours, kept with the readings from now on
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
