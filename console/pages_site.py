@@ -31,7 +31,6 @@ from console.report.maker import ReportInputs
 from console.web import Console, Refused, console_of, page_user, render, site_for
 from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
-from siltwatch.timefmt import local_time
 
 DEFAULT_DAYS = 7
 MAX_DAYS = 92  # the site page's plots
@@ -153,7 +152,7 @@ async def site_page(request: Request) -> Response:
         "window": window,
         "charts": _charts(site, console.store, window),
         "all_alerts": views.all_alerts(site, console.store, console.book, console.now_ms()),
-        "site_log": [{"entry": e, "at": local_time(e.t, site.site.zone)} for e in reversed(log)],
+        "site_log": views.site_log_rows(list(reversed(log)), site),
         "may_record": user.may(sid, Permission.RECORD),
         "silences": [s for s in console.book.silences(sid, since_ms=console.now_ms())],
     }
