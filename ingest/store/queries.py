@@ -893,6 +893,26 @@ class SqlStore(FieldRecords, ABC):
             yield out
             last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
 
+    def reading_rows_between(
+        self, site: str, start: int | None, end: int | None, chunk: int = 50_000
+    ) -> Iterator[list[tuple[str, str, int, float, int | None, str]]]:
+        """:meth:`readings_between` as plain rows ``(station, sensor, t, value, seq, flags)``
+        (flags as stored: sorted, comma-separated), for readers that take columns (the
+        export, the import's resume): no object per reading."""
+        last_t = -(2**62) if start is None else start
+        stop = 2**62 if end is None else end
+        last_sensor = ""
+        while True:
+            rows = self._execute(
+                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
+                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
+                (site, last_t, stop, last_t, last_sensor, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            yield rows
+            last_t, last_sensor = rows[-1][2], rows[-1][1]
+
     def sites(self) -> list[str]:
         """Every site id the store holds anything of (readings, records, alerts, duties).
 
