@@ -608,7 +608,9 @@ class IngestService:
         with self.lock:
             rows = self._flag_times(readings, received_at)
             with self.store.transaction():
-                new = self.store.insert_readings(self.site_id, rows, received_at)
+                new = self.store.insert_new_readings(self.site_id, rows, received_at)
+                if new is None:  # the store holds some of the chunk's span: a run again
+                    new = self.store.insert_readings(self.site_id, rows, received_at)
                 if len(new) < len(rows):
                     self._conflicts(msg, rows, new)
             self.stats.readings_stored += len(new)

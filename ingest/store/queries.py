@@ -348,6 +348,44 @@ class SqlStore(FieldRecords, ABC):
         )
         return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
 
+    def insert_new_readings(
+        self, site: str, rows: Sequence[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading] | None:
+        """:meth:`insert_readings` for a bulk import's chunk: when the store holds no reading
+        of ``site`` in the chunk's time span, the first of each (sensor, t) is new and is
+        written without asking about each one (multi-row inserts; PostgreSQL: COPY);
+        None when the span holds some (take :meth:`insert_readings`, which dedupes)."""
+        if not rows:
+            return []
+        lo, hi = min(r.t for _s, r in rows), max(r.t for _s, r in rows)
+        held = self._execute(
+            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1", (site, lo, hi)
+        ).fetchone()
+        if held is not None:
+            return None
+        first: dict[tuple[str, int], tuple[str, SensorReading]] = {}
+        for station, r in rows:
+            first.setdefault((r.sensor, r.t), (station, r))
+        unique = list(first.values())
+        self._write_reading_rows(
+            [(site, st, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
+             for st, r in unique]
+        )  # fmt: skip
+        self._advance_clocks(site, [(st, r, received_at) for st, r in unique])
+        return [r for _s, r in unique]
+
+    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """Readings known not to be stored (site, station, sensor, t, seq, value, flags,
+        received_at), in multi-row inserts; ingest/store/postgres.py uses COPY."""
+        step = self.READINGS_PER_INSERT
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
+            self._execute(
+                "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+                "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)),
+                [a for row in part for a in row],
+            )
+
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
 
@@ -1139,7 +1177,7 @@ def _reading(row: Sequence[object]) -> SensorReading:
 
 def _flags_text(r: SensorReading) -> str:
     """A reading's quality flags as stored: sorted, comma-separated ('' for none)."""
-    return ",".join(sorted(r.flags))
+    return ",".join(sorted(r.flags)) if r.flags else ""
 
 
 def _health_text(report: StationReport) -> str:
