@@ -42,15 +42,17 @@ class ImportProgress:
             print(f"importing {self.name}: {done:,} of {total:,} readings", file=sys.stderr)
 
 
+HELP = "load a recording into the store as the live service would have (resumable)"
+DESCRIPTION = (
+    "Store a recording's readings (CSV time,sensor,value, a JSONL capture, or the "
+    "readings.parquet of siltwatch export) with the service's checks and dedupe, run the "
+    "detections over them and store the alerts and duties. Interrupted, it leaves the store "
+    "consistent; run again, it continues."
+)
+
+
 def add_import_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "import",
-        help="load a recording into the store as the live service would have (resumable)",
-        description="Store a recording's readings (CSV time,sensor,value, a JSONL capture, or "
-        "the readings.parquet of siltwatch export) with the service's checks and dedupe, "
-        "run the detections over them and store the alerts and duties. Interrupted, it leaves "
-        "the store consistent; run again, it continues.",
-    )
+    p = sub.add_parser("import", help=HELP, description=DESCRIPTION)
     p.add_argument(
         "recording",
         metavar="RECORDING",
@@ -64,45 +66,52 @@ def add_import_parser(sub: Any) -> None:
         help="the store serve writes: a SQLite file or a postgresql:// URL",
     )
     p.add_argument(
-        "--chunk",
-        type=int,
-        default=100_000,
-        metavar="N",
+        "--chunk", type=int, default=100_000, metavar="N",
         help="readings per commit (default 100,000; memory grows with it)",
-    )
+    )  # fmt: skip
     p.set_defaults(func=cmd_import)
 
 
+class UsageError(Exception):
+    """An option is wrong; the message names it and what was expected."""
+
+
 def cmd_import(args: argparse.Namespace) -> int:
-    from ingest.recordings.bulk_import import Imported, import_recording
+    """Run the import; every refusal (site file, store, recording, option) as error lines."""
     from ingest.recordings.csv_rows import RecordingError
+    from ingest.store.queries import StoreError
+    from siltwatch.configerrors import ConfigError
+
+    try:
+        return _run(args)
+    except (ConfigError, RecordingError) as exc:
+        problems = exc.lines
+    except (StoreError, UsageError) as exc:
+        problems = [str(exc)]
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return EXIT_FAIL
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ingest.recordings.bulk_import import Imported, import_recording
     from ingest.service import IngestService
     from ingest.store.from_url import open_store
-    from ingest.store.queries import StoreError
     from siltwatch.config import load_site
-    from siltwatch.configerrors import ConfigError
 
     path = Path(args.recording)
     if args.chunk < 1:
-        return _fail([f"--chunk: expected a positive number of readings, got {args.chunk}"])
-    try:
-        site = load_site(Path(args.site))
-        store = open_store(args.db)
-    except ConfigError as exc:
-        return _fail(exc.lines)
-    except StoreError as exc:
-        return _fail([str(exc)])
+        raise UsageError(f"--chunk: expected a positive number of readings, got {args.chunk}")
+    site = load_site(Path(args.site))
+    store = open_store(args.db)
     done = Imported()
     try:
         try:
             now = int(time.time() * 1000)  # the arrival time of every imported reading
             service = IngestService(site, store, say=lambda line: print(line, file=sys.stderr))
             rejected_before = store.rejection_count()
-            import_recording(
-                path, service, now, progress=ImportProgress(path.name), done=done, chunk=args.chunk
-            )
-        except RecordingError as exc:
-            return _fail(exc.lines)
+            progress = ImportProgress(path.name)
+            import_recording(path, service, now, progress=progress, done=done, chunk=args.chunk)
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: {done.stored:,} readings stored by this run, the store is "
@@ -124,9 +133,3 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"{duties:,} duties of the site"
     )
     return EXIT_OK
-
-
-def _fail(lines: list[str]) -> int:
-    for line in lines:
-        print(f"error: {line}", file=sys.stderr)
-    return EXIT_FAIL

@@ -534,6 +534,20 @@ def export_times(db: str, work: Path) -> dict[str, float]:
     return out
 
 
+def export_lines(name: str, db: str, work: Path) -> list[str]:
+    """The export figures of one store, each beside its baseline."""
+    ex = export_times(db, work)
+    lines = []
+    if "sqlite3_csv" in ex:
+        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
+                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
+                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
+    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
+                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
+                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+    return lines
+
+
 # --- PostgreSQL -----------------------------------------------------------------------
 
 
@@ -661,14 +675,7 @@ def main(argv: list[str] | None = None) -> int:
                 whole = whole_report(db)
                 lines.append(row(f"{name} report of all {months} month(s)", f"{whole:.2f} s", "—"))
                 if not args.no_export:
-                    ex = export_times(db, work)
-                    if "sqlite3_csv" in ex:
-                        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
-                                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
-                                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
-                    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
-                                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
-                                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+                    lines += export_lines(name, db, work)
         finally:
             if pg is not None:
                 pg.__exit__(None, None, None)
@@ -714,14 +721,7 @@ def ingest_part(
                 row(f"{name} import alerts", f"{done['alerts']}", f"replay {replay['alerts']}"),
             ]  # fmt: skip
             if not args.no_export:
-                ex = export_times(db, work)
-                if "sqlite3_csv" in ex:
-                    lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
-                                        f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
-                                        ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
-                lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
-                                    f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
-                                    ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+                lines += export_lines(name, db, work)
     finally:
         if pg is not None:
             pg.__exit__(None, None, None)

@@ -916,20 +916,8 @@ class SqlStore(FieldRecords, ABC):
         Each chunk is its own short query (resuming after the last row), so a long
         export holds no read transaction open against the live writer's WAL.
         """
-        last_t = -(2**62) if start is None else start
-        stop = 2**62 if end is None else end
-        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
-        while True:
-            rows = self._execute(
-                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
-                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
-                (site, last_t, stop, last_t, last_sensor, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            out = [(str(row[0]), _reading(row[1:])) for row in rows]
-            yield out
-            last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
+        for rows in self.reading_rows_between(site, start, end, chunk):
+            yield [(str(row[0]), _reading(row[1:])) for row in rows]
 
     def reading_rows_between(
         self, site: str, start: int | None, end: int | None, chunk: int = 50_000
@@ -939,7 +927,7 @@ class SqlStore(FieldRecords, ABC):
         export, the import's resume): no object per reading."""
         last_t = -(2**62) if start is None else start
         stop = 2**62 if end is None else end
-        last_sensor = ""
+        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
         while True:
             rows = self._execute(
                 "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "

@@ -53,13 +53,9 @@ def test_readings_in_counts_a_batch_without_decoding_it() -> None:
 def test_a_backlog_of_big_batches_is_committed_in_bounded_groups(
     mosquitto: BrokerInfo, sqlite_path: Path
 ) -> None:
-    broker = BrokerSettings(
-        mosquitto.host,
-        mosquitto.port,
-        username="ingest",
-        password=mosquitto.users["ingest"],
-        protocol=PROTOCOL[mosquitto.kind],
-    )
+    url = f"mqtt://{mosquitto.host}:{mosquitto.port}"
+    login = {"username": "ingest", "password": mosquitto.users["ingest"]}
+    broker = BrokerSettings.from_url(url, protocol=PROTOCOL[mosquitto.kind], **login)
     store = SqliteStore(sqlite_path)
     client_id = f"backlog-{sqlite_path.parent.name}"
 
