@@ -363,10 +363,13 @@ class SqlStore(FieldRecords, ABC):
         ).fetchone()
         if held is not None:
             return None
-        first: dict[tuple[str, int], tuple[str, SensorReading]] = {}
-        for station, r in rows:
-            first.setdefault((r.sensor, r.t), (station, r))
-        unique = list(first.values())
+        keys = {(r.sensor, r.t) for _s, r in rows}
+        unique: Sequence[tuple[str, SensorReading]] = rows
+        if len(keys) < len(rows):  # the chunk holds a reading twice: the first is stored
+            first: dict[tuple[str, int], tuple[str, SensorReading]] = {}
+            for station, r in rows:
+                first.setdefault((r.sensor, r.t), (station, r))
+            unique = list(first.values())
         self._write_reading_rows(
             [(site, st, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
              for st, r in unique]
