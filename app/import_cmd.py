@@ -66,8 +66,8 @@ def add_import_parser(sub: Any) -> None:
         help="the store serve writes: a SQLite file or a postgresql:// URL",
     )
     p.add_argument(
-        "--chunk", type=int, default=100_000, metavar="N",
-        help="readings per commit (default 100,000; memory grows with it)",
+        "--chunk", type=int, default=25_000, metavar="N",
+        help="readings per commit (default 25,000; memory grows with it)",
     )  # fmt: skip
     p.set_defaults(func=cmd_import)
 

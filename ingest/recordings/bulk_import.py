@@ -11,8 +11,8 @@ rejection, counted), one commit per chunk, then the engine on its batch path
 
 Interrupted (Ctrl-C, a kill) it leaves a consistent store: a chunk is committed
 whole or not at all, and the engine is only a cache of the store. Run again it
-continues: the service starts from the newest snapshot (one is taken after
-every chunk) and replays what was stored after it, what was stored is skipped
+continues: the service starts from the newest snapshot (one every 200,000
+readings) and replays what was stored after it, what was stored is skipped
 as duplicates, and the rest is imported, so the readings and alerts are those
 of one uninterrupted import.
 
@@ -38,7 +38,11 @@ from ingest.recordings.csv_rows import RecordingError
 from ingest.recordings.formats import read_recording
 from ingest.service import IngestService
 
-CHUNK = 100_000  # readings per commit (and per engine catch-up): ~20 MB as objects
+# Readings per commit and engine catch-up: at 100,000 the objects of a chunk took a year's
+# import to 455 MB peak, at 25,000 it peaks at 284 MB, the CSV parse's own peak
+# (benchmarks/year.py). A snapshot (the point a rerun continues from) every SNAPSHOT_EVERY.
+CHUNK = 25_000
+SNAPSHOT_EVERY = 200_000
 Rows = list[tuple[str, SensorReading]]
 
 
@@ -171,8 +175,9 @@ def import_recording(
     done: Imported | None = None,
 ) -> Imported:
     """Import ``path`` through ``service`` (its store, its engine); ``received_at`` is the
-    arrival time stored with every reading (the import's clock). A snapshot is taken
-    after every chunk, so a run interrupted at any point continues where it stopped.
+    arrival time stored with every reading (the import's clock). A snapshot every
+    ``SNAPSHOT_EVERY`` new readings and at the end: a run interrupted at any point
+    continues from the last one (what was stored after it is replayed from the store).
     ``done`` (a new one if None) is counted up as chunks are committed."""
     recording = recording_chunks(path, service, chunk)
     total = recording.total
@@ -181,13 +186,18 @@ def import_recording(
     source = f"import {path.name}"
     if progress is not None:
         progress(0, total)
+    unsaved = 0  # new readings since the last snapshot
     for rows in recording.chunks:
         new = service.import_chunk(rows, received_at, source)
         done.read += len(rows)
         done.stored += len(new)
         done.skipped += len(rows) - len(new)
-        if new:
+        unsaved += len(new)
+        if unsaved >= SNAPSHOT_EVERY:
             service.snapshot(received_at)
+            unsaved = 0
         if progress is not None:
             progress(done.read, total)
+    if unsaved:
+        service.snapshot(received_at)
     return done
