@@ -113,9 +113,10 @@ def _run(args: argparse.Namespace) -> int:
             progress = ImportProgress(path.name)
             import_recording(path, service, now, progress=progress, done=done, chunk=args.chunk)
         except KeyboardInterrupt:
+            held = store.reading_count(site.site.id)  # a chunk is committed whole or not at all
             print(
-                f"\ninterrupted: {done.stored:,} readings stored by this run, the store is "
-                "consistent; run the same command again to continue",
+                f"\ninterrupted: the store is consistent and holds {held:,} readings of the "
+                "site; run the same command again to continue",
                 file=sys.stderr,
             )
             return EXIT_INTERRUPTED

@@ -2,10 +2,11 @@
 
 The Lake George storm recording is imported into SQLite and PostgreSQL and
 must give the store the recording's readings and the alerts ``replay`` finds;
-an import killed (SIGKILL, mid-chunk) and run again must leave the same
-readings, once each, and the same alerts as one uninterrupted import; a
-reading stored with another value is a stored rejection, counted; and the
-Parquet that ``siltwatch export`` writes imports back to the same readings.
+an import killed (SIGKILL, mid-chunk) or interrupted (Ctrl-C) and run again
+must leave the same readings, once each, and the same alerts as one
+uninterrupted import; a reading stored with another value is a stored
+rejection, counted; and the Parquet that ``siltwatch export`` writes imports
+back to the same readings.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def test_an_import_stores_the_readings_and_the_alerts_replay_finds(
     assert replayed and alerts_of(store_db) == replayed
 
 
-def test_a_killed_import_run_again_ends_as_one_uninterrupted_import(
-    tmp_path: Path, replayed: list[tuple[Any, ...]]
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_a_stopped_import_run_again_ends_as_one_uninterrupted_import(
+    tmp_path: Path, replayed: list[tuple[Any, ...]], stop: signal.Signals
 ) -> None:
     whole, resumed = tmp_path / "whole.sqlite3", tmp_path / "resumed.sqlite3"
     assert run_import(STORM, str(whole), "--chunk", "1000") == 0
@@ -91,8 +93,10 @@ def test_a_killed_import_run_again_ends_as_one_uninterrupted_import(
         [*argv, "--db", str(resumed), "--chunk", "1000"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
     )
     try:
         deadline = time.monotonic() + 120
@@ -104,11 +108,15 @@ def test_a_killed_import_run_again_ends_as_one_uninterrupted_import(
                     stored = len(readings_of(resumed))
                 except sqlite3.OperationalError:
                     stored = 0  # the schema is being made
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(stop)
     finally:
-        proc.wait(30)
-    assert proc.returncode == -signal.SIGKILL, "killed mid-import, before it could finish"
+        err = proc.communicate(timeout=60)[1]
     part = len(readings_of(resumed))
+    if stop == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL, "killed mid-import, before it could finish"
+    else:
+        assert proc.returncode == 130, err
+        assert f"interrupted: the store is consistent and holds {part:,} readings" in err
     assert 0 < part < READINGS
     assert run_import(STORM, str(resumed), "--chunk", "1000") == 0
     assert readings_of(resumed) == readings_of(whole)  # none lost, none twice
