@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+from analytics.batch_columns import ReadingColumns
 from analytics.engine import (
     BEFORE_SITE_START,
     CLOCK_AHEAD,
@@ -598,6 +599,35 @@ class IngestService:
         return rows
 
     # --- a bulk import (ingest/recordings/bulk_import.py) ---------------------------------
+
+    def import_columns(self, cols: ReadingColumns, received_at: int) -> bool:
+        """:meth:`import_chunk` for a chunk of a fresh store as columns (a CSV's): when no
+        reading needs a time flag, none is twice and the store holds nothing of the chunk's
+        span, the arrays are stored as they are and fed to ``Engine.feed_columns`` (replay's
+        own path), no object per reading; False (nothing done) otherwise."""
+        import numpy as np
+
+        t = cols.t
+        if not len(t):
+            return True
+        start = self._site_start_ms or -(2**62)
+        low = max(received_at - MAX_READING_AGE_MS, start)
+        if int(t[0]) < low or int(t[-1]) > received_at + self.max_skew_ms:
+            return False
+        same = (t[1:] == t[:-1]) & (cols.code[1:] == cols.code[:-1])
+        if bool(np.any(same)):
+            return False  # a (sensor, t) twice: import_chunk keeps the first, judges the rest
+        station = self.site.station_of()
+        stations = [station[name] for name in cols.names]
+        with self.lock:
+            with self.store.transaction():
+                if not self.store.insert_new_reading_columns(
+                    self.site_id, cols, stations, received_at
+                ):
+                    return False
+            self.stats.readings_stored += len(t)
+            self._publish(self.engine.feed_columns(cols))
+            return True
 
     def import_chunk(
         self, readings: Sequence[tuple[str, SensorReading]], received_at: int, source: str

@@ -62,7 +62,7 @@ class Recording:
     ends between two instants), and what it holds that an import leaves out."""
 
     total: int
-    chunks: Iterator[Rows]
+    chunks: Iterator[Rows | ReadingColumns]  # a CSV's chunks stay columns
     left_out: int = 0  # a capture's inspections, station statuses and site-log entries
 
 
@@ -81,11 +81,14 @@ def recording_chunks(path: Path, service: IngestService, chunk: int = CHUNK) -> 
     else:
         ordered = sorted(readings, key=lambda r: (r.t, r.sensor))
 
-    def chunks() -> Iterator[Rows]:
+    def chunks() -> Iterator[Rows | ReadingColumns]:
         start, n = 0, len(ordered)
         while start < n:
             end = _instant_end(ordered, min(start + chunk, n))
-            yield [(station[r.sensor], r) for r in ordered[start:end]]
+            part = ordered[start:end]
+            yield (
+                part if isinstance(part, ReadingColumns) else [(station[r.sensor], r) for r in part]
+            )
             start = end
 
     left_out = len(capture.inspections) + len(capture.statuses) + len(capture.site_log)
@@ -187,11 +190,21 @@ def import_recording(
     if progress is not None:
         progress(0, total)
     unsaved = 0  # new readings since the last snapshot
-    for rows in recording.chunks:
-        new = service.import_chunk(rows, received_at, source)
-        done.read += len(rows)
+    station = service.site.station_of()
+    for part in recording.chunks:
+        if isinstance(part, ReadingColumns):
+            if service.import_columns(part, received_at):  # a fresh store's: as replay
+                done.read += len(part)
+                done.stored += len(part)
+                unsaved += len(part)
+                if progress is not None:
+                    progress(done.read, total)
+                continue
+            part = [(station[r.sensor], r) for r in part]
+        new = service.import_chunk(part, received_at, source)
+        done.read += len(part)
         done.stored += len(new)
-        done.skipped += len(rows) - len(new)
+        done.skipped += len(part) - len(new)
         unsaved += len(new)
         if unsaved >= SNAPSHOT_EVERY:
             service.snapshot(received_at)

@@ -21,8 +21,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Protocol
 
+from analytics.batch_columns import ReadingColumns
 from analytics.engine import UNTRUSTED_TIME
 from analytics.events import (
     STATION_HEALTH_FIELDS,
@@ -376,6 +378,33 @@ class SqlStore(FieldRecords, ABC):
         )  # fmt: skip
         self._advance_clocks(site, [(st, r, received_at) for st, r in unique])
         return [r for _s, r in unique]
+
+    def insert_new_reading_columns(
+        self, site: str, cols: ReadingColumns, stations: Sequence[str], received_at: int
+    ) -> bool:
+        """:meth:`insert_new_readings` for a chunk as columns (time order, each (sensor, t)
+        once, no flags, ``stations[i]`` the station of ``cols.names[i]``): the rows go to
+        the store from the arrays, no object per reading. False (nothing written) when
+        the store holds a reading of ``site`` in the chunk's time span."""
+        t = cols.t.tolist()
+        held = self._execute(
+            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1",
+            (site, t[0], t[-1]),
+        ).fetchone()
+        if held is not None:
+            return False
+        codes = cols.code.tolist()
+        n = len(t)
+        self._write_reading_rows(
+            list(zip(repeat(site, n), map(stations.__getitem__, codes),
+                     map(cols.names.__getitem__, codes), t, repeat(None, n),
+                     cols.value.tolist(), repeat("", n), repeat(received_at, n), strict=True))
+        )  # fmt: skip
+        newest = {stations[c]: (cols.names[c], tt) for c, tt in zip(codes, t, strict=True)}
+        self._advance_clocks(
+            site, [(st, SensorReading(s, tt, 0.0), received_at) for st, (s, tt) in newest.items()]
+        )
+        return True
 
     def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
         """Readings known not to be stored (site, station, sensor, t, seq, value, flags,
