@@ -28,7 +28,12 @@ its baseline from the same run:
   (HTML, and the PDF once) and from the command line (``siltwatch report`` to a PDF, the
   whole process), and built directly (``build_report``, what both call);
 - ``siltwatch export`` of the readings as CSV and Parquet vs ``sqlite3 -csv`` and
-  pandas writing the same frame to Parquet.
+  pandas writing the same frame to Parquet;
+- ``siltwatch import`` of the recording into a fresh store (its own process: its
+  peak RSS) vs ``replay``; and ``serve``'s MQTT session taking the same year as a
+  broker's backlog of 10,000-reading batches (``--backlog``: its peak RSS, the
+  largest group commit). ``--part ingest`` measures only replay, import,
+  backlog and export (the import's store is the one exported).
 
 Benchmarks may read the clock (``time.perf_counter``); the analytics never do.
 """
@@ -185,6 +190,12 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
             "readings": len(readings),
             "alerts": len(result.alerts),
         }
+    if which == "import":
+        return import_side(Path(args[0]), args[1])
+    if which == "session":
+        return backlog_side(int(args[0]), 0)
+    if which == "backlog":
+        return backlog_side(int(args[0]), int(args[1]))
     if which == "rebuild":
         import pandas  # noqa: F401 - the batch path's, before the clock starts
 
@@ -194,6 +205,129 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
 
 def in_subprocess(which: str, *args: str) -> dict[str, Any]:
     return side_in_subprocess("benchmarks.year", which, *args)
+
+
+# --- siltwatch import, and serve taking a backlog -------------------------------------
+
+
+def import_side(csv_path: Path, db: str) -> dict[str, Any]:
+    """``siltwatch import`` of the recording into ``db`` (a fresh store), as the command
+    does it; the seconds from opening the store to the last chunk's snapshot."""
+    from ingest.recordings import columns  # noqa: F401 - before the clock starts
+    from ingest.recordings.bulk_import import import_recording
+    from ingest.service import IngestService
+    from ingest.store.from_url import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    t = clock()
+    store = open_store(db)
+    try:
+        service = IngestService(site, store, say=lambda _line: None)
+        done = import_recording(csv_path, service, int(time.time() * 1000))
+        alerts = len(store.alerts(site.site.id))
+    finally:
+        store.close()
+    return {"seconds": clock() - t, "stored": done.stored, "alerts": alerts}
+
+
+BACKLOG_BATCH = 10_000  # readings per ReadingBatch message: a station's outbox flushed
+BACKLOG_CLIENT = "siltwatch-bench-backlog"
+
+
+def backlog_messages(csv_path: Path) -> Iterator[tuple[str, bytes]]:
+    """The recording as each station's outbox flush: (topic, ReadingBatch JSON)."""
+    from ingest.recordings.formats import read_recording
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    station = site.station_of()
+    units = {sensor_id: s.unit for sensor_id, s in site.sensors().items()}
+    by_station: dict[str, list[dict[str, object]]] = {}
+    seqs: dict[str, int] = {}
+    for r in read_recording(csv_path, site.sensors()).readings.sorted_by_time():  # type: ignore[attr-defined]
+        seq = seqs[r.sensor] = seqs.get(r.sensor, -1) + 1
+        items = by_station.setdefault(station[r.sensor], [])
+        items.append({"sensor": r.sensor, "time": to_iso(r.t), "seq": seq, "value": r.value,
+                      "unit": units[r.sensor]})  # fmt: skip
+        if len(items) == BACKLOG_BATCH:
+            yield _batch_message(site.site.id, station[r.sensor], items)
+            by_station[station[r.sensor]] = []
+    for st, items in by_station.items():
+        if items:
+            yield _batch_message(site.site.id, st, items)
+
+
+def _batch_message(site_id: str, station: str, items: list[dict[str, object]]) -> tuple[str, bytes]:
+    from siltwatch.schema import reading_topic
+
+    body = {"type": "batch", "site": site_id, "station": station, "readings": items}
+    return reading_topic(site_id, station, str(items[0]["sensor"])), json.dumps(body).encode()
+
+
+def to_iso(t: int) -> str:
+    return datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def backlog_side(port: int, messages: int) -> dict[str, Any]:
+    """``serve``'s MQTT session (its service, a fresh SQLite store) on the broker at
+    ``port``: with ``messages`` 0 it only makes the persistent session and leaves; else
+    it takes that many queued messages and reports seconds, peak RSS, largest group."""
+    from ingest.mqtt.session import BrokerSettings, MqttIngest
+    from ingest.service import IngestService
+    from ingest.store.sqlite import SqliteStore
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    folder = Path(tempfile.mkdtemp(prefix="siltwatch-backlog-"))
+    store = SqliteStore(folder / "store.sqlite3")
+    service = IngestService(site, store, say=lambda _line: None)
+    ingest = MqttIngest(
+        service, BrokerSettings("127.0.0.1", port), clock_ms=lambda: int(time.time() * 1000),
+        client_id=BACKLOG_CLIENT,
+    )  # fmt: skip
+    t = clock()
+    ingest.start()
+    try:
+        ingest.subscribed.wait(30)
+        while service.stats.messages < messages and not ingest.failed:
+            time.sleep(0.05)
+        seconds = clock() - t
+    finally:
+        ingest.stop()
+        stored = store.reading_count(site.site.id)
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"seconds": seconds, "stored": stored, "largest_batch": ingest.stats.largest_batch,
+            "largest_readings": ingest.stats.largest_batch_readings}  # fmt: skip
+
+
+def serve_backlog(work: Path, csv_path: Path) -> dict[str, Any]:
+    """A Mosquitto broker holds the year as a backlog for serve's persistent session,
+    which then takes it (benchmarks/edge.py starts the broker the same way)."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import MosquittoServer
+
+    broker = MosquittoServer(work / "mosquitto", persistence=False, log_types=("error",),
+                             extra_config=("max_queued_messages 0",))  # fmt: skip
+    broker.start()
+    try:
+        in_subprocess("session", str(broker.port))
+        pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-backlog-pub")
+        pub.connect("127.0.0.1", broker.port)
+        pub.loop_start()
+        sent = 0
+        for topic, payload in backlog_messages(csv_path):
+            pub.publish(topic, payload, qos=1).wait_for_publish(60)
+            sent += 1
+        pub.loop_stop()
+        pub.disconnect()
+        return in_subprocess("backlog", str(broker.port), str(sent)) | {"messages": sent}
+    finally:
+        broker.stop()
 
 
 # --- the store ------------------------------------------------------------------------
@@ -440,6 +574,20 @@ def export_times(db: str, work: Path) -> dict[str, float]:
     return out
 
 
+def export_lines(name: str, db: str, work: Path) -> list[str]:
+    """The export figures of one store, each beside its baseline."""
+    ex = export_times(db, work)
+    lines = []
+    if "sqlite3_csv" in ex:
+        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
+                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
+                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
+    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
+                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
+                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+    return lines
+
+
 # --- PostgreSQL -----------------------------------------------------------------------
 
 
@@ -532,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", action="store_true", help="measure PostgreSQL too")
     parser.add_argument("--no-export", action="store_true", help="skip the export figures")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds instead of wall seconds")
+    parser.add_argument("--part", choices=("all", "ingest"), default="all",
+                        help="ingest: only replay, import, the serve backlog and export")  # fmt: skip
+    parser.add_argument("--backlog", action="store_true", help="also serve taking the backlog")
     parser.add_argument("--side", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cpu:
@@ -556,6 +707,10 @@ def main(argv: list[str] | None = None) -> int:
                             f"pandas read + medians {pandas_s:.2f} s",
                             replay["seconds"] / pandas_s))  # fmt: skip
         print(f"replay: {replay['readings']:,} readings, {replay['alerts']} alerts", flush=True)
+        if args.part == "ingest":
+            lines += ingest_part(args, work, csv_path, replay)
+            print_table(lines)
+            return 0
 
         backends = [("SQLite", str(work / "year.sqlite3"), str(work / "month.sqlite3"))]
         pg = postgres(work) if args.postgres else None
@@ -597,14 +752,7 @@ def main(argv: list[str] | None = None) -> int:
                 cli = cli_report(db, work)
                 lines.append(row(f"{name} siltwatch report, 1 year (PDF)", f"{cli:.2f} s", "—"))
                 if not args.no_export:
-                    ex = export_times(db, work)
-                    if "sqlite3_csv" in ex:
-                        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
-                                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
-                                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
-                    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
-                                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
-                                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+                    lines += export_lines(name, db, work)
         finally:
             if pg is not None:
                 pg.__exit__(None, None, None)
@@ -614,12 +762,54 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(versus(f"{args.sites} sites rebuilt, {args.workers} processes",
                                 f"{seconds:.1f} s", f"replay x {args.sites} {serial:.0f} s",
                                 seconds / serial))  # fmt: skip
+    print_table(lines)
+    return 0
+
+
+def print_table(lines: list[str]) -> None:
     print()
     print(row("figure", "measured", "baseline, same run", "ratio"))
     print(f"|{'-' * 46}|{'-' * 24}|{'-' * 36}|{'-' * 9}|")
     for line in lines:
         print(line)
-    return 0
+
+
+def ingest_part(
+    args: argparse.Namespace, work: Path, csv_path: Path, replay: dict[str, Any]
+) -> list[str]:
+    """``siltwatch import`` (SQLite, and PostgreSQL with --postgres) beside replay, its peak
+    RSS, the import's store exported beside sqlite3 -csv and pandas, serve's backlog."""
+    lines: list[str] = []
+    targets = [("SQLite", str(work / "import.sqlite3"))]
+    pg = postgres(work) if args.postgres else None
+    if pg is not None:
+        targets.append(("PostgreSQL", pg.__enter__()[0]))
+    try:
+        for name, db in targets:
+            done = in_subprocess("import", str(csv_path), db)
+            print(f"{name} import: {done}", flush=True)
+            lines += [
+                versus(f"{name} siltwatch import", f"{done['seconds']:.2f} s",
+                       f"replay {replay['seconds']:.2f} s", done["seconds"] / replay["seconds"]),
+                row(f"{name} siltwatch import, peak RSS", f"{done['rss_mb']:.0f} MB",
+                    f"replay {replay['rss_mb']:.0f} MB"),
+                row(f"{name} import alerts", f"{done['alerts']}", f"replay {replay['alerts']}"),
+            ]  # fmt: skip
+            if not args.no_export:
+                lines += export_lines(name, db, work)
+    finally:
+        if pg is not None:
+            pg.__exit__(None, None, None)
+    if args.backlog:
+        got = serve_backlog(work, csv_path)
+        print(f"serve backlog: {got}", flush=True)
+        lines += [
+            row("serve taking the backlog over MQTT", f"{got['seconds']:.1f} s",
+                f"{got['messages']} messages, {got['stored']:,} stored"),
+            row("serve taking the backlog, peak RSS", f"{got['rss_mb']:.0f} MB",
+                f"largest group {got['largest_readings']:,} readings"),
+        ]  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":

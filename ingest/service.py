@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
-from analytics.batch_columns import numpy_available
+from analytics.batch_columns import ReadingColumns, numpy_available
 from analytics.engine import (
     BEFORE_SITE_START,
     CLOCK_AHEAD,
@@ -587,7 +587,15 @@ class IngestService:
         drop would hide a station that re-dates or re-measures)."""
         taken = {(r.sensor, r.t) for r in new}
         dups = [r for _s, r in rows if (r.sensor, r.t) not in taken]
-        stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
+        if len(dups) > 1_000:  # an import run again: one range query, not one per reading
+            lo, hi = min(r.t for r in dups), max(r.t for r in dups)
+            stored = {
+                (sensor, t): float(value)
+                for chunk in self.store.reading_rows_between(self.site_id, lo, hi + 1)
+                for _station, sensor, t, value, _seq, _flags in chunk
+            }
+        else:
+            stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
         for r in dups:
             first = stored.get((r.sensor, r.t))
             if first is not None and first != r.value:
@@ -625,10 +633,21 @@ class IngestService:
                     f"arrived (at most {self.max_skew_ms / MS_PER_S:,.0f} s is accepted)",
                 )
                 return [], None
+        return self._flag_times(decoded.readings, msg.received_at), list(decoded.inspections)
+
+    def _flag_times(
+        self, readings: Iterable[tuple[str, SensorReading]], received_at: int
+    ) -> list[tuple[str, SensorReading]]:
+        """Flag readings dated ahead of their arrival, too old, or before the site began."""
+        limit = received_at + self.max_skew_ms
         rows: list[tuple[str, SensorReading]] = []
-        oldest = msg.received_at - MAX_READING_AGE_MS
+        oldest = received_at - MAX_READING_AGE_MS
         start = self._site_start_ms
-        for station, r in decoded.readings:
+        if isinstance(readings, list) and len(readings) > 1_000:  # an import's chunk
+            times = [r.t for _s, r in readings]
+            if min(times) >= max(oldest, start or oldest) and max(times) <= limit:
+                return readings  # none to flag: the chunk as it is
+        for station, r in readings:
             if r.t > limit and CLOCK_AHEAD not in r.flags:
                 self.stats.clock_ahead += 1
                 r = replace(r, flags=r.flags | {CLOCK_AHEAD})
@@ -639,7 +658,62 @@ class IngestService:
                 self.stats.before_site_start += 1
                 r = replace(r, flags=r.flags | {BEFORE_SITE_START})
             rows.append((station, r))
-        return rows, list(decoded.inspections)
+        return rows
+
+    # --- a bulk import (ingest/recordings/bulk_import.py) ---------------------------------
+
+    def import_columns(self, cols: ReadingColumns, received_at: int) -> bool:
+        """:meth:`import_chunk` for a chunk of a fresh store as columns (a CSV's): when no
+        reading needs a time flag, none is twice and the store holds nothing of the chunk's
+        span, the arrays are stored as they are and fed to ``Engine.feed_columns`` (replay's
+        own path), no object per reading; False (nothing done) otherwise."""
+        import numpy as np
+
+        t = cols.t
+        if not len(t):
+            return True
+        start = self._site_start_ms or -(2**62)
+        low = max(received_at - MAX_READING_AGE_MS, start)
+        if int(t[0]) < low or int(t[-1]) > received_at + self.max_skew_ms:
+            return False
+        same = (t[1:] == t[:-1]) & (cols.code[1:] == cols.code[:-1])
+        if bool(np.any(same)):
+            return False  # a (sensor, t) twice: import_chunk keeps the first, judges the rest
+        station = self.site.station_of()
+        stations = [station[name] for name in cols.names]
+        with self.lock:
+            with self.store.transaction():
+                if not self.store.insert_new_reading_columns(
+                    self.site_id, cols, stations, received_at
+                ):
+                    return False
+            self.stats.readings_stored += len(t)
+            self._publish(self.engine.feed_columns(cols))
+            return True
+
+    def import_chunk(
+        self, readings: Sequence[tuple[str, SensorReading]], received_at: int, source: str
+    ) -> list[SensorReading]:
+        """Store one chunk of a recording as a message's readings are stored (the same time
+        flags, dedupe, and a stored rejection for a conflicting duplicate; one commit), then
+        feed the new ones to the engine on the batch path (``Engine.catch_up``) and store
+        the alerts and duties they raise. ``readings`` in event-time order, none before
+        what the engine has processed; ``source`` names the file in a rejection. The new
+        readings, in order."""
+        msg = Incoming(source, b"", received_at)
+        with self.lock:
+            rows = self._flag_times(readings, received_at)
+            with self.store.transaction():
+                new = self.store.insert_new_readings(self.site_id, rows, received_at)
+                if new is None:  # the store holds some of the chunk's span: a run again
+                    new = self.store.insert_readings(self.site_id, rows, received_at)
+                if len(new) < len(rows):
+                    self._conflicts(msg, rows, new)
+            self.stats.readings_stored += len(new)
+            self.stats.duplicates += len(rows) - len(new)
+            if new:
+                self._publish(self.engine.catch_up([new], (), new[-1].t - 1))
+            return new
 
     def _status_report(self, msg: Incoming, status: StationStatus) -> StationReport:
         """The message's status as a report: its own time, or its arrival time when it has

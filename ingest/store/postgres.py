@@ -293,6 +293,14 @@ class PostgresStore(SqlStore):
         with self._reachable():
             return self.db.execute(postgres_sql(sql), tuple(text_safe(a) for a in args))
 
+    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """A bulk import's new readings by COPY: one stream, not a statement per 500 rows
+        (a year of one site stored in ~70 s through inserts, issue 24)."""
+        sql = "COPY readings (site, station, sensor, t, seq, value, flags, received_at) FROM STDIN"
+        with self._reachable(), self.db.cursor() as cur, cur.copy(sql) as copy:
+            for row in rows:
+                copy.write_row(row)
+
     def marks(self) -> Marks:
         """The newest ids, once the writes in flight (other workers') have committed.
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Protocol
 
 from analytics.batch_columns import ReadingColumns
@@ -354,6 +355,74 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
             args,
         )
         return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
+
+    def insert_new_readings(
+        self, site: str, rows: Sequence[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading] | None:
+        """:meth:`insert_readings` for a bulk import's chunk: when the store holds no reading
+        of ``site`` in the chunk's time span, the first of each (sensor, t) is new and is
+        written without asking about each one (multi-row inserts; PostgreSQL: COPY);
+        None when the span holds some (take :meth:`insert_readings`, which dedupes)."""
+        if not rows:
+            return []
+        lo, hi = min(r.t for _s, r in rows), max(r.t for _s, r in rows)
+        held = self._execute(
+            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1", (site, lo, hi)
+        ).fetchone()
+        if held is not None:
+            return None
+        keys = {(r.sensor, r.t) for _s, r in rows}
+        unique: Sequence[tuple[str, SensorReading]] = rows
+        if len(keys) < len(rows):  # the chunk holds a reading twice: the first is stored
+            first: dict[tuple[str, int], tuple[str, SensorReading]] = {}
+            for station, r in rows:
+                first.setdefault((r.sensor, r.t), (station, r))
+            unique = list(first.values())
+        self._write_reading_rows(
+            [(site, st, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
+             for st, r in unique]
+        )  # fmt: skip
+        self._advance_clocks(site, [(st, r, received_at) for st, r in unique])
+        return [r for _s, r in unique]
+
+    def insert_new_reading_columns(
+        self, site: str, cols: ReadingColumns, stations: Sequence[str], received_at: int
+    ) -> bool:
+        """:meth:`insert_new_readings` for a chunk as columns (time order, each (sensor, t)
+        once, no flags, ``stations[i]`` the station of ``cols.names[i]``): the rows go to
+        the store from the arrays, no object per reading. False (nothing written) when
+        the store holds a reading of ``site`` in the chunk's time span."""
+        t = cols.t.tolist()
+        held = self._execute(
+            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1",
+            (site, t[0], t[-1]),
+        ).fetchone()
+        if held is not None:
+            return False
+        codes = cols.code.tolist()
+        n = len(t)
+        self._write_reading_rows(
+            list(zip(repeat(site, n), map(stations.__getitem__, codes),
+                     map(cols.names.__getitem__, codes), t, repeat(None, n),
+                     cols.value.tolist(), repeat("", n), repeat(received_at, n), strict=True))
+        )  # fmt: skip
+        newest = {stations[c]: (cols.names[c], tt) for c, tt in zip(codes, t, strict=True)}
+        self._advance_clocks(
+            site, [(st, SensorReading(s, tt, 0.0), received_at) for st, (s, tt) in newest.items()]
+        )
+        return True
+
+    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """Readings known not to be stored (site, station, sensor, t, seq, value, flags,
+        received_at), in multi-row inserts; ingest/store/postgres.py uses COPY."""
+        step = self.READINGS_PER_INSERT
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
+            self._execute(
+                "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+                "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)),
+                [a for row in part for a in row],
+            )
 
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
@@ -932,6 +1001,15 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         Each chunk is its own short query (resuming after the last row), so a long
         export holds no read transaction open against the live writer's WAL.
         """
+        for rows in self.reading_rows_between(site, start, end, chunk):
+            yield [(str(row[0]), _reading(row[1:])) for row in rows]
+
+    def reading_rows_between(
+        self, site: str, start: int | None, end: int | None, chunk: int = 50_000
+    ) -> Iterator[list[tuple[str, str, int, float, int | None, str]]]:
+        """:meth:`readings_between` as plain rows ``(station, sensor, t, value, seq, flags)``
+        (flags as stored: sorted, comma-separated), for readers that take columns (the
+        export, the import's resume): no object per reading."""
         last_t = -(2**62) if start is None else start
         stop = 2**62 if end is None else end
         last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
@@ -943,9 +1021,8 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
             ).fetchall()
             if not rows:
                 return
-            out = [(str(row[0]), _reading(row[1:])) for row in rows]
-            yield out
-            last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
+            yield rows
+            last_t, last_sensor = rows[-1][2], rows[-1][1]
 
     def sites(self) -> list[str]:
         """Every site id the store holds anything of (readings, records, alerts, duties).
@@ -1187,7 +1264,7 @@ def _time_sensor(r: SensorReading) -> tuple[int, str]:
 
 def _flags_text(r: SensorReading) -> str:
     """A reading's quality flags as stored: sorted, comma-separated ('' for none)."""
-    return ",".join(sorted(r.flags))
+    return ",".join(sorted(r.flags)) if r.flags else ""
 
 
 def _health_text(report: StationReport) -> str:
