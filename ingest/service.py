@@ -826,18 +826,14 @@ class IngestService:
     def _publish(self, events: list[EngineEvent], *, late: bool = False) -> None:
         """Store each event's alert or duty and dispatch the ones that change something.
 
-        The dispatch comes first and the alert is stored after it. The store
-        answers "was this already told?", so an alert stored before its messages
-        were queued and then a crash (``kill -9``, power) would be told to nobody:
-        the restart finds it stored and stays quiet. In this order the crash
-        leaves it unstored instead. The restart's catch-up makes the same event
-        again and dispatches it again. The outbox names a delivery by the alert,
-        the event and the address (alerts/outbox.py ``delivery_id``), so a
-        message already queued is a logged duplicate, never a second text.
+        Stored first, then dispatched: a message's acknowledgement link must find its
+        alert in the store the moment it arrives. The other order was tried (a
+        ``kill -9`` between the two then loses no message) and gave links that arrived
+        seconds before their alert was stored. The crash window this order leaves (an
+        alert stored, its messages never queued) wants the outbox written in the
+        store's commit, or a "told" mark set once queued (docs/live-service.md).
         """
         out: list[EngineEvent] = []
-        told: dict[str, Alert] = {}  # what this call has told, not yet stored
-        to_store: list[tuple[Alert, bool]] = []
         for event in events:
             if isinstance(event, DutyEvent):
                 known = self.store.stored_duty(self.site_id, event.duty.id)
@@ -845,28 +841,22 @@ class IngestService:
                     self.store.save_duty(self.site_id, event.duty)
                 out.append(event)
                 continue
-            before = told.get(event.alert.id)
-            if before is None:
-                stored = self.store.stored_alert(self.site_id, event.alert.id)
-                if stored is not None and not stored.withdrawn:
-                    before = stored.alert
-                known_before = stored is not None
-            else:
-                known_before = True
-            if before is not None and _already_told(before, event.alert):
+            stored = self.store.stored_alert(self.site_id, event.alert.id)
+            if (
+                stored is not None
+                and not stored.withdrawn
+                and _already_told(stored.alert, event.alert)
+            ):
                 continue  # replayed history (a restart, a rebuild), not news
-            is_late = event.alert.id in self._late_ids or (late and not known_before)
+            is_late = event.alert.id in self._late_ids or (late and stored is None)
             alert = event.alert
             if is_late:
                 self._late_ids.add(alert.id)
                 alert = alert.model_copy(update={"message": LATE_PREFIX + alert.message})
-            told[alert.id] = alert
-            to_store.append((alert, is_late))
+            self.store.save_alert(self.site_id, alert, late=is_late)
             out.append(AlertEvent(event.type, event.at, alert))
         if self.dispatcher is not None and out:
             self.dispatcher.handle(out)
-        for alert, is_late in to_store:
-            self.store.save_alert(self.site_id, alert, late=is_late)
 
     def _publish_history(
         self, engine: Engine, events: list[EngineEvent], *, late: bool, opened_after: int | None
