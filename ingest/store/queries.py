@@ -43,15 +43,20 @@ from siltwatch.schema import Alert, Duty
 # readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
 # (additive: the table is created in place); 7: the field desk's records, photos and
 # corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
-# created, the column added, in place).
-SCHEMA_VERSION = 7
+# created, the column added, in place); 8: the compact readings (``series``, ``stations``,
+# ``samples``, ``arrivals`` and the ``readings`` view: the v7 table converted in place by
+# :meth:`SqlStore._compact_readings`, every reading kept with its id).
+SCHEMA_VERSION = 8
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
 HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
 
-SCHEMA = (
-    """
+# The readings as schema v2 to v7 kept them: one row of text names per reading, its
+# arrival order the rowid, two indexes (about 130 B a reading in SQLite, 230 B in
+# PostgreSQL). What a v1 store is rebuilt into, and what :meth:`SqlStore._compact_readings`
+# converts.
+V7_READINGS = """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
@@ -60,6 +65,48 @@ CREATE TABLE IF NOT EXISTS readings (
     UNIQUE (site, sensor, t)
 );
 CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
+"""
+
+# The readings, compact (schema v8; docs/scaling.md, "A year of one site"):
+# - ``series`` names each (site, sensor) once with a small integer, ``stations`` each
+#   (site, station): a reading carries two small ids instead of three strings. The
+#   dedupe key stays (site, sensor, t), now (series, t).
+# - ``samples`` is clustered on that key (SQLite: WITHOUT ROWID, so the key is the
+#   table and no second copy of it exists): a sensor's history, a plot's window, a
+#   duplicate check are one range of the key; the site's readings in time order are
+#   a merge of its few series, read a window of time at a time.
+# - flags are NULL when there are none (nearly always): no byte in SQLite, none in
+#   PostgreSQL's row either (the null bitmap).
+# - ``id`` keeps the arrival order (what ``readings.id`` was: the snapshot marks and
+#   the catch-up after them). Instead of an index on it (about 20 B a reading),
+#   ``arrivals`` keeps spans of ids per site, each with the times it covers and its
+#   earliest trustworthy time (up to ``ARRIVAL_SPAN_READINGS`` readings, within
+#   ``ARRIVAL_SPAN_SLACK_MS`` of each other): the newest mark is the last span's end,
+#   and what was stored after a mark is whole spans plus one bounded range.
+# - the ``readings`` view (READINGS_VIEW) shows the v7 columns for people's queries
+#   and tools (``sqlite3 -csv``); the store itself reads the tables.
+# In PostgreSQL ``INT`` is 4 bytes (ids of series and stations); ids of readings come
+# from the ``reading_ids`` sequence (ingest/store/postgres.py).
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS series (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, sensor TEXT NOT NULL, UNIQUE (site, sensor)
+);
+CREATE TABLE IF NOT EXISTS stations (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, station TEXT NOT NULL, UNIQUE (site, station)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    series INT NOT NULL, station INT NOT NULL, t INTEGER NOT NULL, seq INTEGER,
+    value REAL NOT NULL, flags TEXT, id INTEGER NOT NULL, received_at INTEGER NOT NULL,
+    PRIMARY KEY (series, t)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS arrivals (
+    site TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL,
+    lo_t INTEGER NOT NULL, hi_t INTEGER NOT NULL, trusted_t INTEGER NOT NULL,
+    readings INTEGER NOT NULL,
+    PRIMARY KEY (site, first_id)
+);
+CREATE INDEX IF NOT EXISTS arrivals_last ON arrivals (last_id);
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL, topic TEXT NOT NULL,
     reason TEXT NOT NULL, payload TEXT NOT NULL, site TEXT
@@ -123,6 +170,21 @@ CREATE TABLE IF NOT EXISTS station_clocks (
     + FIELD_SCHEMA
 )
 
+# The v7 readings' columns over the compact tables: created once the v7 table is gone.
+READINGS_VIEW = """
+CREATE VIEW IF NOT EXISTS readings AS
+SELECT s.id AS id, r.site AS site, st.station AS station, r.sensor AS sensor, s.t AS t,
+    s.seq AS seq, s.value AS value, coalesce(s.flags, '') AS flags,
+    s.received_at AS received_at
+FROM samples s JOIN series r ON r.id = s.series JOIN stations st ON st.id = s.station;
+"""
+
+# A span of ``arrivals`` grows while the next readings are few enough and near enough in
+# time: the one span a mark can fall inside is then a bounded range of a few series.
+ARRIVAL_SPAN_READINGS = 10_000
+ARRIVAL_SPAN_SLACK_MS = 86_400_000
+_NO_TRUSTED_T = 2**62  # a span without a trustworthy time (what min() of none would be)
+
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
 ADDED_COLUMNS = (
     ("snapshots", "status_mark", "INTEGER NOT NULL DEFAULT 0"),  # 3
@@ -139,6 +201,10 @@ _INSPECTION_COLUMNS = (
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
 _TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
+# The same of ``samples``, whose flags are NULL when there are none.
+_TRUSTED_SAMPLE_SQL = (
+    "(flags IS NULL OR (flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'))"
+)
 
 
 def _sensor_watch(row: Sequence[Any]) -> SensorWatch:
@@ -284,23 +350,9 @@ class SqlStore(FieldRecords, ABC):
         The same answer as one :meth:`insert_readings` per group in turn (a reading in
         two groups is new in the first), but a group commit of many one-reading
         messages is a few multi-row statements instead of a statement (on PostgreSQL
-        a network round trip) per reading. One reading in all is one ``INSERT OR
-        IGNORE``, the cheapest statement for it; more go in multi-row inserts of
+        a network round trip) per reading: multi-row inserts of
         :attr:`READINGS_PER_INSERT`.
         """
-        total = sum(len(rows) for rows, _ in groups)
-        if total == 1:
-            ((only, received_at),) = [(rows, at) for rows, at in groups if rows]
-            station, r = only[0]
-            cur = self._execute(
-                "INSERT OR IGNORE INTO readings "
-                "(site, station, sensor, t, seq, value, flags, received_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at),
-            )
-            if cur.rowcount:
-                self._advance_clocks(site, [(station, r, received_at)])
-            return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
         # The first of each key only: a statement then never meets its own row twice, and
         # each (sensor, t) it returns names exactly one reading of ``groups``.
         first: dict[tuple[str, int], tuple[str, SensorReading, int]] = {}
@@ -327,26 +379,135 @@ class SqlStore(FieldRecords, ABC):
             out.append(new)
         return out
 
+    # How a reading's arrival id is given: SQLite numbers the rows of each insert after
+    # the newest stored id (the statement holds the write lock, so no other writer can
+    # take the same numbers); PostgreSQL's column default takes it from a sequence (None
+    # here: the insert leaves the column out).
+    _SAMPLE_ID_SQL: str | None = "(SELECT coalesce(max(last_id), 0) FROM arrivals) + ?"
+
+    # (table, site, name) -> id of ``series`` and ``stations``: ids never change once given,
+    # so each is looked up once per store object (forgotten when a transaction fails, as
+    # one created inside it is gone: :meth:`_forget_names`).
+    _name_ids: dict[tuple[str, str, str], int]
+
+    def _names(self) -> dict[tuple[str, str, str], int]:
+        try:
+            return self._name_ids
+        except AttributeError:
+            self._name_ids = {}
+            return self._name_ids
+
+    def _forget_names(self) -> None:
+        """Drop the cached ids: a failed transaction may have taken new ones with it."""
+        self._name_ids = {}
+
+    def _name_id(self, table: str, site: str, name: str) -> int | None:
+        """The id of (site, sensor) in ``series`` or (site, station) in ``stations``; None
+        when the store has no reading of it (nothing is created)."""
+        key = (table, site, name)
+        cache = self._names()
+        if key not in cache:
+            column = "sensor" if table == "series" else "station"
+            row = self._execute(
+                f"SELECT id FROM {table} WHERE site = ? AND {column} = ?", (site, name)
+            ).fetchone()
+            if row is None:
+                return None
+            cache[key] = int(row[0])
+        return cache[key]
+
+    def _name_ids_for(self, table: str, site: str, names: Iterable[str]) -> dict[str, int]:
+        """The ids of these sensors (``series``) or stations (``stations``) of ``site``,
+        given to the ones new to the store (inside the caller's transaction)."""
+        cache = self._names()
+        out: dict[str, int] = {}
+        for name in dict.fromkeys(names):
+            found = self._name_id(table, site, name)
+            if found is None:
+                column = "sensor" if table == "series" else "station"
+                self._execute(
+                    f"INSERT OR IGNORE INTO {table} (site, {column}) VALUES (?, ?)", (site, name)
+                )
+                found = self._name_id(table, site, name)
+                assert found is not None, f"{table} ({site}, {name}) was just stored"
+            out[name] = found
+        cache.update(((table, site, n), i) for n, i in out.items())
+        return out
+
+    def _site_series(self, site: str) -> dict[int, str]:
+        """Series id -> sensor of every sensor of ``site`` with a stored reading."""
+        rows = self._execute("SELECT id, sensor FROM series WHERE site = ?", (site,))
+        return {int(i): str(sensor) for i, sensor in rows}
+
     def _insert_reading_rows(
         self, site: str, rows: Sequence[tuple[str, SensorReading, int]]
     ) -> list[tuple[str, int]]:
         """One multi-row insert of (station, reading, arrival) of distinct (sensor, t); the
         keys it stored.
 
-        ``ON CONFLICT DO NOTHING`` (no target: the readings' one unique key) and
+        ``ON CONFLICT DO NOTHING`` (no target: the samples' one unique key) and
         ``RETURNING`` are spelled alike in SQLite (3.35 and later) and PostgreSQL, so
-        ingest/store/postgres.py ``postgres_sql`` only changes the placeholders.
+        ingest/store/postgres.py ``postgres_sql`` only changes the placeholders. The ids
+        stored are added to the site's arrival spans (:meth:`_add_arrival_span`).
         """
+        series = self._name_ids_for("series", site, (r.sensor for _, r, _at in rows))
+        stations = self._name_ids_for("stations", site, (st for st, _r, _at in rows))
+        id_sql = self._SAMPLE_ID_SQL
         args: list[object] = []
-        for station, r, received_at in rows:
-            args += (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
-        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        given: dict[tuple[int, int], SensorReading] = {}
+        for n, (station, r, received_at) in enumerate(rows, start=1):
+            sid = series[r.sensor]
+            given[(sid, r.t)] = r
+            flags = _flags_text(r) if r.flags else None
+            args += (sid, stations[station], r.t, r.seq, r.value, flags, received_at)
+            if id_sql is not None:
+                args.append(n)
+        one = "(?, ?, ?, ?, ?, ?, ?" + ("" if id_sql is None else ", " + id_sql) + ")"
         cur = self._execute(
-            "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
-            f"VALUES {values} ON CONFLICT DO NOTHING RETURNING sensor, t",
+            "INSERT INTO samples (series, station, t, seq, value, flags, received_at"
+            + ("" if id_sql is None else ", id")
+            + f") VALUES {', '.join([one] * len(rows))} "
+            "ON CONFLICT DO NOTHING RETURNING series, t, id",
             args,
         )
-        return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
+        returned = cur.fetchall()
+        if not returned:
+            return []
+        new = [given[(int(sid), int(t))] for sid, t, _i in returned]
+        keys = [(r.sensor, r.t) for r in new]
+        trusted = [r.t for r in new if not UNTRUSTED_TIME & r.flags]
+        ids = [int(i) for _s, _t, i in returned]
+        times = [r.t for r in new]
+        self._add_arrival_span(
+            site, min(ids), max(ids), min(times), max(times),
+            min(trusted, default=_NO_TRUSTED_T), len(new),
+        )  # fmt: skip
+        return keys
+
+    def _add_arrival_span(
+        self, site: str, first: int, last: int, lo: int, hi: int, trusted: int, count: int
+    ) -> None:
+        """Count readings just stored (ids ``first``..``last``, times ``lo``..``hi``) into the
+        site's newest arrival span when they fit it, else into a new one."""
+        slack, room = ARRIVAL_SPAN_SLACK_MS, ARRIVAL_SPAN_READINGS - count
+        cur = self._execute(
+            "UPDATE arrivals SET "
+            "last_id = CASE WHEN last_id > ? THEN last_id ELSE ? END, "
+            "lo_t = CASE WHEN lo_t < ? THEN lo_t ELSE ? END, "
+            "hi_t = CASE WHEN hi_t > ? THEN hi_t ELSE ? END, "
+            "trusted_t = CASE WHEN trusted_t < ? THEN trusted_t ELSE ? END, "
+            "readings = readings + ? "
+            "WHERE site = ? AND first_id = (SELECT max(first_id) FROM arrivals WHERE site = ?) "
+            "AND readings <= ? AND lo_t <= ? AND hi_t >= ?",
+            (last, last, lo, lo, hi, hi, trusted, trusted, count, site, site, room,
+             lo + slack, hi - slack),
+        )  # fmt: skip
+        if not cur.rowcount:
+            self._execute(
+                "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (site, first, last, lo, hi, trusted, count),
+            )
 
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
@@ -383,6 +544,38 @@ class SqlStore(FieldRecords, ABC):
             + _TRUSTED_TIME_SQL
             + " GROUP BY site, station"
         )
+
+    def _compact_readings(self) -> None:
+        """Schema v8: convert the v7 ``readings`` table into the compact tables, in place.
+
+        Every reading is kept with its id (its arrival order, which the snapshots' marks
+        count in) and its arrival time; the samples are written in key order, so their
+        pages come out full. The arrival spans are cut from the ids, per site, every
+        ``ARRIVAL_SPAN_READINGS``. The caller holds the transaction, then creates the
+        ``readings`` view over the new tables (READINGS_VIEW).
+        """
+        self._execute("ALTER TABLE readings RENAME TO readings_v7")
+        for table, column in (("series", "sensor"), ("stations", "station")):
+            self._execute(
+                f"INSERT INTO {table} (site, {column}) SELECT DISTINCT site, {column} "
+                f"FROM readings_v7 ORDER BY site, {column}"
+            )
+        self._execute(
+            "INSERT INTO samples (series, station, t, seq, value, flags, id, received_at) "
+            "SELECT r.id, st.id, o.t, o.seq, o.value, nullif(o.flags, ''), o.id, o.received_at "
+            "FROM readings_v7 o JOIN series r ON r.site = o.site AND r.sensor = o.sensor "
+            "JOIN stations st ON st.site = o.site AND st.station = o.station ORDER BY r.id, o.t"
+        )
+        self._execute(
+            "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings) "
+            "SELECT site, min(id), max(id), min(t), max(t), "
+            f"coalesce(min(CASE WHEN {_TRUSTED_TIME_SQL} THEN t END), {_NO_TRUSTED_T}), count(*) "
+            "FROM (SELECT site, id, t, flags, "
+            f"(row_number() OVER (PARTITION BY site ORDER BY id) - 1) / {ARRIVAL_SPAN_READINGS} "
+            "AS span FROM readings_v7) AS numbered GROUP BY site, span"
+        )
+        self._execute("DROP TABLE readings_v7")
+        self._forget_names()
 
     def add_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
@@ -443,9 +636,11 @@ class SqlStore(FieldRecords, ABC):
         lookup each: duplicates are few, and this is asked only for them)."""
         out: dict[tuple[str, int], float] = {}
         for sensor, t in dict.fromkeys(keys):
+            series = self._name_id("series", site, sensor)
+            if series is None:
+                continue
             row = self._execute(
-                "SELECT value FROM readings WHERE site = ? AND sensor = ? AND t = ?",
-                (site, sensor, t),
+                "SELECT value FROM samples WHERE series = ? AND t = ?", (series, t)
             ).fetchone()
             if row is not None:
                 out[(sensor, t)] = float(row[0])
@@ -488,7 +683,9 @@ class SqlStore(FieldRecords, ABC):
     def recent_sensors(self, site: str, since_t: int) -> set[str]:
         """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
         rows = self._execute(
-            "SELECT DISTINCT sensor FROM readings WHERE site = ? AND t > ?", (site, since_t)
+            "SELECT sensor FROM series WHERE site = ? AND EXISTS "
+            "(SELECT 1 FROM samples WHERE samples.series = series.id AND samples.t > ?)",
+            (site, since_t),
         ).fetchall()
         return {str(r[0]) for r in rows}
 
@@ -796,37 +993,62 @@ class SqlStore(FieldRecords, ABC):
 
     def reading_count(self, site: str, sensor: str | None = None) -> int:
         if sensor is None:
-            row = self._execute("SELECT count(*) FROM readings WHERE site = ?", (site,)).fetchone()
-        else:
             row = self._execute(
-                "SELECT count(*) FROM readings WHERE site = ? AND sensor = ?", (site, sensor)
+                "SELECT count(*) FROM samples WHERE series IN "
+                "(SELECT id FROM series WHERE site = ?)",
+                (site,),
             ).fetchone()
+            return int(row[0])
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return 0
+        row = self._execute("SELECT count(*) FROM samples WHERE series = ?", (series,)).fetchone()
         return int(row[0])
+
+    def _series_edge(self, site: str, which: str, after: int | None = None) -> int | None:
+        """The site's newest (``which`` "max") or earliest ("min", dated at or after
+        ``after``) reading time: one seek on each series' key."""
+        found: list[int] = []
+        for series in self._site_series(site):
+            sql = f"SELECT {which}(t) FROM samples WHERE series = ?"
+            args: tuple[object, ...] = (series,)
+            if after is not None:
+                sql, args = sql + " AND t >= ?", (series, after)
+            row = self._execute(sql, args).fetchone()
+            if row is not None and row[0] is not None:
+                found.append(int(row[0]))
+        if not found:
+            return None
+        return max(found) if which == "max" else min(found)
 
     def newest_reading_t(self, site: str) -> int | None:
         """The event time of the site's newest stored reading (None: no reading yet)."""
-        row = self._execute("SELECT max(t) FROM readings WHERE site = ?", (site,)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        return self._series_edge(site, "max")
+
+    def _sensor_rows(
+        self, site: str, sensor: str, start: int | None = None, end: int | None = None
+    ) -> list[SensorReading]:
+        """A sensor's readings with ``start <= t <= end`` in time order: one range of the
+        samples' (series, t) key."""
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return []
+        rows = self._execute(
+            "SELECT t, value, seq, flags FROM samples WHERE series = ? AND t >= ? AND t <= ? "
+            "ORDER BY t",
+            (series, -(2**62) if start is None else start, 2**62 if end is None else end),
+        )
+        return [_reading((sensor, *row)) for row in rows]
 
     def readings(self, site: str, sensor: str) -> list[SensorReading]:
-        rows = self._execute(
-            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
-            "ORDER BY t",
-            (site, sensor),
-        )
-        return [_reading(row) for row in rows]
+        return self._sensor_rows(site, sensor)
 
     def readings_between_of(
         self, site: str, sensor: str, start: int, end: int
     ) -> list[SensorReading]:
         """A sensor's readings with ``start <= t <= end`` in time order: :meth:`readings`
         over a bounded span (ingest/rain_lead_in.py), one range on the (site, sensor, t) key."""
-        rows = self._execute(
-            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
-            "AND t >= ? AND t <= ? ORDER BY t",
-            (site, sensor, start, end),
-        )
-        return [_reading(row) for row in rows]
+        return self._sensor_rows(site, sensor, start, end)
 
     def sensor_points(
         self, site: str, sensor: str, start: int, end: int
@@ -837,38 +1059,76 @@ class SqlStore(FieldRecords, ABC):
         key: :meth:`readings` returns the whole history, too much for a window
         of a long-running site.
         """
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return []
         rows = self._execute(
-            "SELECT t, value, flags FROM readings WHERE site = ? AND sensor = ? "
-            "AND t >= ? AND t <= ? ORDER BY t",
-            (site, sensor, start, end),
+            "SELECT t, value, flags FROM samples WHERE series = ? AND t >= ? AND t <= ? ORDER BY t",
+            (series, start, end),
         )
-        return [(int(t), float(value), str(flags)) for t, value, flags in rows]
+        return [(int(t), float(value), flags or "") for t, value, flags in rows]
 
     def latest_reading(self, site: str, sensor: str) -> tuple[int, float] | None:
         """(t, value) of the sensor's newest reading (None: none yet); one index seek."""
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return None
         row = self._execute(
-            "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
-            (site, sensor),
+            "SELECT t, value FROM samples WHERE series = ? ORDER BY t DESC LIMIT 1", (series,)
         ).fetchone()
         return None if row is None else (int(row[0]), float(row[1]))
+
+    # The first window of time a site-wide read asks for; each next one is doubled while
+    # it brings fewer than half a chunk, halved while it brings more than two.
+    _FIRST_WINDOW_MS = 3_600_000
+
+    def _site_windows(
+        self, site: str, start: int, stop: int, chunk: int, *, stations: bool
+    ) -> Iterator[list[tuple[str, SensorReading]]]:
+        """(station or "", reading) with ``start <= t < stop`` in (time, sensor) order, in
+        chunks of ``chunk`` (the last one shorter).
+
+        The samples are clustered by series, so the site's readings in time order are a
+        merge of its few series: each query asks for one window of time (a range of each
+        series' key, sorted by the database), and is over when it has answered, so a long
+        read holds no read transaction open against the live writer's WAL.
+        """
+        first = self._series_edge(site, "min", start)
+        newest = self._series_edge(site, "max")
+        if first is None or newest is None:
+            return
+        lo, stop = max(start, first), min(stop, newest + 1)
+        width = self._FIRST_WINDOW_MS
+        station_sql = "st.station" if stations else "''"
+        join = " JOIN stations st ON st.id = s.station" if stations else ""
+        buffer: list[tuple[str, SensorReading]] = []
+        while lo < stop:
+            hi = min(stop, lo + width)
+            rows = self._execute(
+                f"SELECT {station_sql}, r.sensor, s.t, s.value, s.seq, s.flags "
+                f"FROM samples s JOIN series r ON r.id = s.series{join} "
+                "WHERE r.site = ? AND s.t >= ? AND s.t < ? ORDER BY s.t, r.sensor",
+                (site, lo, hi),
+            ).fetchall()
+            buffer += [(str(row[0]), _reading(row[1:])) for row in rows]
+            while len(buffer) >= chunk:
+                yield buffer[:chunk]
+                del buffer[:chunk]
+            if len(rows) < chunk // 2:
+                width *= 2
+            elif len(rows) > 2 * chunk:
+                width = max(1, width // 2)
+            lo = hi
+        if buffer:
+            yield buffer
 
     def readings_after(
         self, site: str, after: int | None, chunk: int = 20_000
     ) -> Iterator[list[SensorReading]]:
         """Every reading with event time after ``after``, in (time, sensor) order, in chunks."""
-        last_t = -(2**62) if after is None else after
-        last_sensor = "\uffff"
-        while True:
-            rows = self._execute(
-                "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? "
-                "AND (t > ? OR (t = ? AND sensor > ?)) ORDER BY t, sensor LIMIT ?",
-                (site, last_t, last_t, last_sensor, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            out = [_reading(row) for row in rows]
-            yield out
-            last_t, last_sensor = out[-1].t, out[-1].sensor
+        start = -(2**62) if after is None else after + 1
+        for rows in self._site_windows(site, start, 2**62, chunk, stations=False):
+            yield [r for _, r in rows]
 
     def readings_between(
         self, site: str, start: int | None, end: int | None, chunk: int = 20_000
@@ -878,20 +1138,8 @@ class SqlStore(FieldRecords, ABC):
         Each chunk is its own short query (resuming after the last row), so a long
         export holds no read transaction open against the live writer's WAL.
         """
-        last_t = -(2**62) if start is None else start
-        stop = 2**62 if end is None else end
-        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
-        while True:
-            rows = self._execute(
-                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
-                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
-                (site, last_t, stop, last_t, last_sensor, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            out = [(str(row[0]), _reading(row[1:])) for row in rows]
-            yield out
-            last_t, last_sensor = out[-1][1].t, out[-1][1].sensor
+        lo = -(2**62) if start is None else start
+        yield from self._site_windows(site, lo, 2**62 if end is None else end, chunk, stations=True)
 
     def sites(self) -> list[str]:
         """Every site id the store holds anything of (readings, records, alerts, duties).
@@ -900,7 +1148,7 @@ class SqlStore(FieldRecords, ABC):
         seek: a store of millions of readings answers in a few index lookups.
         """
         found: set[str] = set()
-        for table in ("readings", "inspections", "site_log", "statuses", "alerts", "duties"):
+        for table in ("series", "inspections", "site_log", "statuses", "alerts", "duties"):
             rows = self._execute(
                 f"WITH RECURSIVE s(site) AS (SELECT min(site) FROM {table} UNION ALL "
                 f"SELECT (SELECT min(site) FROM {table} WHERE site > s.site) FROM s "
@@ -980,9 +1228,10 @@ class SqlStore(FieldRecords, ABC):
     def marks(self) -> Marks:
         """The newest reading, inspection, status and site-log ids: how far a snapshot has
         read the store."""
-        r, i, s, g = (
+        r = int(self._execute("SELECT coalesce(max(last_id), 0) FROM arrivals").fetchone()[0])
+        i, s, g = (
             int(self._execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
-            for table in ("readings", "inspections", "statuses", "site_log")
+            for table in ("inspections", "statuses", "site_log")
         )
         return r, i, s, g
 
@@ -995,10 +1244,7 @@ class SqlStore(FieldRecords, ABC):
         site_log_mark: int = 0,
     ) -> int | None:
         """The earliest event time among what was stored after the given marks."""
-        r = self._execute(
-            "SELECT min(t) FROM readings WHERE site = ? AND id > ? AND " + _TRUSTED_TIME_SQL,
-            (site, reading_mark),
-        ).fetchone()[0]
+        r = self._earliest_reading_after(site, reading_mark)
         i = self._execute(
             "SELECT min(t) FROM inspections WHERE site = ? AND id > ?", (site, inspection_mark)
         ).fetchone()[0]
@@ -1010,6 +1256,34 @@ class SqlStore(FieldRecords, ABC):
         ).fetchone()[0]
         found = [int(v) for v in (r, i, s, g) if v is not None]
         return min(found) if found else None
+
+    def _earliest_reading_after(self, site: str, mark: int) -> int | None:
+        """The earliest trustworthy time among the site's readings with an id after ``mark``.
+
+        A span wholly after the mark answers with its ``trusted_t``; the span the mark
+        falls inside (at most one per run of the writer) is read: its ids after the mark,
+        within its times, on each series' key.
+        """
+        best: int | None = None
+        spans = self._execute(
+            "SELECT first_id, last_id, hi_t, trusted_t FROM arrivals "
+            "WHERE site = ? AND last_id > ? ORDER BY trusted_t",
+            (site, mark),
+        ).fetchall()
+        for first, last, hi, trusted in spans:
+            if int(trusted) == _NO_TRUSTED_T or (best is not None and int(trusted) >= best):
+                continue
+            if int(first) > mark:
+                best = int(trusted)
+                continue
+            row = self._execute(
+                "SELECT min(t) FROM samples WHERE series IN (SELECT id FROM series WHERE site = ?) "
+                "AND t >= ? AND t <= ? AND id > ? AND id <= ? AND " + _TRUSTED_SAMPLE_SQL,
+                (site, trusted, hi, mark, last),
+            ).fetchone()
+            if row is not None and row[0] is not None and (best is None or int(row[0]) < best):
+                best = int(row[0])
+        return best
 
     def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
         """(station, latest trustworthy event time, latest arrival among its trustworthy
