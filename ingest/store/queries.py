@@ -83,6 +83,8 @@ CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
 #   earliest trustworthy time (up to ``ARRIVAL_SPAN_READINGS`` readings, within
 #   ``ARRIVAL_SPAN_SLACK_MS`` of each other): the newest mark is the last span's end,
 #   and what was stored after a mark is whole spans plus one bounded range.
+# - a reading's arrival time is NULL when it is its span's ``received_at`` (a bulk load,
+#   an import, an outbox flush: thousands of readings that arrived at once), else its own.
 # - the ``readings`` view (READINGS_VIEW) shows the v7 columns for people's queries
 #   and tools (``sqlite3 -csv``); the store itself reads the tables.
 # In PostgreSQL ``INT`` is 4 bytes (ids of series and stations); ids of readings come
@@ -97,13 +99,13 @@ CREATE TABLE IF NOT EXISTS stations (
 );
 CREATE TABLE IF NOT EXISTS samples (
     series INT NOT NULL, station INT NOT NULL, t INTEGER NOT NULL, seq INTEGER,
-    value REAL NOT NULL, flags TEXT, id INTEGER NOT NULL, received_at INTEGER NOT NULL,
+    value REAL NOT NULL, flags TEXT, id INTEGER NOT NULL, received_at INTEGER,
     PRIMARY KEY (series, t)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS arrivals (
     site TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL,
     lo_t INTEGER NOT NULL, hi_t INTEGER NOT NULL, trusted_t INTEGER NOT NULL,
-    readings INTEGER NOT NULL,
+    readings INTEGER NOT NULL, received_at INTEGER NOT NULL,
     PRIMARY KEY (site, first_id)
 );
 CREATE INDEX IF NOT EXISTS arrivals_last ON arrivals (last_id);
@@ -175,7 +177,8 @@ READINGS_VIEW = """
 CREATE VIEW IF NOT EXISTS readings AS
 SELECT s.id AS id, r.site AS site, st.station AS station, r.sensor AS sensor, s.t AS t,
     s.seq AS seq, s.value AS value, coalesce(s.flags, '') AS flags,
-    s.received_at AS received_at
+    coalesce(s.received_at, (SELECT a.received_at FROM arrivals a WHERE a.site = r.site
+        AND a.first_id <= s.id ORDER BY a.first_id DESC LIMIT 1)) AS received_at
 FROM samples s JOIN series r ON r.id = s.series JOIN stations st ON st.id = s.station;
 """
 
@@ -184,6 +187,9 @@ FROM samples s JOIN series r ON r.id = s.series JOIN stations st ON st.id = s.st
 ARRIVAL_SPAN_READINGS = 10_000
 ARRIVAL_SPAN_SLACK_MS = 86_400_000
 _NO_TRUSTED_T = 2**62  # a span without a trustworthy time (what min() of none would be)
+# Readings of one arrival time that start a span of their own (a bulk load, an outbox flush;
+# not a message of a few readings).
+BULK_READINGS = 64
 
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
 ADDED_COLUMNS = (
@@ -400,6 +406,18 @@ class SqlStore(FieldRecords, ABC):
     def _forget_names(self) -> None:
         """Drop the cached ids: a failed transaction may have taken new ones with it."""
         self._name_ids = {}
+        self._span_arrivals = {}
+
+    # Site -> the ``received_at`` of the site's newest arrival span as this store object
+    # last wrote it: a hint for which arrival times to leave NULL (the span update checks it).
+    _span_arrivals: dict[str, int]
+
+    def _span_arrival(self, site: str) -> int | None:
+        try:
+            return self._span_arrivals.get(site)
+        except AttributeError:
+            self._span_arrivals = {}
+            return None
 
     def _name_id(self, table: str, site: str, name: str) -> int | None:
         """The id of (site, sensor) in ``series`` or (site, station) in ``stations``; None
@@ -453,13 +471,21 @@ class SqlStore(FieldRecords, ABC):
         series = self._name_ids_for("series", site, (r.sensor for _, r, _at in rows))
         stations = self._name_ids_for("stations", site, (st for st, _r, _at in rows))
         id_sql = self._SAMPLE_ID_SQL
+        # The arrival time left NULL (the span's): the newest span's if some readings share
+        # it, else the one time of readings that all arrived at once (a new span's).
+        # (A few readings of one message do not start a span of their own.)
+        arrivals = {at for _st, _r, at in rows}
+        base = self._span_arrival(site)
+        if base not in arrivals:
+            base = arrivals.pop() if len(arrivals) == 1 and len(rows) >= BULK_READINGS else None
         args: list[object] = []
         given: dict[tuple[int, int], SensorReading] = {}
         for n, (station, r, received_at) in enumerate(rows, start=1):
             sid = series[r.sensor]
             given[(sid, r.t)] = r
             flags = _flags_text(r) if r.flags else None
-            args += (sid, stations[station], r.t, r.seq, r.value, flags, received_at)
+            at = None if received_at == base else received_at
+            args += (sid, stations[station], r.t, r.seq, r.value, flags, at)
             if id_sql is not None:
                 args.append(n)
         one = "(?, ?, ?, ?, ?, ?, ?" + ("" if id_sql is None else ", " + id_sql) + ")"
@@ -480,16 +506,22 @@ class SqlStore(FieldRecords, ABC):
         times = [r.t for r in new]
         self._add_arrival_span(
             site, min(ids), max(ids), min(times), max(times),
-            min(trusted, default=_NO_TRUSTED_T), len(new),
+            min(trusted, default=_NO_TRUSTED_T), len(new), base, rows[0][2],
         )  # fmt: skip
         return keys
 
     def _add_arrival_span(
-        self, site: str, first: int, last: int, lo: int, hi: int, trusted: int, count: int
-    ) -> None:
+        self, site: str, first: int, last: int, lo: int, hi: int, trusted: int, count: int,
+        base: int | None, at: int,
+    ) -> None:  # fmt: skip
         """Count readings just stored (ids ``first``..``last``, times ``lo``..``hi``) into the
-        site's newest arrival span when they fit it, else into a new one."""
+        site's newest arrival span when they fit it, else into a new one.
+
+        ``base``: the arrival time the readings left NULL, which the span must have (a new
+        span gets it; without one, ``at``).
+        """
         slack, room = ARRIVAL_SPAN_SLACK_MS, ARRIVAL_SPAN_READINGS - count
+        same = "" if base is None else " AND received_at = ?"
         cur = self._execute(
             "UPDATE arrivals SET "
             "last_id = CASE WHEN last_id > ? THEN last_id ELSE ? END, "
@@ -498,16 +530,18 @@ class SqlStore(FieldRecords, ABC):
             "trusted_t = CASE WHEN trusted_t < ? THEN trusted_t ELSE ? END, "
             "readings = readings + ? "
             "WHERE site = ? AND first_id = (SELECT max(first_id) FROM arrivals WHERE site = ?) "
-            "AND readings <= ? AND lo_t <= ? AND hi_t >= ?",
+            "AND readings <= ? AND lo_t <= ? AND hi_t >= ?" + same,
             (last, last, lo, lo, hi, hi, trusted, trusted, count, site, site, room,
-             lo + slack, hi - slack),
+             lo + slack, hi - slack) + (() if base is None else (base,)),
         )  # fmt: skip
         if not cur.rowcount:
+            arrived = at if base is None else base
             self._execute(
-                "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (site, first, last, lo, hi, trusted, count),
+                "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings, "
+                "received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (site, first, last, lo, hi, trusted, count, arrived),
             )
+            self._span_arrivals[site] = arrived
 
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
@@ -567,10 +601,10 @@ class SqlStore(FieldRecords, ABC):
             "JOIN stations st ON st.site = o.site AND st.station = o.station ORDER BY r.id, o.t"
         )
         self._execute(
-            "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings) "
-            "SELECT site, min(id), max(id), min(t), max(t), "
-            f"coalesce(min(CASE WHEN {_TRUSTED_TIME_SQL} THEN t END), {_NO_TRUSTED_T}), count(*) "
-            "FROM (SELECT site, id, t, flags, "
+            "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings, "
+            "received_at) SELECT site, min(id), max(id), min(t), max(t), "
+            f"coalesce(min(CASE WHEN {_TRUSTED_TIME_SQL} THEN t END), {_NO_TRUSTED_T}), count(*), "
+            "min(received_at) FROM (SELECT site, id, t, flags, received_at, "
             f"(row_number() OVER (PARTITION BY site ORDER BY id) - 1) / {ARRIVAL_SPAN_READINGS} "
             "AS span FROM readings_v7) AS numbered GROUP BY site, span"
         )

@@ -116,12 +116,17 @@ def earliest_after(rows: list[Row], site: str, mark: int) -> int | None:
 @contextmanager
 def small_spans(readings: int, slack_ms: int) -> Iterator[None]:
     """Arrival spans cut short, so that a few readings make several of them."""
-    kept = queries.ARRIVAL_SPAN_READINGS, queries.ARRIVAL_SPAN_SLACK_MS
+    kept = queries.ARRIVAL_SPAN_READINGS, queries.ARRIVAL_SPAN_SLACK_MS, queries.BULK_READINGS
     queries.ARRIVAL_SPAN_READINGS, queries.ARRIVAL_SPAN_SLACK_MS = readings, slack_ms
+    queries.BULK_READINGS = 3
     try:
         yield
     finally:
-        queries.ARRIVAL_SPAN_READINGS, queries.ARRIVAL_SPAN_SLACK_MS = kept
+        (
+            queries.ARRIVAL_SPAN_READINGS,
+            queries.ARRIVAL_SPAN_SLACK_MS,
+            queries.BULK_READINGS,
+        ) = kept
 
 
 @both
@@ -175,7 +180,7 @@ def test_a_v7_store_is_converted_in_place_keeping_every_reading_and_its_id(
         reader.close()
 
 
-Batch = list[tuple[str, str, int, str]]  # (site, sensor, minute, flag) of one commit
+Batch = list[tuple[str, str, int, str, int]]  # (site, sensor, minute, flag, arrival) a commit
 
 batches = st.lists(
     st.lists(
@@ -184,6 +189,7 @@ batches = st.lists(
             st.sampled_from(["a", "b", "c"]),
             st.integers(0, 40),
             st.sampled_from(["", "", "", "clock_ahead", "spike"]),
+            st.sampled_from([1, 1, 1, 2, 3]),  # most of a commit arrived at once
         ),
         min_size=1,
         max_size=8,
@@ -198,20 +204,24 @@ batches = st.lists(
 def test_what_was_stored_after_any_mark_agrees_with_a_scan_of_the_readings(
     batches: list[Batch], span: int, slack_min: int
 ) -> None:
-    """Whatever the order, duplicates, sites and span sizes: the arrival spans answer as
-    an index on the ids would, for every mark."""
+    """Whatever the order, duplicates, sites, arrival times and span sizes: the arrival
+    spans answer as an index on the ids would, for every mark, and every reading keeps
+    the arrival time of the message that brought it first."""
+    arrived: dict[tuple[str, str, int], int] = {}
     with tempfile.TemporaryDirectory() as folder, small_spans(span, slack_min * 60_000):
         store: SqlStore = SqliteStore(Path(folder) / "store.sqlite3")
         try:
             for n, batch in enumerate(batches):
                 for site in (A, B):
-                    rows = [
-                        (f"st-{sensor}", SensorReading(sensor, m * 60_000, 1.0, None,
-                                                       frozenset([f] if f else [])))
-                        for s, sensor, m, f in batch if s == site
-                    ]  # fmt: skip
-                    if rows:
-                        store.add_readings(site, rows, n)
+                    groups: dict[int, list[tuple[str, SensorReading]]] = {}
+                    for s, sensor, m, f, at in batch:
+                        if s == site:
+                            flags = frozenset([f] if f else [])
+                            reading = SensorReading(sensor, m * 60_000, 1.0, None, flags)
+                            groups.setdefault(100 * n + at, []).append((f"st-{sensor}", reading))
+                            arrived.setdefault((site, sensor, m * 60_000), 100 * n + at)
+                    with store.transaction():
+                        store.insert_reading_groups(site, list((g, at) for at, g in groups.items()))
             stored = [
                 (int(i), str(s), str(st_), str(se), int(t), q, float(v), str(f), int(a))
                 for i, s, st_, se, t, q, v, f, a in store._execute(
@@ -220,6 +230,7 @@ def test_what_was_stored_after_any_mark_agrees_with_a_scan_of_the_readings(
                 )
             ]
             assert len({row[0] for row in stored}) == len(stored), "one id per reading"
+            assert {(row[1], row[3], row[4]): row[8] for row in stored} == arrived
             assert store.marks()[0] == max(row[0] for row in stored)
             for mark in range(max(row[0] for row in stored) + 1):
                 for site in (A, B):
