@@ -7,8 +7,9 @@ log, the alert episodes and duties as they stand, and the engine's snapshots. Th
 service commits a reading here *before* it acknowledges the MQTT message, so
 a reading the broker handed over is either stored or will be delivered again.
 
-Arrival order is kept too (``readings.id``, ``inspections.id``,
-``statuses.id``, ``site_log.id`` grow with every insert): a snapshot records how far it had
+Arrival order is kept too (a reading's id, ``inspections.id``,
+``statuses.id``, ``site_log.id`` grow with every insert; the readings' ids are
+counted in arrival spans, ingest/store/queries.py): a snapshot records how far it had
 read each (its *marks*), so a restart restores the snapshot and replays, in
 event-time order, everything dated after what it had processed; and anything
 stored after a snapshot but dated before what it had processed is found
