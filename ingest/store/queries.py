@@ -386,10 +386,10 @@ class SqlStore(FieldRecords, ABC):
         return out
 
     # How a reading's arrival id is given: SQLite numbers the rows of each insert after
-    # the newest stored id (the statement holds the write lock, so no other writer can
-    # take the same numbers); PostgreSQL's column default takes it from a sequence (None
-    # here: the insert leaves the column out).
-    _SAMPLE_ID_SQL: str | None = "(SELECT coalesce(max(last_id), 0) FROM arrivals) + ?"
+    # the newest stored id, read once by the statement itself (which holds the write
+    # lock, so no other writer can take the same numbers); PostgreSQL's column default
+    # takes it from a sequence (None here: the insert leaves the column out).
+    _SAMPLE_ID_SQL: str | None = "SELECT coalesce(max(last_id), 0) AS newest FROM arrivals"
 
     # (table, site, name) -> id of ``series`` and ``stations``: ids never change once given,
     # so each is looked up once per store object (forgotten when a transaction fails, as
@@ -488,14 +488,18 @@ class SqlStore(FieldRecords, ABC):
             args += (sid, stations[station], r.t, r.seq, r.value, flags, at)
             if id_sql is not None:
                 args.append(n)
-        one = "(?, ?, ?, ?, ?, ?, ?" + ("" if id_sql is None else ", " + id_sql) + ")"
-        cur = self._execute(
-            "INSERT INTO samples (series, station, t, seq, value, flags, received_at"
-            + ("" if id_sql is None else ", id")
-            + f") VALUES {', '.join([one] * len(rows))} "
-            "ON CONFLICT DO NOTHING RETURNING series, t, id",
-            args,
-        )
+        columns = "series, station, t, seq, value, flags, received_at"
+        if id_sql is None:
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            sql = f"INSERT INTO samples ({columns}) VALUES {values}"
+        else:  # VALUES' columns are column1..column8 (``WHERE true``: SQLite's upsert rule)
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            sql = (
+                f"INSERT INTO samples ({columns}, id) SELECT v.column1, v.column2, v.column3, "
+                "v.column4, v.column5, v.column6, v.column7, b.newest + v.column8 "
+                f"FROM ({id_sql}) AS b CROSS JOIN (VALUES {values}) AS v WHERE true"
+            )
+        cur = self._execute(sql + " ON CONFLICT DO NOTHING RETURNING series, t, id", args)
         returned = cur.fetchall()
         if not returned:
             return []
