@@ -191,6 +191,7 @@ class FollowUps:
         (and, for an episode found late, every pending step of the chain: see above)."""
         sid = self.site.site.id
         with self.outbox.transaction() as db:
+            earlier = {c.name for c in self._reached(db, note.alert.id)}
             for f in self._rows(
                 db, "site = ? AND alert_id = ? AND state = 'pending'", (sid, note.alert.id)
             ):
@@ -203,9 +204,15 @@ class FollowUps:
                     self._settle(db, f, "cancelled", "not_sent", f"resolved at {resolved}", now)
             reached = self._reached(db, note.alert.id)
         told = {c.name for c in note.recipients}
-        late = tuple(c for c in reached if c.name not in told)
-        if late:
-            self.sink.send(Notification(note.event, note.at, note.alert, late))
+        # Reached before: they had the chain's message, this one answers it. Reached
+        # now (a step that hears an episode found already ended): this is their first.
+        again = tuple(c for c in reached if c.name not in told and c.name in earlier)
+        first = tuple(c for c in reached if c.name not in told and c.name not in earlier)
+        for people, first_told in ((again, False), (first, True)):
+            if people:
+                self.sink.send(
+                    Notification(note.event, note.at, note.alert, people, first_told=first_told)
+                )
 
     @staticmethod
     def _found_late_step(f: FollowUp, alert: Alert) -> bool:

@@ -329,10 +329,21 @@ def email_subject(note: Notification, site: SiteLabel) -> str:
     """The severity first, then what and where: "[siltwatch] WARNING: sediment-trap
     capacity at trap-1, Route 9N mixed-use (lg-route9n)". An escalation gets a new
     subject ("NOW CRITICAL: ...") so it shows in an inbox; every other later message
-    answers the latest one ("Re: "). The thread itself is kept by the headers
-    (alerts/mail.py: the same References for the whole episode)."""
-    base = one_line(f"[siltwatch] {headline(note)}: {title(note.alert, site)}, {site.title()}")
-    return base if note.event in (NoticeEvent.OPENED, NoticeEvent.ESCALATED) else f"Re: {base}"
+    answers the latest one ("Re: "), unless its recipients hear of the episode for the
+    first time in it. The thread itself is kept by the headers (alerts/mail.py: the
+    same References for the whole episode). An episode found late says when it was
+    ("found late, May 5 12:56-20:58"): that is the news in it."""
+    a = note.alert
+    head = headline(note)
+    if found_late(a) and withdrawn_reason(a) is None:
+        head += ", " + (
+            span(a.opened_at, a.resolved_at, site.zone)
+            if a.resolved_at is not None
+            else "since " + day_time(a.opened_at, site.zone)
+        )
+    base = one_line(f"[siltwatch] {head}: {title(a, site)}, {site.title()}")
+    opens = note.event in (NoticeEvent.OPENED, NoticeEvent.ESCALATED) or note.first_told
+    return base if opens else f"Re: {base}"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,9 @@ class Notification:
     at: str
     alert: Alert
     recipients: tuple[Contact, ...]
+    # These recipients hear of the episode for the first time in this message (a chain
+    # that reached them only once the episode had ended): their email opens a thread.
+    first_told: bool = False
 
 
 def officer_policy(alert: Alert) -> Officer:

@@ -274,21 +274,26 @@ def take_chunk(engine: BatchEngine, chunk: Sequence[SensorReading], limit: int) 
     why ``feed_columns`` would refuse it; the catch-up sets the release limit
     itself, so the per-station watermark plays no part. A chunk with a flagged
     reading (flags steer the quality screen) or one too small to be worth the
-    arrays goes row by row.
+    arrays goes row by row. A chunk the store read as :class:`ReadingColumns`
+    (``reading_columns_after``: no flags) is taken as it is, no object built.
     """
     if len(chunk) < MIN_CHUNK or not usable_here(engine, live=True):
-        return False
-    if any(r.flags for r in chunk):
         return False
     import numpy as np
 
     index = {name: i for i, name in enumerate(engine.sensor_ids())}
-    rows = _Block(
-        engine,
-        np.fromiter((index.get(r.sensor, -1) for r in chunk), np.int64, len(chunk)),
-        np.fromiter((r.t for r in chunk), np.int64, len(chunk)),
-        np.fromiter((r.value for r in chunk), np.float64, len(chunk)),
-    )
+    if isinstance(chunk, ReadingColumns):  # read from the store as columns: no flags
+        to_engine = np.array([index.get(name, -1) for name in chunk.names], dtype=np.int64)
+        rows = _Block(engine, to_engine[chunk.code], chunk.t, chunk.value)
+    elif any(r.flags for r in chunk):
+        return False
+    else:
+        rows = _Block(
+            engine,
+            np.fromiter((index.get(r.sensor, -1) for r in chunk), np.int64, len(chunk)),
+            np.fromiter((r.t for r in chunk), np.int64, len(chunk)),
+            np.fromiter((r.value for r in chunk), np.float64, len(chunk)),
+        )
     held = rows.takeable()
     if held is None:
         return False

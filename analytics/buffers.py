@@ -14,7 +14,7 @@ from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.config import Area, SiteConfig
-from siltwatch.detections.buffers import BufferKind
+from siltwatch.detections.buffers import BUFFER_DISTURBED
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
@@ -76,7 +76,7 @@ class BufferDetector(Detector):
                 f"from {local_time(entry.t, ctx.zone)} (recorded by {entry.by}); "
                 f"{self.buffers[area].cite}."
             )
-            ctx.alerts.resolve(BufferKind.DISTURBED, area, entry.t, message=message)
+            ctx.alerts.resolve(BUFFER_DISTURBED.kind, area, entry.t, message=message)
 
     def _open(self, area: str, entry: SiteLogEntry, ctx: Context) -> None:
         buffer, distance = self.buffers[area], self.distance[area]
@@ -98,7 +98,7 @@ class BufferDetector(Detector):
             "by": entry.by,
         }
         ctx.alerts.open(
-            BufferKind.DISTURBED,
+            BUFFER_DISTURBED.kind,
             area,
             entry.t,
             Severity.CRITICAL,

@@ -13,7 +13,7 @@ hold a calendar in its snapshotted state.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -24,6 +24,14 @@ from siltwatch.rulepacks import Rules, site_rules
 
 WEEKDAYS: dict[str, int] = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
 DEFAULT_BUSINESS_HOURS = "08:00-17:00"
+
+
+def anniversary(day: date, years: int) -> date:
+    """``day`` ``years`` years on; 29 February falls on 28 February in a common year."""
+    try:
+        return day.replace(year=day.year + years)
+    except ValueError:
+        return day.replace(year=day.year + years, day=28)
 
 
 def parse_business_hours(text: str) -> tuple[int, int]:
@@ -148,15 +156,7 @@ class SiteCalendar:
         A day in ``skip`` that is a weekend day was not counted anyway: it does not
         push the result out a second time.
         """
-        if n < 0:
-            raise ValueError("n must be >= 0")
-        self._some_day_counts()
-        current = day
-        while n > 0:
-            current += timedelta(days=1)
-            if self.is_working_day(current) and current not in skip:
-                n -= 1
-        return current
+        return self._count_days(day, n, skip, self.is_working_day)
 
     def add_business_days(self, day: date, n: int, skip: Collection[date] = ()) -> date:
         """The ``n``-th business day after ``day``: weekends and the site's holidays do
@@ -165,13 +165,19 @@ class SiteCalendar:
         A day in ``skip`` that is a weekend day or a holiday was not counted anyway:
         it does not push the result out a second time.
         """
+        return self._count_days(day, n, skip, self.is_business_day)
+
+    def _count_days(
+        self, day: date, n: int, skip: Collection[date], counts: Callable[[date], bool]
+    ) -> date:
+        """The ``n``-th day after ``day`` that ``counts`` and is not in ``skip``."""
         if n < 0:
             raise ValueError("n must be >= 0")
         self._some_day_counts()
         current = day
         while n > 0:
             current += timedelta(days=1)
-            if self.is_business_day(current) and current not in skip:
+            if counts(current) and current not in skip:
                 n -= 1
         return current
 

@@ -18,10 +18,10 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.corrective_actions import CorrectiveKind, CorrectiveReason
+from siltwatch.detections.corrective_actions import ACTION, CorrectiveReason
 
 WORDS = OverdueWords(
-    CorrectiveKind.OVERDUE,
+    ACTION.overdue_kind,
     "Corrective action",
     "it has not been closed",
     "Repair the practice and close the action in the field desk with a note and a photo.",
@@ -52,12 +52,12 @@ class CorrectiveActionDetector(Detector):
                 evidence={"practice": practice, "found_at": iso(t), "by": inspection.inspector},
             )
             rec = self.watch.create(
-                ctx, CorrectiveKind.ACTION, CorrectiveReason.FINDING, practice, (t, due), note
+                ctx, ACTION.kind, CorrectiveReason.FINDING, practice, (t, due), note
             )
             ctx.schedule(self, due, rec.id)
         if inspection.duty is not None:
             named = ctx.duties.records.get(inspection.duty)
-            if named is not None and named.kind == CorrectiveKind.ACTION and named.created_at <= t:
+            if named is not None and named.kind == ACTION.kind and named.created_at <= t:
                 self.watch.complete(named, t, inspection.inspector, ctx)
 
     def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:

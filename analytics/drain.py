@@ -64,12 +64,13 @@ from analytics.recession import RecessionForecast
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import InfiltrationPractice, SiteConfig
+from siltwatch.detections.drain import DRAIN_TIME, DRAIN_TIME_FORECAST
 from siltwatch.rulepacks import RuleValue
 from siltwatch.units import to_metres
-from siltwatch.vocabulary import AlertKind, Severity
+from siltwatch.vocabulary import Severity
 
-KIND = AlertKind.DRAIN_TIME
-FORECAST_KIND = AlertKind.DRAIN_TIME_FORECAST
+KIND = DRAIN_TIME.kind
+FORECAST_KIND = DRAIN_TIME_FORECAST.kind
 SEVERITY = {KIND: Severity.CRITICAL, FORECAST_KIND: Severity.WARNING}
 TREND_MIN_RISE_TOLS = 4.0  # events rising less than 4 tolerances are too small to rate
 STALE_MIN_MS = (
@@ -81,10 +82,8 @@ STALE_MIN_MS = (
 class DrainDeadline(TimerTag):
     """The drain-time deadline of the fill event that started at ``start_at``."""
 
+    word, sep = "deadline", ":"
     start_at: int
-
-    def text(self) -> str:
-        return f"deadline:{self.start_at}"
 
 
 class DrainTimeDetector(Detector):
@@ -239,7 +238,7 @@ class DrainTimeDetector(Detector):
             self._open(FORECAST_KIND, t, message, evidence, ctx)
 
     def _open(
-        self, kind: AlertKind, t: int, message: str, evidence: dict[str, Any], ctx: Context
+        self, kind: str, t: int, message: str, evidence: dict[str, Any], ctx: Context
     ) -> None:
         rule, severity = self.report.rule_cite or "", SEVERITY[kind]
         subject = self.practice_id
@@ -248,16 +247,14 @@ class DrainTimeDetector(Detector):
         ctx.alerts.open(kind, subject, t, severity, rule=rule, message=message, evidence=evidence)
 
     def _resolve(
-        self, kind: AlertKind, t: int, message: str, evidence: dict[str, Any] | None, ctx: Context
+        self, kind: str, t: int, message: str, evidence: dict[str, Any] | None, ctx: Context
     ) -> None:
         message, extra = self._beyond_design(kind, message, ctx)
         evidence = None if evidence is None else evidence | extra
         self.design_said.pop(kind, None)  # the episode ends
         ctx.alerts.resolve(kind, self.practice_id, t, message=message, evidence=evidence)
 
-    def _beyond_design(
-        self, kind: AlertKind, message: str, ctx: Context
-    ) -> tuple[str, dict[str, Any]]:
+    def _beyond_design(self, kind: str, message: str, ctx: Context) -> tuple[str, dict[str, Any]]:
         """The ``kind`` episode's message saying the design storm it met, and the evidence
         to add (``design_storm``; nothing when the episode met none).
 

@@ -21,11 +21,11 @@ from analytics.rain import DesignStormNote
 from analytics.recession import RecessionForecast
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import InfiltrationPractice
+from siltwatch.detections.drain import DRAIN_TIME_FORECAST
 from siltwatch.rulemath import drain_tolerance_m
 from siltwatch.rulepacks import RuleValue
 from siltwatch.timefmt import local_time
 from siltwatch.units import from_metres
-from siltwatch.vocabulary import AlertKind
 
 TYPE_LABEL = {
     "infiltration_basin": "infiltration basin",
@@ -95,11 +95,11 @@ class DrainReport:
             f"superseded by the drain_time alert at {local_time(t, zone)}."
         )
 
-    def drained(self, kind: AlertKind, ev: DrainEvent, t: int, zone: ZoneInfo) -> str:
+    def drained(self, kind: str, ev: DrainEvent, t: int, zone: ZoneInfo) -> str:
         """The resolution of the ``kind`` alert when the event drained at ``t``."""
         drain_h = (t - ev.peak_at) / MS_PER_H
         limit = f"(limit {self.limit_text()}, {self.rule_cite})."
-        if kind == AlertKind.DRAIN_TIME_FORECAST:
+        if kind == DRAIN_TIME_FORECAST.kind:
             when = f"{local_time(t, zone)}, {drain_h:.1f} h after its peak"
             return f"{self.label()} drained at {when} {limit}"
         return (

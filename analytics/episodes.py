@@ -65,8 +65,8 @@ class Episode:
 class AlertBook:
     """Open, escalate and resolve alert episodes; at most one open per (kind, subject).
 
-    A kind is any described alert kind (siltwatch/detections/): a member of
-    ``AlertKind`` or of a detection's own ``StrEnum``, both of them strings.
+    A kind is any described alert kind (siltwatch/detections/): the ``kind`` of the
+    ``AlertSpec`` that declares it, a string.
     """
 
     def __init__(self, site_id: str) -> None:
@@ -195,8 +195,9 @@ class DutyRecord:
 class DutyBook:
     """Duties created by detectors and completed by inspections or the site log.
 
-    A kind or reason is any described one (siltwatch/detections/): a member of
-    ``DutyKind``/``DutyReason`` or of a detection's own ``StrEnum``.
+    A kind or reason is any described one (siltwatch/detections/): the ``kind`` of the
+    ``DutySpec`` that declares it, and a member of ``DutyReason`` or of a detection's
+    own reason ``StrEnum``.
     """
 
     def __init__(self, site_id: str) -> None:

@@ -15,7 +15,7 @@ from analytics.events import SiteLogEntry
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.felled import FelledKind
+from siltwatch.detections.felled import FELLED
 from siltwatch.officials import officer_notified
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
@@ -41,14 +41,14 @@ class FelledDetector(Detector):
                 f"Felled vegetation removed from the water at {self.site_name} on "
                 f"{local_time(entry.t, ctx.zone)} (recorded by {entry.by}); {self.rule.cite}."
             )
-            ctx.alerts.resolve(FelledKind.FELLED, self.site_id, entry.t, message=message)
+            ctx.alerts.resolve(FELLED.kind, self.site_id, entry.t, message=message)
             self.felled_at, self.where = None, []
 
     def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
         if self.felled_at is None or tag != str(self.felled_at):
             return  # removed in time
         ctx.alerts.update(
-            FelledKind.FELLED,
+            FELLED.kind,
             self.site_id,
             at,
             severity=Severity.CRITICAL,
@@ -70,7 +70,7 @@ class FelledDetector(Detector):
         message = self._message(entry.t, ctx, late=False)
         if first:
             ctx.alerts.open(
-                FelledKind.FELLED,
+                FELLED.kind,
                 self.site_id,
                 entry.t,
                 Severity.WARNING,
@@ -80,7 +80,7 @@ class FelledDetector(Detector):
             )
         else:
             ctx.alerts.update(
-                FelledKind.FELLED, self.site_id, entry.t, message=message, evidence=evidence
+                FELLED.kind, self.site_id, entry.t, message=message, evidence=evidence
             )
 
     def _message(self, now: int, ctx: Context, *, late: bool) -> str:

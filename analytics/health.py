@@ -60,14 +60,15 @@ from analytics.robust import MAD_TO_SIGMA, CountWindow, mad_of_sorted, median_of
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
+from siltwatch.detections import sensor_health
 from siltwatch.schema import QualityFlag
 from siltwatch.sensorkinds import sensor_kind
 from siltwatch.timefmt import duration, local_time
-from siltwatch.vocabulary import AlertKind, Severity
+from siltwatch.vocabulary import Severity
 
 NAME = "health"
-OFFLINE = AlertKind.SENSOR_OFFLINE
-DATA_QUALITY = AlertKind.DATA_QUALITY
+OFFLINE = sensor_health.SENSOR_OFFLINE.kind
+DATA_QUALITY = sensor_health.DATA_QUALITY.kind
 
 OUT_OF_RANGE = QualityFlag.OUT_OF_RANGE.value
 SENSOR_FAULT = QualityFlag.SENSOR_FAULT.value

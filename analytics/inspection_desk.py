@@ -19,9 +19,10 @@ from analytics.episodes import DutyRecord
 from analytics.events import Inspection
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.inspection_timers import DueTimer, InspectionTimer
-from siltwatch.vocabulary import DutyKind, DutyReason
+from siltwatch.detections.inspections import INSPECTION
+from siltwatch.vocabulary import DutyReason
 
-KIND = DutyKind.INSPECTION
+KIND = INSPECTION.kind
 
 
 def completed_by(inspection: Inspection, rec: DutyRecord) -> bool:

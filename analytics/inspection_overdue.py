@@ -13,17 +13,20 @@ it creates, and the duty kind's :class:`OverdueWords` say what completes it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from analytics.calendar import SiteCalendar
 from analytics.detector import Context
 from analytics.episodes import DutyRecord
 from analytics.timeutil import MS_PER_H, iso
+from siltwatch.detections.inspections import INSPECTION
 from siltwatch.officials import officer_notified
 from siltwatch.timefmt import local_time
-from siltwatch.vocabulary import AlertKind, Severity
+from siltwatch.vocabulary import Severity
 
-ALERT_KIND = AlertKind.INSPECTION_OVERDUE
+ALERT_KIND = INSPECTION.overdue_kind
+REMINDER_DAYS = 30  # a duty counted in years opens this many local days before its deadline
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ class OverdueWatch:
         )
         self.notes[rec.id] = note
         return rec
+
+    def reminder_opens(self, due: int) -> int:
+        """When a duty counted in years, due at ``due``, opens as a reminder: the start of
+        the local day ``REMINDER_DAYS`` before the day of its deadline."""
+        cal = self.calendar
+        return cal.at_local(cal.local_date(due) - timedelta(days=REMINDER_DAYS))
 
     def check(self, duty_id: str, at: int, ctx: Context) -> None:
         """The deadline of ``duty_id`` is ``at``: open its alert unless it was done."""

@@ -18,11 +18,12 @@ from analytics.detector import Context
 from analytics.episodes import DutyRecord
 from analytics.events import Inspection
 from analytics.timeutil import iso
-from siltwatch.detections.inspections import RECORD_INCOMPLETE_KIND as KIND
+from siltwatch.detections.inspections import RECORD_INCOMPLETE
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity
 
+KIND = RECORD_INCOMPLETE.kind
 SUBJECT = "inspection-records"
 WORDS = {
     "affiliation": "affiliation",

@@ -36,41 +36,36 @@ DueTimer = DutyDue
 class WeekTimer(TimerTag):
     """A new 7-day period of the twice-weekly cadence starts (its first local day)."""
 
+    word = TimerKind.WEEK
     period: date
-
-    def text(self) -> str:
-        return f"{TimerKind.WEEK}|{self.period.isoformat()}"
 
 
 @dataclass(frozen=True, slots=True)
 class SecondTimer(TimerTag):
     """The second inspection of a twice-weekly period may now be done."""
 
+    word = TimerKind.SECOND
     period: date
     first_day: date
 
-    def text(self) -> str:
-        return f"{TimerKind.SECOND}|{self.period.isoformat()},{self.first_day.isoformat()}"
+    def text(self) -> str:  # its two days stand together, after a comma
+        return f"{self.word}|{self.period.isoformat()},{self.first_day.isoformat()}"
 
 
 @dataclass(frozen=True, slots=True)
 class QuarterTimer(TimerTag):
     """A calendar quarter starts (its first local day)."""
 
+    word = TimerKind.QUARTER
     quarter: date
-
-    def text(self) -> str:
-        return f"{TimerKind.QUARTER}|{self.quarter.isoformat()}"
 
 
 @dataclass(frozen=True, slots=True)
 class CoverTimer(TimerTag):
     """The configured permanent-cover date starts: the quarterly duties end."""
 
+    word = TimerKind.COVER
     day: date
-
-    def text(self) -> str:
-        return f"{TimerKind.COVER}|{self.day.isoformat()}"
 
 
 InspectionTimer = DueTimer | WeekTimer | SecondTimer | QuarterTimer | CoverTimer

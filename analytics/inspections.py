@@ -61,31 +61,9 @@ from analytics.rain import RainDetector, StormEnded
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H
 from siltwatch.config import SiteConfig
-from siltwatch.detections.corrective_actions import CorrectiveKind
+from siltwatch.detections import corrective_actions
 from siltwatch.rulepacks import Rules
-from siltwatch.vocabulary import DutyReason, SiteEvent
-
-# Site-log rows that record paperwork, not work on site: they start no inspection clock.
-PAPERWORK = frozenset(
-    {
-        SiteEvent.NOTICE,
-        SiteEvent.CERTIFICATION,
-        SiteEvent.PLAN_ON_SITE,
-        SiteEvent.PLAN_APPROVED,
-        SiteEvent.CORRECTIVE_ACTION,
-        SiteEvent.VIOLATION,
-        SiteEvent.VIOLATION_CORRECTED,
-        SiteEvent.ON_SITE,
-        SiteEvent.APPROVAL_DISPLAYED,
-        SiteEvent.CONFERENCE_REQUIRED,
-        SiteEvent.CONFERENCE_HELD,
-        SiteEvent.PLAN_CHANGED,
-        SiteEvent.AS_BUILT,
-        SiteEvent.MAINTENANCE_SCHEDULED,
-        SiteEvent.MAINTAINED,
-        SiteEvent.EXTRA_MEASURES,
-    }
-)
+from siltwatch.vocabulary import DutyReason, SiteEvent, is_paperwork
 
 
 class InspectionDetector(Detector):
@@ -175,14 +153,14 @@ class InspectionDetector(Detector):
         done = [r for r in targets if desk.complete(r, t, inspection.inspector)]
         self._after_completions(done, t, inspection.inspector, desk)
         named = ctx.duties.records.get(inspection.duty) if inspection.duty else None
-        closes_action = named is not None and named.kind == CorrectiveKind.ACTION
+        closes_action = named is not None and named.kind == corrective_actions.ACTION.kind
         if self.record is not None and not closes_action:  # a closure is not an inspection
             check_record(self.record, inspection, done, ctx)
 
     def on_site_log(self, entry: SiteLogEntry, ctx: Context) -> None:
         """Phase milestones create duties; permanent cover of every area ends the quarters."""
         desk = self._desk(ctx)
-        if self.started_at is None and entry.event not in PAPERWORK:
+        if self.started_at is None and not is_paperwork(entry.event):
             self._start(entry.t, desk)  # work on site starts the clocks, as readings do
         if entry.area in self.areas and self.phase is not None:  # 96.05(B)(17) per area
             self.phase.on_area_row(entry.event, entry.area, entry.t, desk)

@@ -12,13 +12,13 @@ from analytics.events import SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import Tag
 from siltwatch.config import SiteConfig
-from siltwatch.detections.maintenance import MaintenanceKind, MaintenanceReason
+from siltwatch.detections.maintenance import MAINTENANCE, MaintenanceReason
 from siltwatch.maintenance import maintained_practice, parse_schedule
 from siltwatch.rulepacks import RuleValue
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 WORDS = OverdueWords(
-    MaintenanceKind.OVERDUE,
+    MAINTENANCE.overdue_kind,
     "Maintenance",
     "no maintained row of the site log records it",
     "Maintain the practice and record it in the site log (event maintained, detail: the practice).",
@@ -88,7 +88,7 @@ class MaintenanceDetector(Detector):
             evidence={"practice": practice, "every_days": days},
         )
         rec = self.watch.create(
-            ctx, MaintenanceKind.MAINTENANCE, MaintenanceReason.SCHEDULED, practice, (t, due), note
+            ctx, MAINTENANCE.kind, MaintenanceReason.SCHEDULED, practice, (t, due), note
         )
         self.open[practice] = rec.id
         ctx.schedule(self, due, rec.id)

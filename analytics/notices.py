@@ -20,7 +20,7 @@ from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.timeutil import MS_PER_H, iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.notices import NoticeKind
+from siltwatch.detections.notices import NOTICE_MISSING
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import Severity, SiteEvent
 
@@ -72,7 +72,7 @@ class NoticeDetector(Detector):
             "notice_at": None if latest is None else iso(latest),
             "by": entry.by,
         }
-        kind = NoticeKind.MISSING
+        kind = NOTICE_MISSING.kind
         ctx.alerts.open(
             kind, milestone, t, Severity.WARNING, rule=self.cite, message=message, evidence=evidence
         )

@@ -19,7 +19,7 @@ from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.applicability import SQ_FT_PER_ACRE
 from siltwatch.config import SiteConfig
-from siltwatch.detections.paperwork import PaperworkKind, Requirement
+from siltwatch.detections.paperwork import PAPERWORK_MISSING, Requirement
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
@@ -115,15 +115,7 @@ class PlanThreshold:
 
 def required(rules: Rules) -> dict[str, str]:
     """The requirements the site's packs set, each with its citation."""
-    asked = {
-        Requirement.CONTRACTOR_CERTIFICATION: rules.get("paperwork.contractor_certification"),
-        Requirement.PLAN_ON_SITE: rules.get("paperwork.plan_on_site"),
-        Requirement.START_NOTICE: rules.get("paperwork.start_notice"),
-        Requirement.PLAN_APPROVAL: rules.get("paperwork.plan_approval"),
-        Requirement.APPROVAL_DISPLAYED: rules.get("paperwork.approval_displayed"),
-        Requirement.EROSION_CONTROLS: rules.get("paperwork.erosion_controls_first"),
-        Requirement.PRECONSTRUCTION_CONFERENCE: rules.get("paperwork.preconstruction_conference"),
-    }
+    asked = {r: rules.get(r.rule_key) for r in Requirement}
     return {str(r): rule.cite() for r, rule in asked.items() if rule and rule.value is True}
 
 
@@ -251,7 +243,7 @@ class PaperworkDetector(Detector):
             f"{words.law}. {words.todo}" + (self.passed if requirement in PLAN_PAPERS else "")
         )
         ctx.alerts.open(
-            PaperworkKind.MISSING,
+            PAPERWORK_MISSING.kind,
             requirement,
             entry.t,
             Severity.WARNING,
@@ -269,7 +261,7 @@ class PaperworkDetector(Detector):
             f"{words.missing.removeprefix('no ')} ({cite})."
         )
         ctx.alerts.resolve(
-            PaperworkKind.MISSING, requirement, entry.t, message=message, evidence=evidence
+            PAPERWORK_MISSING.kind, requirement, entry.t, message=message, evidence=evidence
         )
 
 

@@ -12,25 +12,17 @@ from __future__ import annotations
 
 from datetime import date
 
-from analytics.calendar import SiteCalendar
+from analytics.calendar import SiteCalendar, anniversary
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.plan_approval import PlanKind
+from siltwatch.detections.plan_approval import PLAN_EXPIRED
 from siltwatch.plans import parse_plan_approved
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, Severity, SiteEvent
-
-
-def years_after(day: date, years: int) -> date:
-    """The same calendar date ``years`` on (Feb 29 to Feb 28 in a common year)."""
-    try:
-        return day.replace(year=day.year + years)
-    except ValueError:
-        return day.replace(year=day.year + years, day=28)
 
 
 class PlanApprovalDetector(Detector):
@@ -82,7 +74,7 @@ class PlanApprovalDetector(Detector):
             "capped": self.capped,
         }
         ctx.alerts.open(
-            PlanKind.EXPIRED,
+            PLAN_EXPIRED.kind,
             self.site_id,
             at,
             Severity.CRITICAL,
@@ -97,7 +89,7 @@ class PlanApprovalDetector(Detector):
         except ValueError:
             return  # the site-log checks refuse such a row; a stray one changes nothing
         day = self.calendar.local_date(entry.t)
-        limit = years_after(day, self.bound.count)
+        limit = anniversary(day, self.bound.count)
         self.capped = last is not None and last > limit
         self.approved_at, self.last_day = entry.t, (limit if self.capped else last)
         self._close(entry.t, f"plan renewed ({local_time(entry.t, ctx.zone)})", ctx)
@@ -109,7 +101,7 @@ class PlanApprovalDetector(Detector):
             return
         self.expired = False
         message = f"Plan approval at {self.site_name} no longer expired: {why}."
-        ctx.alerts.resolve(PlanKind.EXPIRED, self.site_id, t, message=message)
+        ctx.alerts.resolve(PLAN_EXPIRED.kind, self.site_id, t, message=message)
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from analytics.calendar import SiteCalendar
+from analytics.calendar import SiteCalendar, anniversary
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
@@ -61,22 +61,21 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.post_construction import PostConstructionKind, PostConstructionReason
+from siltwatch.detections.post_construction import POST_CONSTRUCTION, PostConstructionReason
 from siltwatch.rulepacks import Rules
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = PostConstructionReason
-KIND = PostConstructionKind.POST_CONSTRUCTION
-REMINDER_DAYS = 30  # a duty counted in years opens this many local days before its deadline
+KIND = POST_CONSTRUCTION.kind
 WORDS = OverdueWords(
-    PostConstructionKind.OVERDUE,
+    POST_CONSTRUCTION.overdue_kind,
     "Post-construction duty",
     "no inspection record names it",
     "Carry it out and record it in the inspections record, naming the duty id.",
     "Post-construction duty done",
 )
 AS_BUILT_WORDS = OverdueWords(
-    PostConstructionKind.OVERDUE,
+    POST_CONSTRUCTION.overdue_kind,
     "As-built plans",
     "no as_built row of the site log records them submitted",
     "Submit the certified as-built plans to the town and record it in the site log "
@@ -89,12 +88,10 @@ AS_BUILT_WORDS = OverdueWords(
 class ReminderOpens(TimerTag):
     """The ``n``-th duty of ``reason`` opens (30 local days before its deadline ``due``)."""
 
+    word = "open"
     reason: Reason
     n: int
     due: int
-
-    def text(self) -> str:
-        return f"open|{self.reason!s}|{self.n}|{self.due}"
 
 
 @dataclass(frozen=True)
@@ -111,14 +108,6 @@ class CalendarRules:
     def any(self) -> bool:
         periods = (self.annual_report, self.guarantee, self.engineer, self.as_built)
         return any(p is not None for p in periods)
-
-
-def anniversary(day: date, years: int) -> date:
-    """``day`` ``years`` years on; 29 February falls on 28 February in a common year."""
-    try:
-        return day.replace(year=day.year + years)
-    except ValueError:
-        return day.replace(year=day.year + years, day=28)
 
 
 class PostConstructionDetector(Detector):
@@ -253,8 +242,7 @@ class PostConstructionDetector(Detector):
     def _plan(self, reason: Reason, n: int, due: int, after: int, ctx: Context) -> None:
         """Open the ``n``-th duty of ``reason`` 30 local days before its deadline (at
         ``after`` if that is later)."""
-        cal = self.calendar
-        opens = cal.at_local(cal.local_date(due) - timedelta(days=REMINDER_DAYS))
+        opens = self.watch.reminder_opens(due)
         if opens <= after:
             self._open(reason, n, due, after, ctx)
         else:

@@ -23,7 +23,7 @@ from analytics.events import SiteLogEntry
 from analytics.timers import Tag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.presence import PresenceKind
+from siltwatch.detections.presence import REPRESENTATIVE_ABSENT
 from siltwatch.officials import officer_notified
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
@@ -75,7 +75,7 @@ class PresenceDetector(Detector):
             f"on site while work took place ({evidence['work']} at "
             f"{local_time(work_t, ctx.zone)}); {self.cite}."
         )
-        ctx.alerts.resolve(PresenceKind.ABSENT, tag, at, message=message, evidence=evidence)
+        ctx.alerts.resolve(REPRESENTATIVE_ABSENT.kind, tag, at, message=message, evidence=evidence)
 
     def _open(self, key: str, day: date, entry: SiteLogEntry, ctx: Context) -> None:
         what = f"{entry.event} {entry.area}"
@@ -95,7 +95,7 @@ class PresenceDetector(Detector):
             f"(site log event on_site, detail: the name). {officer_notified(ctx.rules)}"
         )
         ctx.alerts.open(
-            PresenceKind.ABSENT,
+            REPRESENTATIVE_ABSENT.kind,
             key,
             entry.t,
             Severity.WARNING,
@@ -112,7 +112,9 @@ class PresenceDetector(Detector):
             f"{local_time(entry.t, ctx.zone)} (by {entry.by}), after work began that day "
             f"({evidence['work']} at {local_time(work_t, ctx.zone)}); {self.cite}."
         )
-        ctx.alerts.resolve(PresenceKind.ABSENT, key, entry.t, message=message, evidence=evidence)
+        ctx.alerts.resolve(
+            REPRESENTATIVE_ABSENT.kind, key, entry.t, message=message, evidence=evidence
+        )
 
 
 def build(site: SiteConfig, ctx: Context) -> list[Detector]:

@@ -60,14 +60,16 @@ from analytics.events import DesignStormExceeded, DetectorEvent, Inspection, Rai
 from analytics.inspection_desk import completed_by
 from analytics.inspection_overdue import DutyNote, OverdueWatch
 from analytics.quality import usable
+from analytics.statecodec import plain_copy
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.design_storms import DesignStormKind, DesignStormReason
+from siltwatch.detections.design_storms import DESIGN_STORM_EXCEEDED, DesignStormReason
+from siltwatch.detections.inspections import INSPECTION
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.units import mm_to, to_mm
-from siltwatch.vocabulary import DutyKind, Severity
+from siltwatch.vocabulary import Severity
 
 NM_PER_MM = 1_000_000
 NM_PER_IN = 25_400_000
@@ -614,18 +616,6 @@ class DesignStormNote:
     unit: str
     at: int
 
-    @classmethod
-    def of(cls, event: DesignStormExceeded) -> DesignStormNote:
-        return cls(
-            event.gauge,
-            event.storm,
-            event.name,
-            event.depth_mm,
-            event.depth_24h_mm,
-            event.unit,
-            event.at,
-        )
-
     def text(self, zone: ZoneInfo, what: str) -> str:
         """The sentence an alert of ``what`` ("the practice", "the trap") ends with."""
         return (
@@ -664,7 +654,7 @@ class DesignStormMemory:
 
     def on_event(self, event: DetectorEvent) -> None:
         if isinstance(event, DesignStormExceeded):
-            self.by_gauge[event.gauge] = DesignStormNote.of(event)
+            self.by_gauge[event.gauge] = plain_copy(DesignStormNote, event)
         elif isinstance(event, StormStarted):
             note = self.by_gauge.get(event.gauge)
             if note is not None and note.storm != event.storm:
@@ -771,7 +761,7 @@ class DesignStormDetector(Detector):
             f"(duty {duty_id}) and record the inspection."
         )
         evidence = self._evidence(e, reached, duty_id)
-        kind, subject = DesignStormKind.EXCEEDED, e.gauge
+        kind, subject = DESIGN_STORM_EXCEEDED.kind, e.gauge
         if ctx.alerts.is_open(kind, subject):
             ctx.alerts.update(kind, subject, e.at, message=message, evidence=evidence)
         else:
@@ -805,7 +795,7 @@ class DesignStormDetector(Detector):
             },
         )
         reason = DesignStormReason.DESIGN_STORM
-        rec = self.watch.create(ctx, DutyKind.INSPECTION, reason, e.storm, (e.at, due), note)
+        rec = self.watch.create(ctx, INSPECTION.kind, reason, e.storm, (e.at, due), note)
         self.duties[e.storm] = rec.id
         ctx.schedule(self, due, rec.id)
         return rec.id
@@ -815,7 +805,7 @@ class DesignStormDetector(Detector):
         if not storm.closed or self.open.get(storm.gauge) != storm.id:
             return  # not a design storm, or still raining when the record ended
         del self.open[storm.gauge]
-        kind, subject = DesignStormKind.EXCEEDED, storm.gauge
+        kind, subject = DESIGN_STORM_EXCEEDED.kind, storm.gauge
         episode = ctx.alerts.get_open(kind, subject)
         if episode is None:
             return

@@ -11,27 +11,24 @@ anniversary of the row's local day (29 February falls on 28 February), opened
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
-from analytics.calendar import SiteCalendar
+from analytics.calendar import SiteCalendar, anniversary
 from analytics.cited import Cited
 from analytics.detector import Context, Detector
 from analytics.events import Inspection, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
-from analytics.post_construction import anniversary
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.revegetation import RevegetationKind, RevegetationReason
+from siltwatch.detections.revegetation import CHECK, SURVIVAL, RevegetationReason
 from siltwatch.vocabulary import SiteEvent
 
 # An area is revegetated by seeding (the ``seeded`` event of issue 21, part 1) or by
 # permanent cover; the name is spelled here so this module works before and after it.
 REVEGETATED = frozenset({"seeded", SiteEvent.PERMANENT_COVER})
-REMINDER_DAYS = 30  # the survival check opens this many local days before its deadline
 
 SURVIVAL_WORDS = OverdueWords(
-    RevegetationKind.SURVIVAL_OVERDUE,
+    SURVIVAL.overdue_kind,
     "Revegetation survival check",
     "no inspection record names it",
     "Inspect the area's cover crop (75 % survival) and record it, naming the duty id; "
@@ -39,7 +36,7 @@ SURVIVAL_WORDS = OverdueWords(
     "Revegetation survival checked",
 )
 CHECK_WORDS = OverdueWords(
-    RevegetationKind.CHECK_OVERDUE,
+    CHECK.overdue_kind,
     "Cover-crop check",
     "no inspection record names it",
     "Check that the mulch stays until the cover crop covers 90 % of the seeded area, and "
@@ -53,32 +50,26 @@ CHECK_WORDS = OverdueWords(
 class CheckDue(TimerTag):
     """The cover-crop check duty's deadline."""
 
+    word = "check"
     duty_id: str
-
-    def text(self) -> str:
-        return f"check|{self.duty_id}"
 
 
 @dataclass(frozen=True, slots=True)
 class SurvivalDue(TimerTag):
     """The survival check duty's deadline."""
 
+    word = "survival"
     duty_id: str
-
-    def text(self) -> str:
-        return f"survival|{self.duty_id}"
 
 
 @dataclass(frozen=True, slots=True)
 class SurvivalOpens(TimerTag):
     """The survival check of ``area`` (revegetated at ``since``, due ``due``) opens."""
 
+    word = "open"
     area: str
     since: int
     due: int
-
-    def text(self) -> str:
-        return f"open|{self.area}|{self.since}|{self.due}"
 
 
 class RevegetationDetector(Detector):
@@ -114,7 +105,7 @@ class RevegetationDetector(Detector):
         due = cal.end_of_calendar_days(t, self.check.count)
         rec = self.check_watch.create(
             ctx,
-            RevegetationKind.CHECK,
+            CHECK.kind,
             RevegetationReason.COVER_CROP_90,
             area,
             (t, due),
@@ -122,7 +113,7 @@ class RevegetationDetector(Detector):
         )
         ctx.schedule(self, due, CheckDue(rec.id))
         survival_due = cal.end_of_day(anniversary(cal.local_date(t), self.survival.count))
-        opens = max(t, cal.at_local(cal.local_date(survival_due) - timedelta(days=REMINDER_DAYS)))
+        opens = max(t, self.survival_watch.reminder_opens(survival_due))
         ctx.schedule(self, opens, SurvivalOpens(area, t, survival_due))
 
     def on_timer(self, at: int, tag: Tag, ctx: Context) -> None:
@@ -141,7 +132,7 @@ class RevegetationDetector(Detector):
             )
             rec = self.survival_watch.create(
                 ctx,
-                RevegetationKind.SURVIVAL,
+                SURVIVAL.kind,
                 RevegetationReason.SURVIVAL_75,
                 area,
                 (at, int(due)),
@@ -155,9 +146,9 @@ class RevegetationDetector(Detector):
         rec = ctx.duties.records.get(inspection.duty)
         if rec is None or rec.created_at > inspection.t:
             return
-        if rec.kind == RevegetationKind.SURVIVAL:
+        if rec.kind == SURVIVAL.kind:
             self.survival_watch.complete(rec, inspection.t, inspection.inspector, ctx)
-        elif rec.kind == RevegetationKind.CHECK:
+        elif rec.kind == CHECK.kind:
             self.check_watch.complete(rec, inspection.t, inspection.inspector, ctx)
 
     def on_finish(self, end: int, ctx: Context) -> None:

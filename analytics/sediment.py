@@ -53,13 +53,14 @@ from analytics.recession import RunningLine
 from analytics.timeutil import iso
 from analytics.trap_geometry import TrapGeometry
 from siltwatch.config import SedimentTrap, SiteConfig
+from siltwatch.detections.sediment import SEDIMENT_CAPACITY
 from siltwatch.rulemath import warn_fraction
 from siltwatch.rulepacks import RuleValue
 from siltwatch.timefmt import local_time
 from siltwatch.units import from_metres, to_metres, to_mm
-from siltwatch.vocabulary import AlertKind, Severity, severity_rank
+from siltwatch.vocabulary import Severity, severity_rank
 
-KIND = AlertKind.SEDIMENT_CAPACITY
+KIND = SEDIMENT_CAPACITY.kind
 
 SMOOTH_READINGS = 5
 MIN_READINGS = 3  # no decision before three readings of a trap

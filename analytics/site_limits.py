@@ -18,7 +18,7 @@ from analytics.detector import Context, Detector
 from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.site_limits import SiteLimitKind as Kind
+from siltwatch.detections.site_limits import COLD_MEASURES, COLD_SEASON, DISTURBED_AREA
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
@@ -61,9 +61,9 @@ class SiteLimitsDetector(Detector):
             return
         if entry.event == SiteEvent.EXTRA_MEASURES:
             self.measured.add(area)
-            if ctx.alerts.is_open(Kind.COLD_MEASURES, area):
+            if ctx.alerts.is_open(COLD_MEASURES.kind, area):
                 ctx.alerts.resolve(
-                    Kind.COLD_MEASURES,
+                    COLD_MEASURES.kind,
                     area,
                     entry.t,
                     message=f"Extra measures recorded for area {area} at {self.site_name} on "
@@ -77,8 +77,8 @@ class SiteLimitsDetector(Detector):
             self._cold_season(entry, area, ctx)
         elif entry.event in COVERING:
             self.open_areas.discard(area)
-            if ctx.alerts.is_open(Kind.COLD_SEASON, area):
-                ctx.alerts.resolve(Kind.COLD_SEASON, area, entry.t)
+            if ctx.alerts.is_open(COLD_SEASON.kind, area):
+                ctx.alerts.resolve(COLD_SEASON.kind, area, entry.t)
         else:
             return
         for limit in self.limits:
@@ -94,15 +94,15 @@ class SiteLimitsDetector(Detector):
             f"{local_time(t, ctx.zone)} ({', '.join(areas) or 'none'}), over the "
             f"{limit.acres:g}-acre limit of {limit.cite}. Cover open areas before opening more."
         )
-        is_open = ctx.alerts.is_open(Kind.DISTURBED_AREA, limit.subject)
+        is_open = ctx.alerts.is_open(DISTURBED_AREA.kind, limit.subject)
         if acres > limit.acres:
             if is_open:
                 ctx.alerts.update(
-                    Kind.DISTURBED_AREA, limit.subject, t, message=message, evidence=evidence
+                    DISTURBED_AREA.kind, limit.subject, t, message=message, evidence=evidence
                 )
             else:
                 ctx.alerts.open(
-                    Kind.DISTURBED_AREA,
+                    DISTURBED_AREA.kind,
                     limit.subject,
                     t,
                     Severity.CRITICAL,
@@ -112,7 +112,7 @@ class SiteLimitsDetector(Detector):
                 )
         elif is_open:
             ctx.alerts.resolve(
-                Kind.DISTURBED_AREA,
+                DISTURBED_AREA.kind,
                 limit.subject,
                 t,
                 message=f"Back within the {limit.acres:g}-acre limit of {limit.cite}: "
@@ -125,11 +125,11 @@ class SiteLimitsDetector(Detector):
         season incorporates extra measures; none recorded by then is an alert."""
         if self.cold is None or area not in self.cold_areas or area in self.measured:
             return
-        if ctx.alerts.is_open(Kind.COLD_MEASURES, area):
+        if ctx.alerts.is_open(COLD_MEASURES.kind, area):
             return
         cite = self.cold[2]
         ctx.alerts.open(
-            Kind.COLD_MEASURES,
+            COLD_MEASURES.kind,
             area,
             entry.t,
             Severity.WARNING,
@@ -153,10 +153,10 @@ class SiteLimitsDetector(Detector):
         if not in_season(day, start, end):
             return
         self.cold_areas.add(area)
-        if ctx.alerts.is_open(Kind.COLD_SEASON, area):
+        if ctx.alerts.is_open(COLD_SEASON.kind, area):
             return
         ctx.alerts.open(
-            Kind.COLD_SEASON,
+            COLD_SEASON.kind,
             area,
             entry.t,
             Severity.INFO,

@@ -9,7 +9,7 @@ from analytics.events import SiteLogEntry
 from analytics.timeutil import iso
 from siltwatch.applicability import SQ_FT_PER_ACRE
 from siltwatch.config import SiteConfig
-from siltwatch.detections.site_scope import ScopeKind
+from siltwatch.detections.site_scope import CLASS_EXCEEDED, PERMIT_MISSING
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Severity, SiteEvent
 
@@ -71,15 +71,7 @@ class SiteScopeDetector(Detector):
             "received a stormwater management permit. Stop disturbing land until it is "
             "issued, and record it in the site log (event plan_approved)."
         )
-        ctx.alerts.open(
-            ScopeKind.PERMIT_MISSING,
-            self.site_id,
-            entry.t,
-            Severity.CRITICAL,
-            rule=rule.cite,
-            message=message,
-            evidence=evidence,
-        )
+        self._open(PERMIT_MISSING.kind, entry, rule, message, evidence, ctx)
 
     def _permit_recorded(self, entry: SiteLogEntry, ctx: Context) -> None:
         assert self.permit_open is not None and self.permit is not None
@@ -91,7 +83,7 @@ class SiteScopeDetector(Detector):
             f"({self.permit.cite})."
         )
         ctx.alerts.resolve(
-            ScopeKind.PERMIT_MISSING, self.site_id, entry.t, message=message, evidence=evidence
+            PERMIT_MISSING.kind, self.site_id, entry.t, message=message, evidence=evidence
         )
 
     def _class_exceeded(self, entry: SiteLogEntry, sq_ft: float, rule: Cited, ctx: Context) -> None:
@@ -104,8 +96,21 @@ class SiteScopeDetector(Detector):
             f"{rule.value:,.0f} square feet, so this is a major project and its duties (and "
             'plan) are those of a major one. Set project = "major" in the site file.'
         )
+        self._open(CLASS_EXCEEDED.kind, entry, rule, message, evidence, ctx)
+
+    def _open(
+        self,
+        kind: str,
+        entry: SiteLogEntry,
+        rule: Cited,
+        message: str,
+        evidence: dict[str, str | float | None],
+        ctx: Context,
+    ) -> None:
+        """Both alerts are the site's, critical (the officer hears them), from the entry that
+        crossed the threshold, under the threshold's rule."""
         ctx.alerts.open(
-            ScopeKind.CLASS_EXCEEDED,
+            kind,
             self.site_id,
             entry.t,
             Severity.CRITICAL,

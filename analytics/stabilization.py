@@ -64,18 +64,19 @@ from analytics.episodes import DutyRecord
 from analytics.events import DetectorEvent, SiteLogEntry
 from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.rain import WetDay
+from analytics.statecodec import plain_copy
 from analytics.timers import Tag, TimerTag
 from analytics.timeutil import MS_PER_H, iso
-from siltwatch.config import Area, SiteConfig
-from siltwatch.detections.stabilization import StabilizationKind, StabilizationReason
+from siltwatch.config import SiteConfig
+from siltwatch.detections.stabilization import STABILIZATION, StabilizationReason
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import Milestone, SiteEvent
 
 Reason = StabilizationReason
-KIND = StabilizationKind.STABILIZATION
+KIND = STABILIZATION.kind
 WORDS = OverdueWords(
-    StabilizationKind.OVERDUE,
+    STABILIZATION.overdue_kind,
     "Stabilization",
     "no cover that completes it has been recorded in the site log",
     "Cover the area as the rule asks (revegetation: seed with mulch or replant; permanent "
@@ -92,10 +93,8 @@ SEEDING_COVERS = TEMPORARY_COVERS | {Reason.REVEGETATION}
 class AreaIdle(TimerTag):
     """7 days after an area's last ``active`` row: the area counts as inactive (§148-11 I(3)(e)[1])."""
 
+    word, sep = "idle", ":"
     area: str
-
-    def text(self) -> str:
-        return f"idle:{self.area}"
 
 
 ACTIVE_DAYS = 7  # §148-11 I(3)(e)[1]: "activity ... within the past seven calendar days"
@@ -111,12 +110,6 @@ class AreaFacts:
     slope_pct: float
     distance_to_water_ft: float
     hqw_zone: bool
-
-    @classmethod
-    def of(cls, area: Area) -> AreaFacts:
-        return cls(
-            area.id, area.name, area.acres, area.slope_pct, area.distance_to_water_ft, area.hqw_zone
-        )
 
 
 @dataclass(frozen=True)
@@ -177,7 +170,7 @@ class StabilizationDetector(Detector):
 
     def __init__(self, site: SiteConfig, rules: CoverRules, calendar: SiteCalendar) -> None:
         self.rules = rules
-        self.areas = {a.id: AreaFacts.of(a) for a in site.areas}
+        self.areas = {a.id: plain_copy(AreaFacts, a) for a in site.areas}
         self.watch = OverdueWatch(site.site.name or site.site.id, calendar, WORDS)
         self.unknown_areas = 0
         info = site.site

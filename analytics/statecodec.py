@@ -34,10 +34,16 @@ import math
 import pkgutil
 import zlib
 from collections import deque
+from dataclasses import fields
 from datetime import date
 from enum import Enum
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    Plain = TypeVar("Plain", bound=DataclassInstance)
 
 FORMAT = "siltwatch-engine-state"
 MAX_DEPTH = 64
@@ -80,6 +86,16 @@ def allow(cls: type) -> None:
     if not cls.__module__.startswith("analytics."):
         raise ValueError(f"only analytics classes may be in a snapshot, not {cls!r}")
     classes[f"{cls.__module__}:{cls.__qualname__}"] = cls
+
+
+def plain_copy(cls: type[Plain], source: object) -> Plain:
+    """``source``'s values of the fields the dataclass ``cls`` declares, as a ``cls``.
+
+    Detector state is snapshotted, so it keeps plain analytics data, not the
+    site file's models or another detector's events: a detector copies what it
+    needs of them into a small dataclass of its own with this.
+    """
+    return cls(**{f.name: getattr(source, f.name) for f in fields(cls)})
 
 
 def _classes() -> dict[str, type]:

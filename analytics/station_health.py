@@ -32,7 +32,13 @@ from analytics.events import StationReport
 from analytics.timers import Tag
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from siltwatch.config import SiteConfig
-from siltwatch.detections.station_health import StationAlertKind as Kind
+from siltwatch.detections.station_health import (
+    BACKLOG_GROWING,
+    BATTERY_LOW,
+    CLOCK_UNSYNCED,
+    DISK_LOW,
+    STATION_OFFLINE,
+)
 from siltwatch.rulepacks import RuleValue
 from siltwatch.timefmt import duration, local_time
 from siltwatch.vocabulary import Severity
@@ -108,7 +114,7 @@ class StationHealthDetector(Detector):
     # --- offline --------------------------------------------------------------------------
 
     def _offline(self, st: _Station, t: int, why: str, ctx: Context) -> None:
-        if ctx.alerts.is_open(Kind.OFFLINE, st.station):
+        if ctx.alerts.is_open(STATION_OFFLINE.kind, st.station):
             return
         since = (
             f"no status since {local_time(st.last_online_at, ctx.zone)} "
@@ -117,7 +123,7 @@ class StationHealthDetector(Detector):
             else f"its {why} at {local_time(t, ctx.zone)}, "
         )
         ctx.alerts.open(
-            Kind.OFFLINE,
+            STATION_OFFLINE.kind,
             st.station,
             t,
             Severity.WARNING,
@@ -137,10 +143,10 @@ class StationHealthDetector(Detector):
 
     def _online(self, st: _Station, report: StationReport, ctx: Context) -> None:
         t = report.t
-        episode = ctx.alerts.get_open(Kind.OFFLINE, st.station)
+        episode = ctx.alerts.get_open(STATION_OFFLINE.kind, st.station)
         if episode is not None:
             ctx.alerts.resolve(
-                Kind.OFFLINE,
+                STATION_OFFLINE.kind,
                 st.station,
                 t,
                 message=(
@@ -160,7 +166,7 @@ class StationHealthDetector(Detector):
             return
         low = self.low_v
         self._level(
-            Kind.BATTERY_LOW,
+            BATTERY_LOW.kind,
             st,
             report.t,
             ctx,
@@ -180,7 +186,7 @@ class StationHealthDetector(Detector):
             return
         least = self.min_mb
         self._level(
-            Kind.DISK_LOW,
+            DISK_LOW.kind,
             st,
             report.t,
             ctx,
@@ -207,7 +213,7 @@ class StationHealthDetector(Detector):
             else f"its clock is {off or 0.0:+.1f} s off, beyond {limit:g} s"
         )
         self._level(
-            Kind.CLOCK_UNSYNCED,
+            CLOCK_UNSYNCED.kind,
             st,
             report.t,
             ctx,
@@ -224,7 +230,7 @@ class StationHealthDetector(Detector):
 
     def _level(
         self,
-        kind: Kind,
+        kind: str,
         st: _Station,
         t: int,
         ctx: Context,
@@ -264,9 +270,9 @@ class StationHealthDetector(Detector):
         fell = st.backlog is None or backlog < st.backlog
         st.backlog = backlog
         if fell:
-            if ctx.alerts.is_open(Kind.BACKLOG_GROWING, st.station):
+            if ctx.alerts.is_open(BACKLOG_GROWING.kind, st.station):
                 ctx.alerts.resolve(
-                    Kind.BACKLOG_GROWING,
+                    BACKLOG_GROWING.kind,
                     st.station,
                     t,
                     message=(
@@ -285,9 +291,9 @@ class StationHealthDetector(Detector):
             f"{local_time(st.backlog_run_at, ctx.zone)} without falling: the link cannot keep "
             "up (weak LTE signal, a data cap, or the broker refusing it)."
         )
-        if ctx.alerts.is_open(Kind.BACKLOG_GROWING, st.station):
+        if ctx.alerts.is_open(BACKLOG_GROWING.kind, st.station):
             ctx.alerts.update(
-                Kind.BACKLOG_GROWING,
+                BACKLOG_GROWING.kind,
                 st.station,
                 t,
                 message=message,
@@ -295,7 +301,7 @@ class StationHealthDetector(Detector):
             )
             return
         ctx.alerts.open(
-            Kind.BACKLOG_GROWING,
+            BACKLOG_GROWING.kind,
             st.station,
             t,
             Severity.WARNING,
@@ -327,11 +333,11 @@ def _rule(what: str, value: RuleValue) -> str:
 _WILL_RULE = "siltwatch station health: the station's MQTT last will"
 
 
-def _cleared(kind: Kind) -> str:
+def _cleared(kind: str) -> str:
     return {
-        Kind.BATTERY_LOW: "the battery is charged again",
-        Kind.DISK_LOW: "its disk has room again",
-        Kind.CLOCK_UNSYNCED: "its clock is synced again",
+        BATTERY_LOW.kind: "the battery is charged again",
+        DISK_LOW.kind: "its disk has room again",
+        CLOCK_UNSYNCED.kind: "its clock is synced again",
     }.get(kind, "the problem has cleared")
 
 

@@ -20,16 +20,27 @@ siltwatch has always written for it (``due|<duty id>``, ``week|<id>|<t>`` ...,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 class TimerTag:
-    """Base of the typed timer tags (each a frozen dataclass)."""
+    """Base of the typed timer tags (each a frozen dataclass).
+
+    A tag declares its ``word`` (what the timer means) and its fields; its text is
+    the word and then each field's ``str`` in declared order, each after ``sep``
+    (``due|<duty id>``, ``idle:<area>``). One rule writes every tag's text, so the
+    order of timers due at the same instant is kept in one place.
+    """
 
     __slots__ = ()
+    __match_args__: ClassVar[tuple[str, ...]]  # the fields, in order (@dataclass writes it)
+    word: ClassVar[str]
+    sep: ClassVar[str] = "|"
 
     def text(self) -> str:
         """The tag as siltwatch always wrote it: it orders timers due at the same instant."""
-        raise NotImplementedError
+        values = (str(getattr(self, name)) for name in self.__match_args__)
+        return self.sep.join((self.word, *values))
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, TimerTag | str):
@@ -55,7 +66,5 @@ def order_text(tag: Tag) -> str:
 class DutyDue(TimerTag):
     """A duty's deadline: it is overdue now unless it was completed."""
 
+    word = "due"
     duty_id: str
-
-    def text(self) -> str:
-        return f"due|{self.duty_id}"

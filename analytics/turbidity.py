@@ -55,13 +55,15 @@ from analytics.robust import TimeWindow, median_of_sorted
 from analytics.timeutil import MS_PER_H, MS_PER_S, iso
 from analytics.turbidity_limits import LimitRule
 from siltwatch.config import SiteConfig, TurbidityPair
+from siltwatch.detections import sensor_health
+from siltwatch.detections.turbidity import TURBIDITY_CONTRAST
 from siltwatch.rulemath import choose_limit
 from siltwatch.rulepacks import Rules
 from siltwatch.timefmt import duration, local_time
-from siltwatch.vocabulary import AlertKind, Severity
+from siltwatch.vocabulary import Severity
 
-KIND = AlertKind.TURBIDITY_CONTRAST
-DATA_QUALITY = AlertKind.DATA_QUALITY
+KIND = TURBIDITY_CONTRAST.kind
+DATA_QUALITY = sensor_health.DATA_QUALITY.kind
 
 # Where no pack sets a notify level: siltwatch's yardstick (the level Washington's CSWGP
 # S5.A makes a notice), named in alerts as siltwatch's policy, never as another state's law.

@@ -47,7 +47,12 @@ from analytics.inspection_overdue import DutyNote, OverdueWatch, OverdueWords
 from analytics.timers import DutyDue, Tag, TimerTag
 from analytics.timeutil import MS_PER_DAY, iso, to_ms
 from siltwatch.config import SiteConfig
-from siltwatch.detections.violations import ViolationKind as Kind
+from siltwatch.detections.violations import (
+    APPEAL,
+    REMEDY,
+    VIOLATION_OPEN,
+    WORK_DURING_VIOLATION,
+)
 from siltwatch.detections.violations import ViolationReason as Reason
 from siltwatch.schema import parse_violation, parse_violation_corrected
 from siltwatch.timefmt import local_time
@@ -56,7 +61,7 @@ from siltwatch.vocabulary import Severity, SiteEvent
 T = TypeVar("T")
 
 WORDS = OverdueWords(
-    Kind.REMEDY_OVERDUE,
+    REMEDY.overdue_kind,
     "Remedy",
     "the town's acceptance of the correction has not been recorded in the site log",
     "Complete the remedial measures the notice sets and record the town's acceptance "
@@ -71,11 +76,9 @@ WEEK_DAYS = 7
 class ViolationWeek(TimerTag):
     """Another week of the violation served at ``served_at`` (a separate violation each week)."""
 
+    word = "week"
     violation: str
     served_at: int
-
-    def text(self) -> str:
-        return f"week|{self.violation}|{self.served_at}"
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ class ViolationDetector(Detector):
             days = int(self.rules.appeal.value)
             due = self.calendar.end_of_calendar_days(t, days)
             rec = ctx.duties.create(
-                kind=Kind.APPEAL,
+                kind=APPEAL.kind,
                 reason=Reason.NOTICE_OF_VIOLATION,
                 subject=v.id,
                 created_at=t,
@@ -179,7 +182,7 @@ class ViolationDetector(Detector):
             )
             v.appeal_duty = rec.id
         ctx.alerts.open(
-            Kind.OPEN,
+            VIOLATION_OPEN.kind,
             v.id,
             t,
             Severity.CRITICAL,
@@ -198,7 +201,7 @@ class ViolationDetector(Detector):
             evidence={"violation": v.id, "served_at": iso(v.served_at)},
         )
         span = (v.served_at, due)
-        rec = self.watch.create(ctx, Kind.REMEDY, Reason.NOTICE_OF_VIOLATION, v.id, span, note)
+        rec = self.watch.create(ctx, REMEDY.kind, Reason.NOTICE_OF_VIOLATION, v.id, span, note)
         ctx.schedule(self, due, DutyDue(rec.id))
         return rec.id
 
@@ -222,7 +225,7 @@ class ViolationDetector(Detector):
             "corrected_at": iso(t),
             "corrected_by": entry.by,
         }
-        ctx.alerts.resolve(Kind.OPEN, v.id, t, message=message, evidence=evidence)
+        ctx.alerts.resolve(VIOLATION_OPEN.kind, v.id, t, message=message, evidence=evidence)
         if v.remedy_duty is not None:
             rec = ctx.duties.records.get(v.remedy_duty)
             if rec is not None:
@@ -239,7 +242,7 @@ class ViolationDetector(Detector):
     def _week(self, v: OpenViolation, at: int, ctx: Context) -> None:
         weeks = self._weeks(v.served_at, at)
         ctx.alerts.update(
-            Kind.OPEN,
+            VIOLATION_OPEN.kind,
             v.id,
             at,
             message=self._open_message(v, at, ctx),
@@ -335,7 +338,7 @@ class ViolationDetector(Detector):
         if rule is None or area is None:
             return
         t, ids = entry.t, list(self.open)
-        episode = ctx.alerts.get_open(Kind.WORK, area)
+        episode = ctx.alerts.get_open(WORK_DURING_VIOLATION.kind, area)
         rows = 1 if episode is None else int(episode.evidence.get("rows", 0)) + 1
         evidence = {
             "area": area,
@@ -356,7 +359,7 @@ class ViolationDetector(Detector):
         )
         if episode is None:
             ctx.alerts.open(
-                Kind.WORK,
+                WORK_DURING_VIOLATION.kind,
                 area,
                 t,
                 Severity.CRITICAL,
@@ -366,12 +369,14 @@ class ViolationDetector(Detector):
             )
             self.work_areas.append(area)
         else:
-            ctx.alerts.update(Kind.WORK, area, t, message=message, evidence=evidence)
+            ctx.alerts.update(
+                WORK_DURING_VIOLATION.kind, area, t, message=message, evidence=evidence
+            )
 
     def _work_ends(self, last: OpenViolation, t: int, by: str, ctx: Context) -> None:
         """No violation is open any more: work is allowed again."""
         for area in self.work_areas:
-            episode = ctx.alerts.get_open(Kind.WORK, area)
+            episode = ctx.alerts.get_open(WORK_DURING_VIOLATION.kind, area)
             if episode is None:
                 continue
             message = (
@@ -380,7 +385,9 @@ class ViolationDetector(Detector):
                 f"violation is open. Work in area {area} had been recorded during it."
             )
             evidence = episode.evidence | {"corrected_at": iso(t)}
-            ctx.alerts.resolve(Kind.WORK, area, t, message=message, evidence=evidence)
+            ctx.alerts.resolve(
+                WORK_DURING_VIOLATION.kind, area, t, message=message, evidence=evidence
+            )
         self.work_areas = []
 
     def _local(self, t: int) -> str:

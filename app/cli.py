@@ -16,6 +16,7 @@ from typing import Any
 
 from app.brokeraccess_cli import add_broker_acl_parser
 from app.console_cmd import add_console_options
+from app.import_cmd import add_import_parser
 from app.serve import add_broker_options, add_serve_options
 from app.serving import broker_settings, read_secret
 from siltwatch.configerrors import ConfigError
@@ -831,6 +832,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     _log_parser,
     _records_parser,
     _export_parser,
+    add_import_parser,
     _report_parser,
     _demo_parser,
     _serve_parser,

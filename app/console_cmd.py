@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from app.serve import add_broker_options, add_trusted_proxy_option
+from app.serve import add_broker_options, add_site_files_options, add_trusted_proxy_option
 from app.serving import (
     EXIT_FAIL,
     EXIT_OK,
@@ -37,12 +37,10 @@ from siltwatch.site_files import read_site_files, site_paths
 
 def add_console_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch console`` (the broker's are serve's own)."""
-    p.add_argument("--site", action="append", metavar="SITE.toml", help="a site file (repeatable)")
-    p.add_argument(
-        "--sites",
-        action="append",
-        metavar="DIR",
-        help="every site file (*.toml with a [site] table) in DIR: all partitions' sites",
+    add_site_files_options(
+        p,
+        site="a site file (repeatable)",
+        sites="every site file (*.toml with a [site] table) in DIR: all partitions' sites",
     )
     p.add_argument(
         "--db",

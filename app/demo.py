@@ -55,6 +55,7 @@ from ingest.service import IngestService
 from ingest.store.sqlite import SqliteStore
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.configerrors import ConfigError
+from siltwatch.naming import duty_name, names_of
 from siltwatch.schema import (
     InspectionRecord,
     ReadingBatch,
@@ -67,6 +68,7 @@ from siltwatch.schema import (
     site_log_topic,
     status_topic,
 )
+from siltwatch.timefmt import local_time
 from siltwatch.vocabulary import SiteEvent
 
 SITES = ("lake-george", "lake-lure")
@@ -377,18 +379,18 @@ class _SiteRun:
             f"{len(store.alerts(info.id))} alert episodes, {len(store.duties(info.id))} duties; "
             + self.preview.summary()
         )
+        names, zone = names_of(self.site), info.zone
         with (out / f"{self.name}-duties.jsonl").open("w", encoding="utf-8") as fh:
             for duty in store.duties(info.id):
                 fh.write(duty.model_dump_json() + "\n")
+                # People's words and the site's time, as the console and the texts say it.
+                what = duty_name(duty.kind, duty.reason, duty.subject, names, zone)
                 state = (
                     "open"
                     if duty.completed_at is None
-                    else f"done {duty.completed_at:%Y-%m-%d %H:%M}Z"
+                    else "done " + local_time(duty.completed_at, zone)
                 )
-                print(
-                    f"   duty: {duty.kind} ({duty.reason}) of {duty.subject}, due "
-                    f"{duty.due_at:%Y-%m-%d %H:%M}Z ({state}) — {duty.rule}"
-                )
+                print(f"   {what}: due {local_time(duty.due_at, zone)} ({state}) — {duty.rule}")
         with (out / f"{self.name}-alerts.jsonl").open("w", encoding="utf-8") as fh:
             for alert in store.alerts(info.id):
                 fh.write(alert.model_dump_json() + "\n")

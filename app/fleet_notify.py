@@ -30,6 +30,7 @@ from typing import Any
 
 from alerts.digest import DigestSource
 from alerts.notify_config import Delivery, Notify
+from ingest.per_site import PerSite
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty
 
@@ -67,39 +68,32 @@ class FleetDeliveries:
         self.notify = notify
         self._make = make
         self.digests = digests
-        self._lock = threading.Lock()
-        self._deliveries: dict[str, Delivery] = {}
-        self._sites: dict[str, SiteConfig] = {}  # the configuration each delivery was made for
+        # each site's delivery, with the configuration it was made for
+        self._running: PerSite[tuple[Delivery, SiteConfig]] = PerSite()
 
     def for_site(self, site: SiteConfig) -> Delivery:
         """The site's running delivery: kept while its configuration is the same, else the
         old one is stopped first (one worker per outbox file) and a new one started."""
         sid = site.site.id
-        with self._lock:
-            current = self._deliveries.get(sid)
-            if current is not None and self._sites[sid] == site:
-                return current
+        current = self._running.get(sid)
+        if current is not None and current[1] == site:
+            return current[0]
         self.remove(sid)
         delivery = self._make(site, self.notify.for_site(sid), self.digests)
         delivery.start()
-        with self._lock:
-            self._deliveries[sid] = delivery
-            self._sites[sid] = site
+        self._running.put(sid, (delivery, site))
         return delivery
 
     def remove(self, site_id: str) -> None:
         """Stop the site's delivery (after its service has stopped: its last alerts are in
         the outbox); what it has not sent waits in its outbox file for the next start."""
-        with self._lock:  # out of /healthz before it stops, so a reload is not "down"
-            delivery = self._deliveries.pop(site_id, None)
-            self._sites.pop(site_id, None)
-        if delivery is not None:
-            delivery.stop()
+        running = self._running.take(site_id)  # out of /healthz before it stops: not "down"
+        if running is not None:
+            running[0].stop()
 
     def deliveries(self) -> dict[str, Delivery]:
         """Each served site's delivery (a copy: a reload may add or remove some)."""
-        with self._lock:
-            return dict(self._deliveries)
+        return {sid: delivery for sid, (delivery, _site) in self._running.copy().items()}
 
     def describe(self) -> str:
         """For the banner: the channels and where the sites' outboxes are."""

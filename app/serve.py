@@ -295,19 +295,20 @@ def add_trusted_proxy_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_site_files_options(p: argparse.ArgumentParser, *, site: str, sites: str) -> None:
+    """``--site SITE.toml`` (repeatable) and ``--sites DIR`` (every site file in DIR): the
+    sites a command over one site or a fleet reads (``serve``, ``console``), with the
+    command's own ``site`` and ``sites`` help."""
+    p.add_argument("--site", action="append", metavar="SITE.toml", help=site)
+    p.add_argument("--sites", action="append", metavar="DIR", help=sites)
+
+
 def add_serve_options(p: argparse.ArgumentParser) -> None:
     """The options of ``siltwatch serve`` (cli.py adds the InfluxDB group)."""
-    p.add_argument(
-        "--site",
-        action="append",
-        metavar="SITE.toml",
-        help="a site configuration (repeat it to serve several sites in one process)",
-    )
-    p.add_argument(
-        "--sites",
-        action="append",
-        metavar="DIR",
-        help="serve every site file (*.toml with a [site] table) in DIR; SIGHUP re-reads "
+    add_site_files_options(
+        p,
+        site="a site configuration (repeat it to serve several sites in one process)",
+        sites="serve every site file (*.toml with a [site] table) in DIR; SIGHUP re-reads "
         "them (docs/fleet.md)",
     )
     p.add_argument(

@@ -264,7 +264,7 @@ def _run_fleet(
     from ingest.mqtt.session import MqttIngest, MqttStartError
     from ingest.ops.health import ServiceParts
     from ingest.service import EventHandler, IngestService
-    from ingest.sites import SiteRouter
+    from ingest.sites import SiteRouter, rebuild_in_parallel
 
     args, voice = fleet.args, fleet.voice
     sinks: list[Sink] = [ConsoleSink(), JsonlSink(Path(args.alert_log))]
@@ -275,6 +275,7 @@ def _run_fleet(
         fleet.draining = None
     fleet.deliveries = deliveries = _fleet_deliveries(args, people)
     publisher = ClientPublisher()  # each site's siltwatch/v1/{site}/alerts/{id}, once connected
+    rebuilt: dict[str, Any] = {}  # site id -> its engine rebuilt by a worker process, once
 
     def build(site: Any, lock: Any) -> IngestService:
         # A changed site's delivery is replaced here, after its old service has closed.
@@ -285,7 +286,7 @@ def _run_fleet(
         if mirror is not None:
             handler = EventFanOut([handler, mirror])
         service: IngestService = serving.site_service(
-            args, site, store, handler, mirror, voice, lock
+            args, site, store, handler, mirror, voice, lock, rebuilt.pop(site.site.id, None)
         )
         topic.sync(store.open_alerts(site.site.id))  # a site added by a reload, once connected
         return service
@@ -308,6 +309,15 @@ def _run_fleet(
             voice.err([str(exc)])
             return serving.EXIT_FAIL
         mine = fleet.mine(found)
+        rebuilt.update(  # the sites without a usable snapshot, across processes
+            rebuild_in_parallel(
+                [mine[sid] for sid in sorted(mine)],
+                args.db,
+                now_ms=serving.now_ms(),
+                allowed_lateness_s=args.allowed_lateness_s,
+                say=voice.note,
+            )
+        )
         for sid in sorted(mine):
             fleet.start_site(mine[sid], found.paths[sid])
         parts.sites = router

@@ -325,9 +325,11 @@ def site_service(
     mirror: Any,
     voice: Voice,
     lock: Any = None,
+    rebuilt: Any = None,
 ) -> Any:
     """One site's IngestService as ``serve``'s options configure it (rebuilt from the store
-    on the way: it can take a while, with a progress bar on a terminal)."""
+    on the way: it can take a while, with a progress bar on a terminal; ``rebuilt``: the
+    engine a worker process rebuilt, ingest/sites.py ``rebuild_in_parallel``)."""
     from ingest.gaps import GapPolicy
     from ingest.service import IngestService
 
@@ -343,6 +345,7 @@ def site_service(
         say=voice.note,
         lock=lock,
         completeness=GapPolicy(),  # fetch back what a broker loses (docs/live-service.md)
+        rebuilt=rebuilt,
     )
 
 

@@ -125,6 +125,8 @@ def run_siltwatch(
     site: SiteConfig, path: Path, *, row_wise: bool = False
 ) -> tuple[float, float, int, int]:
     """(parse s, engine s, readings, alerts)."""
+    import pyarrow.csv  # noqa: F401 - the column reader's, as pandas is the baseline's
+
     from ingest.recordings import columns  # noqa: F401 - imported before the clock starts
     from ingest.recordings.csv_rows import read_csv_rows
     from ingest.recordings.formats import read_recording

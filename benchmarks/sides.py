@@ -18,7 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident set size (Linux reports kilobytes, macOS bytes)."""
+    """This process's peak resident set size (Linux reports kilobytes, macOS bytes).
+
+    On Linux it is ``VmHWM`` of /proc/self/status: ``ru_maxrss`` survives ``exec``, so
+    a side started from a benchmark that already holds 455 MB reported 455 MB whatever
+    it used itself (issue 24's import and replay sides both showed the parent's peak).
+    """
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

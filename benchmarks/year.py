@@ -24,9 +24,16 @@ its baseline from the same run:
   its bytes per reading beside the CSV's, and the rebuild beside ``replay``;
 - the console (overview, site page 7 and 92 days, an alert page, the one-week
   report) on that store and on a one-month store: median of ``--repeat`` requests;
-- the report of the whole period built directly (the command line's path);
+- the report of the last 365 days (or the whole period, if shorter) from the console
+  (HTML, and the PDF once) and from the command line (``siltwatch report`` to a PDF, the
+  whole process), and built directly (``build_report``, what both call);
 - ``siltwatch export`` of the readings as CSV and Parquet vs ``sqlite3 -csv`` and
-  pandas writing the same frame to Parquet.
+  pandas writing the same frame to Parquet;
+- ``siltwatch import`` of the recording into a fresh store (its own process: its
+  peak RSS) vs ``replay``; and ``serve``'s MQTT session taking the same year as a
+  broker's backlog of 10,000-reading batches (``--backlog``: its peak RSS, the
+  largest group commit). ``--part ingest`` measures only replay, import,
+  backlog and export (the import's store is the one exported).
 
 Benchmarks may read the clock (``time.perf_counter``); the analytics never do.
 """
@@ -47,11 +54,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.sides import peak_rss_mb, side_in_subprocess
+
+if TYPE_CHECKING:
+    from siltwatch.config import SiteConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE_FILE = ROOT / "examples" / "lake-george-site.toml"
@@ -164,6 +174,8 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
         run_pandas(Path(args[0]))
         return {"seconds": clock() - t}
     if which == "replay":
+        import pyarrow.csv  # noqa: F401 - the column reader's, as pandas is the baseline's
+
         from ingest.recordings import columns  # noqa: F401 - before the clock starts
         from ingest.recordings.formats import read_recording
         from ingest.recordings.replay import replay_site
@@ -178,6 +190,12 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
             "readings": len(readings),
             "alerts": len(result.alerts),
         }
+    if which == "import":
+        return import_side(Path(args[0]), args[1])
+    if which == "session":
+        return backlog_side(int(args[0]), 0)
+    if which == "backlog":
+        return backlog_side(int(args[0]), int(args[1]))
     if which == "rebuild":
         import pandas  # noqa: F401 - the batch path's, before the clock starts
 
@@ -187,6 +205,129 @@ def side(which: str, args: list[str]) -> dict[str, Any]:
 
 def in_subprocess(which: str, *args: str) -> dict[str, Any]:
     return side_in_subprocess("benchmarks.year", which, *args)
+
+
+# --- siltwatch import, and serve taking a backlog -------------------------------------
+
+
+def import_side(csv_path: Path, db: str) -> dict[str, Any]:
+    """``siltwatch import`` of the recording into ``db`` (a fresh store), as the command
+    does it; the seconds from opening the store to the last chunk's snapshot."""
+    from ingest.recordings import columns  # noqa: F401 - before the clock starts
+    from ingest.recordings.bulk_import import import_recording
+    from ingest.service import IngestService
+    from ingest.store.from_url import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    t = clock()
+    store = open_store(db)
+    try:
+        service = IngestService(site, store, say=lambda _line: None)
+        done = import_recording(csv_path, service, int(time.time() * 1000))
+        alerts = len(store.alerts(site.site.id))
+    finally:
+        store.close()
+    return {"seconds": clock() - t, "stored": done.stored, "alerts": alerts}
+
+
+BACKLOG_BATCH = 10_000  # readings per ReadingBatch message: a station's outbox flushed
+BACKLOG_CLIENT = "siltwatch-bench-backlog"
+
+
+def backlog_messages(csv_path: Path) -> Iterator[tuple[str, bytes]]:
+    """The recording as each station's outbox flush: (topic, ReadingBatch JSON)."""
+    from ingest.recordings.formats import read_recording
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    station = site.station_of()
+    units = {sensor_id: s.unit for sensor_id, s in site.sensors().items()}
+    by_station: dict[str, list[dict[str, object]]] = {}
+    seqs: dict[str, int] = {}
+    for r in read_recording(csv_path, site.sensors()).readings.sorted_by_time():  # type: ignore[attr-defined]
+        seq = seqs[r.sensor] = seqs.get(r.sensor, -1) + 1
+        items = by_station.setdefault(station[r.sensor], [])
+        items.append({"sensor": r.sensor, "time": to_iso(r.t), "seq": seq, "value": r.value,
+                      "unit": units[r.sensor]})  # fmt: skip
+        if len(items) == BACKLOG_BATCH:
+            yield _batch_message(site.site.id, station[r.sensor], items)
+            by_station[station[r.sensor]] = []
+    for st, items in by_station.items():
+        if items:
+            yield _batch_message(site.site.id, st, items)
+
+
+def _batch_message(site_id: str, station: str, items: list[dict[str, object]]) -> tuple[str, bytes]:
+    from siltwatch.schema import reading_topic
+
+    body = {"type": "batch", "site": site_id, "station": station, "readings": items}
+    return reading_topic(site_id, station, str(items[0]["sensor"])), json.dumps(body).encode()
+
+
+def to_iso(t: int) -> str:
+    return datetime.fromtimestamp(t / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def backlog_side(port: int, messages: int) -> dict[str, Any]:
+    """``serve``'s MQTT session (its service, a fresh SQLite store) on the broker at
+    ``port``: with ``messages`` 0 it only makes the persistent session and leaves; else
+    it takes that many queued messages and reports seconds, peak RSS, largest group."""
+    from ingest.mqtt.session import BrokerSettings, MqttIngest
+    from ingest.service import IngestService
+    from ingest.store.sqlite import SqliteStore
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    folder = Path(tempfile.mkdtemp(prefix="siltwatch-backlog-"))
+    store = SqliteStore(folder / "store.sqlite3")
+    service = IngestService(site, store, say=lambda _line: None)
+    ingest = MqttIngest(
+        service, BrokerSettings("127.0.0.1", port), clock_ms=lambda: int(time.time() * 1000),
+        client_id=BACKLOG_CLIENT,
+    )  # fmt: skip
+    t = clock()
+    ingest.start()
+    try:
+        ingest.subscribed.wait(30)
+        while service.stats.messages < messages and not ingest.failed:
+            time.sleep(0.05)
+        seconds = clock() - t
+    finally:
+        ingest.stop()
+        stored = store.reading_count(site.site.id)
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"seconds": seconds, "stored": stored, "largest_batch": ingest.stats.largest_batch,
+            "largest_readings": ingest.stats.largest_batch_readings}  # fmt: skip
+
+
+def serve_backlog(work: Path, csv_path: Path) -> dict[str, Any]:
+    """A Mosquitto broker holds the year as a backlog for serve's persistent session,
+    which then takes it (benchmarks/edge.py starts the broker the same way)."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import MosquittoServer
+
+    broker = MosquittoServer(work / "mosquitto", persistence=False, log_types=("error",),
+                             extra_config=("max_queued_messages 0",))  # fmt: skip
+    broker.start()
+    try:
+        in_subprocess("session", str(broker.port))
+        pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-backlog-pub")
+        pub.connect("127.0.0.1", broker.port)
+        pub.loop_start()
+        sent = 0
+        for topic, payload in backlog_messages(csv_path):
+            pub.publish(topic, payload, qos=1).wait_for_publish(60)
+            sent += 1
+        pub.loop_stop()
+        pub.disconnect()
+        return in_subprocess("backlog", str(broker.port), str(sent)) | {"messages": sent}
+    finally:
+        broker.stop()
 
 
 # --- the store ------------------------------------------------------------------------
@@ -241,7 +382,7 @@ def rebuild(db: str, site_id: str | None = None) -> float:
 
 def store_bytes(db: str) -> int:
     """The store's size on disk: the SQLite file after a checkpoint, or the PostgreSQL
-    database's reading tables with their indexes (schema v8: the samples, their names and
+    database's reading tables with their indexes (schema v9: the samples, their names and
     arrival spans; ``readings`` is a view)."""
     if db.startswith("postgresql"):
         import psycopg
@@ -275,6 +416,8 @@ class Pages:
     site_92: float
     alert: float
     report_week: float
+    report_year: float  # HTML, median of the requests
+    report_year_pdf: float  # once: the browser prints it
 
 
 def _median(fn: Callable[[], object], repeat: int) -> float:
@@ -319,6 +462,7 @@ def console_pages(db: str, repeat: int) -> Pages:
     assert response.status_code == 303, response.text
     last = datetime.fromtimestamp(newest / 1000, site.site.zone).date()
     week = f"from={last - timedelta(days=6)}&to={last}"
+    year = f"from={year_start(site, last)}&to={last}"
 
     def get(path: str) -> Callable[[], object]:
         def fetch() -> object:
@@ -334,7 +478,37 @@ def console_pages(db: str, repeat: int) -> Pages:
         site_92=_median(get(f"/sites/{sid}?hours={92 * 24}"), repeat),
         alert=_median(get(f"/sites/{sid}/alerts/{alert_id}"), repeat),
         report_week=_median(get(f"/sites/{sid}/report?{week}"), repeat),
+        report_year=_median(get(f"/sites/{sid}/report?{year}"), repeat),
+        report_year_pdf=_median(get(f"/sites/{sid}/report?{year}&format=pdf"), 1),
     )
+
+
+def year_start(site: SiteConfig, last: date) -> date:
+    """The first local day of the report of a year ending on ``last``: 365 days, or from
+    the recording's first day when it is shorter."""
+    first = datetime.fromtimestamp(to_ms(START) / 1000, site.site.zone).date()
+    return max(first, last - timedelta(days=364))
+
+
+def cli_report(db: str, work: Path) -> float:
+    """``siltwatch report`` of the year to a PDF, the whole command (start, store, report,
+    the browser's print): wall seconds, or the children's CPU seconds under ``--cpu``."""
+    from ingest.store.from_url import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    store = open_store(db)
+    try:
+        newest = store.newest_reading_t(site.site.id) or 0
+    finally:
+        store.close()
+    last = datetime.fromtimestamp(newest / 1000, site.site.zone).date()
+    command = [str(Path(sys.executable).parent / "siltwatch"), "report", "--site", str(SITE_FILE)]
+    command += ["--db", db, "--from", str(year_start(site, last)), "--to", str(last)]
+    command += ["--out", str(work / "year-report.pdf")]
+    t = children_clock()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return children_clock() - t
 
 
 def whole_report(db: str) -> float:
@@ -404,6 +578,20 @@ def export_times(db: str, work: Path) -> dict[str, float]:
     return out
 
 
+def export_lines(name: str, db: str, work: Path) -> list[str]:
+    """The export figures of one store, each beside its baseline."""
+    ex = export_times(db, work)
+    lines = []
+    if "sqlite3_csv" in ex:
+        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
+                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
+                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
+    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
+                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
+                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+    return lines
+
+
 # --- PostgreSQL -----------------------------------------------------------------------
 
 
@@ -432,16 +620,48 @@ def build_store(db: str, csv_path: Path) -> tuple[float, float]:
     return loaded, float(rebuilt)
 
 
-def fleet_rebuild(db_folder: Path, csv_path: Path, sites: int, workers: int) -> float:
-    """``sites`` copies of the site (own ids) in one SQLite file each, rebuilt in parallel."""
-    dbs = []
-    for n in range(sites):
-        db = str(db_folder / f"site-{n:03d}.sqlite3")
-        load_readings(db, csv_path, f"lg-{n:03d}")
-        dbs.append((db, f"lg-{n:03d}"))
-    t = time.perf_counter()  # wall seconds even under --cpu: the work is in the pool
+def fleet_rebuild(db: str, work: Path, sites: int, workers: int) -> float:
+    """``sites`` site-years rebuilt as a fleet's restart rebuilds them (ingest/sites.py):
+    each by a worker process reading the year's store (``rebuild_site``, ``workers`` at a
+    time), then taken over by its service in this process over a copy of the store.
+
+    The copies of one site-year are the same site read ``sites`` times from one file
+    (a store of 100 site-years is 127 M readings to load first): the CPU work of
+    ``sites`` rebuilds, with the file in the page cache. Wall seconds even under --cpu.
+    """
+    from analytics.engine import DEFAULT_ALLOWED_LATENESS_S
+    from ingest.service import IngestService
+    from ingest.sites import rebuild_site
+    from ingest.store.from_url import open_store
+    from siltwatch.config import load_site
+
+    site = load_site(SITE_FILE)
+    store = open_store(db)
+    try:
+        for row in store.snapshots(site.site.id):  # as after a site change
+            store.drop_snapshot(site.site.id, row)
+    finally:
+        store.close()
+    taken = str(work / "fleet-takeover.sqlite3")
+    shutil.copyfile(db, taken)
+    now = None  # the service clock: the newest arrival in the store, as rebuild() has it
+    t = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(rebuild, *zip(*dbs, strict=True)))
+        results = pool.map(
+            rebuild_site,
+            [site] * sites,
+            [db] * sites,
+            [now] * sites,
+            [DEFAULT_ALLOWED_LATENESS_S] * sites,
+            [None] * sites,
+        )
+        for rebuilt in results:
+            assert rebuilt is not None, "the year's store has no usable snapshot"
+            store = open_store(taken)
+            try:
+                IngestService(site, store, now_ms=now, say=lambda _line: None, rebuilt=rebuilt)
+            finally:
+                store.close()
     return time.perf_counter() - t
 
 
@@ -464,6 +684,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", action="store_true", help="measure PostgreSQL too")
     parser.add_argument("--no-export", action="store_true", help="skip the export figures")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds instead of wall seconds")
+    parser.add_argument("--part", choices=("all", "ingest"), default="all",
+                        help="ingest: only replay, import, the serve backlog and export")  # fmt: skip
+    parser.add_argument("--backlog", action="store_true", help="also serve taking the backlog")
     parser.add_argument("--side", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cpu:
@@ -488,6 +711,10 @@ def main(argv: list[str] | None = None) -> int:
                             f"pandas read + medians {pandas_s:.2f} s",
                             replay["seconds"] / pandas_s))  # fmt: skip
         print(f"replay: {replay['readings']:,} readings, {replay['alerts']} alerts", flush=True)
+        if args.part == "ingest":
+            lines += ingest_part(args, work, csv_path, replay)
+            print_table(lines)
+            return 0
 
         backends = [("SQLite", str(work / "year.sqlite3"), str(work / "month.sqlite3"))]
         pg = postgres(work) if args.postgres else None
@@ -517,38 +744,76 @@ def main(argv: list[str] | None = None) -> int:
                     ("site page, 92 days", "site_92"),
                     ("alert page", "alert"),
                     ("report, 1 week", "report_week"),
+                    ("report, 1 year (HTML)", "report_year"),
                 ):
                     here, there = getattr(pages, key), getattr(base, key)
                     lines.append(versus(f"{name} console {label} (median)", f"{here * 1000:.0f} ms",
                                         f"one-month store {there * 1000:.0f} ms", here / there))  # fmt: skip
                 whole = whole_report(db)
                 lines.append(row(f"{name} report of all {months} month(s)", f"{whole:.2f} s", "—"))
+                lines.append(row(f"{name} console report, 1 year (PDF)",
+                                 f"{pages.report_year_pdf:.2f} s", "—"))  # fmt: skip
+                cli = cli_report(db, work)
+                lines.append(row(f"{name} siltwatch report, 1 year (PDF)", f"{cli:.2f} s", "—"))
                 if not args.no_export:
-                    ex = export_times(db, work)
-                    if "sqlite3_csv" in ex:
-                        lines.append(versus(f"{name} export CSV", f"{ex['csv']:.2f} s",
-                                            f"sqlite3 -csv {ex['sqlite3_csv']:.2f} s",
-                                            ex["csv"] / ex["sqlite3_csv"]))  # fmt: skip
-                    lines.append(versus(f"{name} export Parquet", f"{ex['parquet']:.2f} s",
-                                        f"pandas to_parquet {ex['pandas_parquet']:.2f} s",
-                                        ex["parquet"] / ex["pandas_parquet"]))  # fmt: skip
+                    lines += export_lines(name, db, work)
         finally:
             if pg is not None:
                 pg.__exit__(None, None, None)
         if args.sites:
-            fleet = work / "fleet"
-            fleet.mkdir()
-            seconds = fleet_rebuild(fleet, csv_path, args.sites, args.workers)
+            seconds = fleet_rebuild(backends[0][1], work, args.sites, args.workers)
             serial = replay["seconds"] * args.sites
             lines.append(versus(f"{args.sites} sites rebuilt, {args.workers} processes",
                                 f"{seconds:.1f} s", f"replay x {args.sites} {serial:.0f} s",
                                 seconds / serial))  # fmt: skip
+    print_table(lines)
+    return 0
+
+
+def print_table(lines: list[str]) -> None:
     print()
     print(row("figure", "measured", "baseline, same run", "ratio"))
     print(f"|{'-' * 46}|{'-' * 24}|{'-' * 36}|{'-' * 9}|")
     for line in lines:
         print(line)
-    return 0
+
+
+def ingest_part(
+    args: argparse.Namespace, work: Path, csv_path: Path, replay: dict[str, Any]
+) -> list[str]:
+    """``siltwatch import`` (SQLite, and PostgreSQL with --postgres) beside replay, its peak
+    RSS, the import's store exported beside sqlite3 -csv and pandas, serve's backlog."""
+    lines: list[str] = []
+    targets = [("SQLite", str(work / "import.sqlite3"))]
+    pg = postgres(work) if args.postgres else None
+    if pg is not None:
+        targets.append(("PostgreSQL", pg.__enter__()[0]))
+    try:
+        for name, db in targets:
+            done = in_subprocess("import", str(csv_path), db)
+            print(f"{name} import: {done}", flush=True)
+            lines += [
+                versus(f"{name} siltwatch import", f"{done['seconds']:.2f} s",
+                       f"replay {replay['seconds']:.2f} s", done["seconds"] / replay["seconds"]),
+                row(f"{name} siltwatch import, peak RSS", f"{done['rss_mb']:.0f} MB",
+                    f"replay {replay['rss_mb']:.0f} MB"),
+                row(f"{name} import alerts", f"{done['alerts']}", f"replay {replay['alerts']}"),
+            ]  # fmt: skip
+            if not args.no_export:
+                lines += export_lines(name, db, work)
+    finally:
+        if pg is not None:
+            pg.__exit__(None, None, None)
+    if args.backlog:
+        got = serve_backlog(work, csv_path)
+        print(f"serve backlog: {got}", flush=True)
+        lines += [
+            row("serve taking the backlog over MQTT", f"{got['seconds']:.1f} s",
+                f"{got['messages']} messages, {got['stored']:,} stored"),
+            row("serve taking the backlog, peak RSS", f"{got['rss_mb']:.0f} MB",
+                f"largest group {got['largest_readings']:,} readings"),
+        ]  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":

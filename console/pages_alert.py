@@ -32,14 +32,14 @@ from console.deliveries import delivery_lines
 from console.desk import DeskError
 from console.notes import NoteKind
 from console.web import (
+    Banner,
     Console,
     Refused,
     console_of,
     field_text,
-    page_user,
-    posted_form,
+    page_site,
     render,
-    site_for,
+    site_form,
 )
 from siltwatch.config import SiteConfig
 from siltwatch.schema import SITE_LOG_DETAIL_MAX, Alert, SiteLogRecord, site_log_topic
@@ -67,8 +67,7 @@ def _page(
     user: SessionUser,
     site: SiteConfig,
     alert: Alert,
-    message: str = "",
-    kind: str = "info",
+    banner: Banner,
 ) -> Response:
     console = console_of(request)
     sid = site.site.id
@@ -82,10 +81,8 @@ def _page(
         "timeline": views.timeline(alert, site, console.book),
         "may_act": user.may(sid, Permission.ACKNOWLEDGE),
         "note_max": NOTE_MAX,
-        "message": message,
-        "message_kind": kind,
     }
-    return render(request, "alert.html", context, user=user)
+    return render(request, "alert.html", context, user=user, banner=banner)
 
 
 def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup | None:
@@ -99,10 +96,9 @@ def _episode_chart(site: SiteConfig, console: Console, alert: Alert) -> Markup |
 
 
 async def alert_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     alert = _alert(request, site)
-    return _page(request, user, site, alert, DONE.get(request.query_params.get("done", ""), ""))
+    return _page(request, user, site, alert, Banner.done(request, DONE))
 
 
 def _back(site: SiteConfig, alert: Alert, done: str) -> Response:
@@ -110,9 +106,7 @@ def _back(site: SiteConfig, alert: Alert, done: str) -> Response:
 
 
 async def acknowledge(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.ACKNOWLEDGE)
-    await posted_form(request, user, site=site.site.id)
+    user, site, _ = await site_form(request, Permission.ACKNOWLEDGE)
     alert = _alert(request, site)
     console = console_of(request)
     now = console.now_ms()
@@ -131,9 +125,7 @@ async def acknowledge(request: Request) -> Response:
 
 async def _posted_note(request: Request) -> tuple[SessionUser, SiteConfig, Alert, str]:
     """Who posts a note on which alert, and its text (checked for rights and CSRF)."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.ACKNOWLEDGE)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.ACKNOWLEDGE)
     alert = _alert(request, site)
     return user, site, alert, field_text(form, "text", NOTE_MAX)
 
@@ -141,7 +133,9 @@ async def _posted_note(request: Request) -> tuple[SessionUser, SiteConfig, Alert
 async def comment(request: Request) -> Response:
     user, site, alert, text = await _posted_note(request)
     if not text:
-        return _page(request, user, site, alert, "Write the comment before saving it.", "error")
+        return _page(
+            request, user, site, alert, Banner.error("Write the comment before saving it.")
+        )
     console = console_of(request)
     now = console.now_ms()
     console.book.add_note(site.site.id, alert.id, NoteKind.COMMENT, user.name, now, text, "console")
@@ -157,13 +151,16 @@ def action_limit(alert: Alert) -> int:
 async def corrective_action(request: Request) -> Response:
     user, site, alert, text = await _posted_note(request)
     if not text:
-        return _page(request, user, site, alert, "Say what was done before recording it.", "error")
+        return _page(
+            request, user, site, alert, Banner.error("Say what was done before recording it.")
+        )
     if len(text) > action_limit(alert):
         return _page(
             request, user, site, alert,
-            f"Keep the corrective action under {action_limit(alert)} characters "
-            "(it goes into the site log).",
-            "error",
+            Banner.error(
+                f"Keep the corrective action under {action_limit(alert)} characters "
+                "(it goes into the site log)."
+            ),
         )  # fmt: skip
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
@@ -179,7 +176,7 @@ async def corrective_action(request: Request) -> Response:
             now, user.name, "site_log_refused", site=sid, alert_id=alert.id, detail=problem
         )
         return _page(
-            request, user, site, alert, f"Corrective action saved here, but {problem}", "error"
+            request, user, site, alert, Banner.error(f"Corrective action saved here, but {problem}")
         )
     return _back(site, alert, "action")
 

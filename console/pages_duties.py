@@ -28,7 +28,7 @@ from starlette.responses import RedirectResponse, Response
 from console import views
 from console.auth import Permission, SessionUser
 from console.desk import DeskError
-from console.web import Console, console_of, field_text, page_user, posted_form, render, site_for
+from console.web import Banner, Console, console_of, field_text, page_site, render, site_form
 from siltwatch.config import SiteConfig
 from siltwatch.schema import InspectionRecord, SiteLogRecord, inspections_topic, site_log_topic
 from siltwatch.timefmt import local_time
@@ -61,8 +61,7 @@ def _page(
     user: SessionUser,
     site: SiteConfig,
     *,
-    message: str = "",
-    kind: str = "info",
+    banner: Banner,
     typed: dict[str, str] | None = None,
     status: int = 200,
 ) -> Response:
@@ -81,16 +80,13 @@ def _page(
         "events": [e.value for e in SiteEvent if e is not SiteEvent.CORRECTIVE_ACTION],
         "milestones": list(Milestone),
         "typed": {"time": local_now, "inspector": user.name, **(typed or {})},
-        "message": message,
-        "message_kind": kind,
     }
-    return render(request, "duties.html", context, user=user, status=status)
+    return render(request, "duties.html", context, user=user, status=status, banner=banner)
 
 
 async def duties_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
-    return _page(request, user, site, message=DONE.get(request.query_params.get("done", ""), ""))
+    user, site = page_site(request, Permission.READ)
+    return _page(request, user, site, banner=Banner.done(request, DONE))
 
 
 def local_instant(text: str, site: SiteConfig, now_ms: int) -> datetime:
@@ -162,9 +158,7 @@ async def _record(
     ``kind`` names the audit entries (``kind`` and ``<kind>_refused``) and the
     ``done`` message; what was typed comes back under ``typed_prefix`` on a refusal.
     """
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
     try:
@@ -179,8 +173,7 @@ async def _record(
             request,
             user,
             site,
-            message=f"Not recorded: {exc}",
-            kind="error",
+            banner=Banner.error(f"Not recorded: {exc}"),
             typed=typed,
             status=400,
         )

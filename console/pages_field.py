@@ -23,7 +23,12 @@ pack's ``inspection.record_fields`` lists them (96.05(B)(17)(b)).
    (ingest/store/fieldbook.py).
 
 A signed record cannot change (``POST .../records/{id}/edit`` is refused); an
-amendment is a new checklist whose ``amends`` names it.
+amendment is a new checklist whose ``amends`` names it. The record page offers
+"Amend this record": the checklist form filled in with the signed record's
+content (``GET .../field?amends={id}``), so the inspector corrects what was
+wrong instead of typing the inspection again. An amendment opens corrective
+actions only for findings the amended record did not already have: those
+are open already.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from console.pages_duties import (
 )
 from console.photos import MAX_PHOTOS, PhotoProblem, check_photo
 from console.views import open_inspection_duties
-from console.web import Refused, console_of, field_text, page_user, posted_form, render, site_for
+from console.web import Refused, console_of, field_text, page_site, render, site_form
 from ingest.store.fieldbook import CorrectiveAction, FieldRecord, Photo, SignedRecord
 from siltwatch.checklist import (
     ACTION_DAYS_KEY,
@@ -65,7 +70,7 @@ from siltwatch.checklist import (
     canonical_bytes,
 )
 from siltwatch.config import SiteConfig
-from siltwatch.detections.corrective_actions import CorrectiveKind
+from siltwatch.detections import corrective_actions
 from siltwatch.practices import Practice, site_practices
 from siltwatch.rulepacks import site_rules
 from siltwatch.schema import Duty, InspectionRecord, inspections_topic
@@ -92,6 +97,30 @@ def action_due(site: SiteConfig, found_ms: int) -> tuple[int, str]:
     return SiteCalendar.from_site(site, rules).end_of_calendar_days(found_ms, days.count), days.cite
 
 
+def _local_input(ms: int, site: SiteConfig) -> str:
+    """A time as a ``datetime-local`` input's value, in the site's zone."""
+    return datetime.fromtimestamp(ms / 1000, site.site.zone).strftime("%Y-%m-%dT%H:%M")
+
+
+def _amending(site: SiteConfig, request: Request) -> dict[str, Any]:
+    """The record ``?amends=`` names, as the form's defaults: its time, inspector, practices,
+    areas and notes (photos stay with it); {} without one, FormProblem for a wrong id."""
+    rid = request.query_params.get("amends", "")
+    if not rid:
+        return {}
+    stored = console_of(request).store.field_record(site.site.id, rid[:80])
+    if stored is None:
+        raise FormProblem(f"there is no record {rid[:80]} to amend")
+    c = Checklist.model_validate_json(stored.body)
+    return {
+        "amending": record_view(stored, site),
+        "pre": c,
+        "pre_p": {p.practice: p for p in c.practices},
+        "pre_a": {a.area: a for a in c.areas},
+        "now_local": _local_input(stored.t, site),
+    }
+
+
 def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str, Any]:
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
@@ -109,18 +138,26 @@ def _context(site: SiteConfig, request: Request, user: SessionUser) -> dict[str,
         "may_record": user.may(sid, Permission.RECORD),
         "has_desk": console.desk is not None,
         "idem": secrets.token_urlsafe(18),
-        "now_local": datetime.fromtimestamp(now / 1000, site.site.zone).strftime("%Y-%m-%dT%H:%M"),
+        "now_local": _local_input(now, site),
         "inspector": user.name,
         "account": user.name,
+        "amending": None,
+        "pre": None,
+        "pre_p": {},
+        "pre_a": {},
     }
 
 
 async def field_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     context = _context(site, request, user)
     context["message"] = request.query_params.get("done", "") and "Inspection recorded and signed."
     context["message_kind"] = "info"
+    try:
+        context.update(_amending(site, request))
+    except FormProblem as exc:
+        context.update(message=f"Cannot amend: {exc}", message_kind="error")
+        return render(request, "field.html", context, user=user, status=404)
     return render(request, "field.html", context, user=user)
 
 
@@ -221,9 +258,7 @@ def engine_record(c: Checklist, signed: bool) -> InspectionRecord:
 
 
 async def submit_checklist(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, now = site.site.id, console.now_ms()
     wants_json = "application/json" in request.headers.get("accept", "")
@@ -263,8 +298,13 @@ async def _store_checklist(
     duties = {d.id for d in open_inspection_duties(site, console.store)}
     if checklist.duty and checklist.duty not in duties:
         raise FormProblem(f"duty {checklist.duty!r} is not an open inspection duty of {sid}")
-    if checklist.amends and console.store.field_record(sid, checklist.amends) is None:
-        raise FormProblem(f"there is no record {checklist.amends} to amend")
+    known: set[str] = set()  # findings the amended record has (their actions are open)
+    if checklist.amends:
+        amended = console.store.field_record(sid, checklist.amends)
+        if amended is None:
+            raise FormProblem(f"there is no record {checklist.amends} to amend")
+        before = Checklist.model_validate_json(amended.body)
+        known = {p.practice for p in before.practices if p.needs_work}
     required = required_fields(site)
     missing = [FIELD_LABELS[f] for f in checklist.missing_fields(required)]
     if missing:
@@ -278,7 +318,7 @@ async def _store_checklist(
     t = to_ms(checklist.time)
     actions = []
     for p in checklist.practices:
-        if p.needs_work:
+        if p.needs_work and p.practice not in known:
             due, rule = action_due(site, t)
             actions.append(
                 CorrectiveAction(
@@ -319,7 +359,7 @@ def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
     """The engine's ``corrective_action`` duty for ``action``: same practice, same finding time."""
     for duty in duties:
         if (
-            duty.kind == CorrectiveKind.ACTION
+            duty.kind == corrective_actions.ACTION.kind
             and duty.subject == action.practice
             and to_ms(duty.created_at) == action.created_at
         ):
@@ -328,8 +368,7 @@ def engine_duty(duties: list[Duty], action: CorrectiveAction) -> Duty | None:
 
 
 async def record_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     console = console_of(request)
     stored = console.store.field_record(site.site.id, str(request.path_params["record_id"]))
     if stored is None:
@@ -337,6 +376,7 @@ async def record_page(request: Request) -> Response:
     context = {
         "site": site,
         "r": record_view(stored, site),
+        "amended_by": _amendments(console.store.field_records(site.site.id), stored, site),
         "message": "",
         "message_kind": "info",
         "may_record": user.may(site.site.id, Permission.RECORD),
@@ -344,11 +384,16 @@ async def record_page(request: Request) -> Response:
     return render(request, "field_record.html", context, user=user)
 
 
+def _amendments(
+    records: list[FieldRecord], of: FieldRecord, site: SiteConfig
+) -> list[dict[str, Any]]:
+    """The records that amend ``of``, oldest first: its page links to what corrected it."""
+    return [record_view(r, site) for r in records if r.amends == of.record_id]
+
+
 async def edit_record(request: Request) -> Response:
     """Change the notes of an unsigned record; a signed one is refused (409)."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, rid = site.site.id, str(request.path_params["record_id"])
     stored = console.store.field_record(sid, rid)
@@ -367,6 +412,7 @@ async def edit_record(request: Request) -> Response:
         context = {
             "site": site,
             "r": record_view(stored, site),
+            "amended_by": _amendments(console.store.field_records(sid), stored, site),
             "message": f"Not changed: {exc}.",
             "message_kind": "error",
             "may_record": True,
@@ -376,8 +422,7 @@ async def edit_record(request: Request) -> Response:
 
 
 async def photo(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    _, site = page_site(request, Permission.READ)
     found = console_of(request).store.field_photo(
         site.site.id, str(request.path_params["photo_id"])
     )
@@ -388,9 +433,7 @@ async def photo(request: Request) -> Response:
 
 async def close_action(request: Request) -> Response:
     """Close a corrective action: what was done (a note) and a photo of it, both required."""
-    user = page_user(request)
-    site = site_for(request, user, Permission.RECORD)
-    form = await posted_form(request, user, site=site.site.id)
+    user, site, form = await site_form(request, Permission.RECORD)
     console = console_of(request)
     sid, aid, now = site.site.id, str(request.path_params["action_id"]), console.now_ms()
     note = field_text(form, "note", 2000)

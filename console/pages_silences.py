@@ -30,13 +30,13 @@ from console.auth import Permission, SessionUser
 from console.silences import MAX_DAYS, REASON_MAX, Scope, Silence, covered_subjects, targets
 from console.web import (
     ROLE_LABELS,
+    Banner,
     Refused,
     console_of,
     field_text,
-    page_user,
+    page_site,
     posted_form,
     render,
-    site_for,
     when,
 )
 from siltwatch.config import SiteConfig
@@ -55,8 +55,7 @@ def _may_silence(user: SessionUser, site: SiteConfig) -> bool:
 
 
 def _silencer(request: Request) -> tuple[SessionUser, SiteConfig]:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
+    user, site = page_site(request, Permission.READ)
     if not _may_silence(user, site):
         role = ROLE_LABELS.get(user.roles[site.site.id], user.roles[site.site.id])
         raise Refused(
@@ -105,8 +104,7 @@ def _page(
     request: Request,
     user: SessionUser,
     site: SiteConfig,
-    message: str = "",
-    kind: str = "info",
+    banner: Banner,
     status: int = 200,
 ) -> Response:
     console = console_of(request)
@@ -119,16 +117,13 @@ def _page(
         "may_silence": _may_silence(user, site),
         "reason_max": REASON_MAX,
         "max_hours": MAX_DAYS * 24,
-        "message": message,
-        "message_kind": kind,
     }
-    return render(request, "silences.html", context, user=user, status=status)
+    return render(request, "silences.html", context, user=user, status=status, banner=banner)
 
 
 async def silences_page(request: Request) -> Response:
-    user = page_user(request)
-    site = site_for(request, user, Permission.READ)
-    return _page(request, user, site, DONE.get(request.query_params.get("done", ""), ""))
+    user, site = page_site(request, Permission.READ)
+    return _page(request, user, site, Banner.done(request, DONE))
 
 
 def _start_ms(text: str, site: SiteConfig, now_ms: int) -> int:
@@ -199,7 +194,7 @@ async def create_silence(request: Request) -> Response:
     try:
         silence = parse_silence(fields, site, user.name, console.now_ms())
     except Refused as exc:
-        return _page(request, user, site, exc.message, "error", exc.status)
+        return _page(request, user, site, Banner.error(exc.message), exc.status)
     console.book.add_silence(silence)
     return RedirectResponse(f"/sites/{site.site.id}/silences?done=created", status_code=303)
 
@@ -214,5 +209,5 @@ async def end_silence(request: Request) -> Response:
         raise Refused(404, "There is no such silence.") from None
     ended = console.book.end_silence(site.site.id, ident, user.name, console.now_ms())
     if ended is None:
-        return _page(request, user, site, "That silence has already ended.", "error", 409)
+        return _page(request, user, site, Banner.error("That silence has already ended."), 409)
     return RedirectResponse(f"/sites/{site.site.id}/silences?done=ended", status_code=303)

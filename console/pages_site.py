@@ -31,10 +31,12 @@ from console.report.maker import ReportInputs
 from console.web import Console, Refused, console_of, page_user, render, site_for
 from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig
-from siltwatch.timefmt import local_time
 
 DEFAULT_DAYS = 7
-MAX_DAYS = 92
+MAX_DAYS = 92  # the site page's plots
+# The report: a year, what a town asks for at the permit's yearly review. Its plots read the
+# hourly summaries (ingest/store/summaries.py), so a year costs what a quarter did (issue 24).
+REPORT_MAX_DAYS = 366
 MS_PER_H = 3_600_000
 
 
@@ -64,7 +66,9 @@ def _local_day(ms: int, site: SiteConfig) -> date:
     return datetime.fromtimestamp(ms / 1000, site.site.zone).date()
 
 
-def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: int) -> Window:
+def chosen_window(
+    request: Request, site: SiteConfig, store: SqlStore, now_ms: int, max_days: int = MAX_DAYS
+) -> Window:
     params = request.query_params
     if params.get("from") or params.get("to"):
         end_ms = views.newest_reading_ms(site, store) or now_ms
@@ -73,8 +77,8 @@ def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: i
         first = first or last - timedelta(days=DEFAULT_DAYS - 1)
         if first > last:
             raise Refused(400, f"from={first} is after to={last}")
-        if (last - first).days + 1 > MAX_DAYS:
-            raise Refused(400, f"choose at most {MAX_DAYS} days at once")
+        if (last - first).days + 1 > max_days:
+            raise Refused(400, f"choose at most {max_days} days at once")
         query = urlencode({"from": first.isoformat(), "to": last.isoformat()})
         return Window(
             _local_midnight(first, site),
@@ -90,8 +94,8 @@ def chosen_window(request: Request, site: SiteConfig, store: SqlStore, now_ms: i
             hours = int(params["hours"])
         except ValueError:
             raise Refused(400, f"hours={params['hours'][:20]!r}: expected a whole number") from None
-        if not 1 <= hours <= MAX_DAYS * 24:
-            raise Refused(400, f"hours must be between 1 and {MAX_DAYS * 24}")
+        if not 1 <= hours <= max_days * 24:
+            raise Refused(400, f"hours must be between 1 and {max_days * 24}")
     start_ms = end_ms - hours * MS_PER_H
     return Window(
         start_ms,
@@ -142,13 +146,13 @@ async def site_page(request: Request) -> Response:
     console = console_of(request)
     window = chosen_window(request, site, console.store, console.now_ms())
     sid = site.site.id
-    log = console.store.site_log(sid)[-15:]
+    log = console.store.latest_site_log(sid, 15)
     context = {
         **_site_summary(console, site, user.roles[sid]),
         "window": window,
         "charts": _charts(site, console.store, window),
         "all_alerts": views.all_alerts(site, console.store, console.book, console.now_ms()),
-        "site_log": [{"entry": e, "at": local_time(e.t, site.site.zone)} for e in reversed(log)],
+        "site_log": views.site_log_rows(list(reversed(log)), site),
         "may_record": user.may(sid, Permission.RECORD),
         "silences": [s for s in console.book.silences(sid, since_ms=console.now_ms())],
     }
@@ -160,7 +164,7 @@ async def report(request: Request) -> Response:
     user = page_user(request)
     site = site_for(request, user, Permission.READ)
     console = console_of(request)
-    window = chosen_window(request, site, console.store, console.now_ms())
+    window = chosen_window(request, site, console.store, console.now_ms(), REPORT_MAX_DAYS)
     html = console.reports.html(
         ReportInputs(
             site,

@@ -25,6 +25,7 @@ from typing import Any
 
 from alerts.acks import Acknowledgement
 from alerts.silences import may_be_silenced
+from analytics.events import SiteLogEntry
 from console.book import ConsoleBook
 from console.notes import NoteKind
 from console.silences import Silence
@@ -32,10 +33,11 @@ from ingest.store.queries import SqlStore
 from siltwatch.config import SiteConfig, Station
 from siltwatch.detections import alert_spec, duty_spec
 from siltwatch.detections.base import short_number
-from siltwatch.naming import alert_thing, names_of, overdue_words, thing_name
+from siltwatch.detections.inspections import INSPECTION
+from siltwatch.naming import alert_place, alert_thing, names_of, overdue_words, thing_name
 from siltwatch.schema import Alert, Duty
 from siltwatch.timefmt import duration, local_time
-from siltwatch.vocabulary import DutyKind, Severity, severity_rank
+from siltwatch.vocabulary import Severity, SiteEvent, severity_rank
 
 DUE_SOON_MS = 48 * 3_600_000
 VIA_LABELS = {"console": "in the console", "link": "by link", "sms": "by SMS"}
@@ -69,6 +71,7 @@ class AlertRow:
         return self.resolved is None
 
     subject_name: str = ""  # what people call the subject (siltwatch/naming.py)
+    subject_place: str = ""  # "at <subject_name>", or "after <it>" for an inspection after an event
 
 
 def kind_label(kind: str) -> str:
@@ -144,6 +147,7 @@ def alert_row(
         resolved_ms=None if alert.resolved_at is None else _ms(alert.resolved_at),
         silenced=silence_of(alert, silences),
         subject_name=alert_thing(alert, names_of(site), zone),
+        subject_place=alert_place(alert, names_of(site), zone),
     )
 
 
@@ -248,7 +252,7 @@ def open_inspection_duties(site: SiteConfig, store: SqlStore) -> list[Duty]:
     return [
         d
         for d in store.duties(site.site.id)
-        if d.kind == DutyKind.INSPECTION and d.completed_at is None
+        if d.kind == INSPECTION.kind and d.completed_at is None
     ]
 
 
@@ -487,3 +491,24 @@ def _shown(value: Any, site: SiteConfig) -> str:
     if isinstance(value, str) and len(value) >= 17 and value[4:5] == "-" and value[10:11] == "T":
         return local_time(value, site.site.zone)
     return str(value)
+
+
+def site_log_rows(entries: Sequence[SiteLogEntry], site: SiteConfig) -> list[dict[str, str]]:
+    """Site-log rows as people read them: the area by its name, a milestone or notice by
+    its words ("clearing completed", not ``clearing_completed``), times in the site's zone."""
+    zone, names = site.site.zone, names_of(site)
+    rows = []
+    for e in entries:
+        detail = e.detail or ""
+        if e.event in (SiteEvent.MILESTONE, SiteEvent.NOTICE) and detail:
+            detail = thing_name(detail, names, zone)
+        rows.append(
+            {
+                "at": local_time(e.t, zone),
+                "event": e.event.replace("_", " "),
+                "area": thing_name(e.area, names, zone) if e.area else "—",
+                "by": e.by,
+                "detail": detail,
+            }
+        )
+    return rows

@@ -121,6 +121,36 @@ def site_for(request: Request, user: SessionUser, permission: Permission) -> Sit
     return site
 
 
+def page_site(request: Request, permission: Permission) -> tuple[SessionUser, SiteConfig]:
+    """The person asking (:func:`page_user`) and the site in the path, if they may
+    ``permission`` there (:func:`site_for`): the first two questions of a site's page."""
+    user = page_user(request)
+    return user, site_for(request, user, permission)
+
+
+@dataclass(frozen=True)
+class Banner:
+    """What a page says above its content about what just happened (base.html's message
+    line): ``info`` for what was done, ``error`` for what was refused; empty says nothing."""
+
+    text: str = ""
+    kind: str = "info"
+
+    @classmethod
+    def error(cls, text: str) -> Banner:
+        return cls(text, "error")
+
+    @classmethod
+    def done(cls, request: Request, done: Mapping[str, str]) -> Banner:
+        """What a posted form did, said on the page it redirected to (post/redirect/get):
+        ``?done=KEY`` looked up in the page's ``done`` table; nothing for none or an unknown
+        key."""
+        return cls(done.get(request.query_params.get("done", ""), ""))
+
+
+NO_BANNER = Banner()
+
+
 def _doing(permission: Permission) -> str:
     return {
         Permission.READ: "read this site",
@@ -149,6 +179,15 @@ async def posted_form(request: Request, user: SessionUser, *, site: str = "") ->
     return form
 
 
+async def site_form(
+    request: Request, permission: Permission
+) -> tuple[SessionUser, SiteConfig, FormData]:
+    """A form posted on a site's page: the person, the site they may ``permission`` on
+    (:func:`page_site`), and the form, its CSRF token checked there (:func:`posted_form`)."""
+    user, site = page_site(request, permission)
+    return user, site, await posted_form(request, user, site=site.site.id)
+
+
 def field_text(form: FormData, name: str, limit: int = 4000) -> str:
     value = form.get(name)
     return value.strip()[:limit] if isinstance(value, str) else ""
@@ -161,9 +200,14 @@ def render(
     *,
     user: SessionUser | None = None,
     status: int = 200,
+    banner: Banner = NO_BANNER,
 ) -> Response:
+    """The page ``name`` over ``context``, with what every page shows: the person, the CSRF
+    token, the sites' names, and the ``banner`` if it says something."""
     console = console_of(request)
     base: dict[str, Any] = {
+        "message": banner.text,
+        "message_kind": banner.kind,
         "user": user,
         "csrf": user.csrf if user is not None else "",
         "role_labels": ROLE_LABELS,

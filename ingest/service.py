@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+from analytics.batch_columns import ReadingColumns, numpy_available
 from analytics.engine import (
     BEFORE_SITE_START,
     CLOCK_AHEAD,
@@ -153,6 +154,25 @@ Committed = list[_Fresh]
 """What one commit added to the store, waiting to be judged (:meth:`IngestService.commit_batch`)."""
 
 
+@dataclass(frozen=True)
+class Rebuilt:
+    """A site's engine rebuilt from the store by another process (a fleet restart,
+    ingest/sites.py ``rebuild_in_parallel``), for the service to take over.
+
+    The worker only reads: ``blob`` is the whole engine state (``Engine.snapshot``,
+    the waiting inputs too), ``events`` what the history raised, not yet stored or
+    told, and ``marks`` how far the worker read the store. The service publishes
+    the events itself, and takes it only when nothing of its site was stored
+    after the marks; otherwise it rebuilds as ever (the store is the truth).
+    """
+
+    site_id: str
+    blob: bytes
+    events: tuple[EngineEvent, ...]
+    marks: tuple[int, int, int, int]
+    why: str
+
+
 def _already_told(stored: Alert, event: Alert) -> bool:
     """The event's state is one the stored episode already went through (replayed history).
 
@@ -202,6 +222,8 @@ class IngestService:
         say: Callable[[str], None] | None = None,
         lock: threading.RLock | None = None,
         completeness: GapPolicy | None = None,
+        rebuilt: Rebuilt | None = None,
+        history_only: bool = False,
     ) -> None:
         """``allowed_lateness_s``: how late a reading may arrive and still be judged in order.
 
@@ -215,7 +237,10 @@ class IngestService:
         ``lock``: the services of one process that share a store share one lock
         (ingest/sites.py), since the store's one connection holds one transaction.
         ``completeness``: watch each sensor's seqs for readings a broker lost and ask
-        the station for them again (ingest/gaps.py); None: do not.
+        the station for them again (ingest/gaps.py); None: do not. ``rebuilt``: the
+        engine a worker process rebuilt (:class:`Rebuilt`). ``history_only``: a worker's
+        part: the engine rebuilt over a read-only store, nothing written, its events
+        kept in ``history`` (None when a usable snapshot made a rebuild needless).
         """
         self.site = site
         self.site_id = site.site.id
@@ -244,7 +269,9 @@ class IngestService:
         if self.gaps is not None:  # the open gaps outlive a restart (asked for again)
             self.gaps.restore(store.seq_watch(self.site_id))
         self.fence_token: int | None = None  # set by fence(): every commit checks it
-        self.engine = self._recover(now_ms)
+        self._history_only = history_only
+        self.history: list[EngineEvent] | None = None
+        self.engine = self._recover(now_ms, rebuilt)
 
     # --- start: snapshot + replay from the store ------------------------------------
 
@@ -269,7 +296,8 @@ class IngestService:
                 engine = Engine.restore(self.site, row.blob)
             except SnapshotError as exc:
                 self._why_not = self._why_not or str(exc)
-                self.store.drop_snapshot(self.site_id, row)
+                if not self._history_only:  # a worker only reads; the service drops it
+                    self.store.drop_snapshot(self.site_id, row)
                 continue
             if engine.allowed_lateness_ms != round(self.allowed_lateness_s * MS_PER_S):
                 self._why_not = self._why_not or "the allowed lateness changed"
@@ -290,16 +318,42 @@ class IngestService:
             return engine, row
         return self._new_engine(), None
 
-    def _recover(self, now_ms: int | None) -> Engine:
+    def _recover(self, now_ms: int | None, rebuilt: Rebuilt | None) -> Engine:
         """Restore the newest usable snapshot and replay what the store holds after it."""
         engine, row = self._usable_snapshot(None)
         count = self.store.reading_count(self.site_id)
+        if self._history_only:
+            if row is None and count:
+                self.history = self._history(engine, row, now_ms, None)
+            return engine
+        if (
+            row is None
+            and count
+            and rebuilt is not None
+            and self.store.earliest_stored_after(self.site_id, *rebuilt.marks) is None
+        ):  # a worker rebuilt it and nothing of this site was stored since it read
+            engine = Engine.restore(self.site, rebuilt.blob)
+            self._say(
+                f"the engine of {self.site_id} was rebuilt from the store ({count:,} "
+                f"readings) in a worker process: {rebuilt.why or 'no snapshot to start from'}"
+            )
+            self._publish_history(engine, list(rebuilt.events), late=False, opened_after=None)
+            engine.forget_closed()
+            return engine
         if row is None and count:
             self._say(
                 f"rebuilding the engine of {self.site_id} from the store ({count:,} readings): "
                 + (self._why_not or "no snapshot to start from")
             )
         return self._catch_up(engine, row, now_ms, None, late=False)
+
+    def rebuilt(self, marks: tuple[int, int, int, int]) -> Rebuilt | None:
+        """A worker's answer (``history_only``), ``marks`` taken before it read the store;
+        None when a usable snapshot made the rebuild needless."""
+        if self.history is None:
+            return None
+        blob = self.engine.snapshot()
+        return Rebuilt(self.site_id, blob, tuple(self.history), marks, self._why_not)
 
     def _catch_up(
         self,
@@ -311,6 +365,16 @@ class IngestService:
         late: bool,
     ) -> Engine:
         """Feed ``engine`` the stored history after its snapshot, up to the live watermark."""
+        events = self._history(engine, row, now_ms, until)
+        opened_after = None if row is None else row.processed_to
+        self._publish_history(engine, events, late=late, opened_after=opened_after)
+        engine.forget_closed()
+        return engine
+
+    def _history(
+        self, engine: Engine, row: SnapshotRow | None, now_ms: int | None, until: int | None
+    ) -> list[EngineEvent]:
+        """The stored history after the engine's snapshot fed to it: its events (only read)."""
         after = engine.processed_to()
         for station, progress, arrival in self.store.station_clocks(self.site_id):
             engine.set_station_clock(station, progress, arrival)
@@ -324,25 +388,24 @@ class IngestService:
         total = self.store.reading_count(self.site_id)
         done = 0
 
-        def chunks() -> Iterable[list[SensorReading]]:
+        def chunks() -> Iterable[Sequence[SensorReading]]:
             nonlocal done
-            for chunk in self.store.readings_after(self.site_id, after, self.CATCH_UP_CHUNK):
+            read = (
+                self.store.reading_columns_after if numpy_available() else self.store.readings_after
+            )  # columns: the batch path takes them with no object built per reading
+            for chunk in read(self.site_id, after, self.CATCH_UP_CHUNK):
                 done += len(chunk)
                 if self._progress is not None and row is None:
                     self._progress(done, total)
                 yield chunk
 
-        events = engine.catch_up(
+        return engine.catch_up(
             chunks(),
             self.store.inspections_after(self.site_id, after),
             target,
             self.store.statuses_after(self.site_id, after),
             self.store.site_log_after(self.site_id, after),
         )
-        opened_after = None if row is None else row.processed_to
-        self._publish_history(engine, events, late=late, opened_after=opened_after)
-        engine.forget_closed()
-        return engine
 
     # --- messages -----------------------------------------------------------------
 
@@ -524,7 +587,15 @@ class IngestService:
         drop would hide a station that re-dates or re-measures)."""
         taken = {(r.sensor, r.t) for r in new}
         dups = [r for _s, r in rows if (r.sensor, r.t) not in taken]
-        stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
+        if len(dups) > 1_000:  # an import run again: one range query, not one per reading
+            lo, hi = min(r.t for r in dups), max(r.t for r in dups)
+            stored = {
+                (sensor, t): float(value)
+                for chunk in self.store.reading_rows_between(self.site_id, lo, hi + 1)
+                for _station, sensor, t, value, _seq, _flags in chunk
+            }
+        else:
+            stored = self.store.stored_values(self.site_id, [(r.sensor, r.t) for r in dups])
         for r in dups:
             first = stored.get((r.sensor, r.t))
             if first is not None and first != r.value:
@@ -562,10 +633,21 @@ class IngestService:
                     f"arrived (at most {self.max_skew_ms / MS_PER_S:,.0f} s is accepted)",
                 )
                 return [], None
+        return self._flag_times(decoded.readings, msg.received_at), list(decoded.inspections)
+
+    def _flag_times(
+        self, readings: Iterable[tuple[str, SensorReading]], received_at: int
+    ) -> list[tuple[str, SensorReading]]:
+        """Flag readings dated ahead of their arrival, too old, or before the site began."""
+        limit = received_at + self.max_skew_ms
         rows: list[tuple[str, SensorReading]] = []
-        oldest = msg.received_at - MAX_READING_AGE_MS
+        oldest = received_at - MAX_READING_AGE_MS
         start = self._site_start_ms
-        for station, r in decoded.readings:
+        if isinstance(readings, list) and len(readings) > 1_000:  # an import's chunk
+            times = [r.t for _s, r in readings]
+            if min(times) >= max(oldest, start or oldest) and max(times) <= limit:
+                return readings  # none to flag: the chunk as it is
+        for station, r in readings:
             if r.t > limit and CLOCK_AHEAD not in r.flags:
                 self.stats.clock_ahead += 1
                 r = replace(r, flags=r.flags | {CLOCK_AHEAD})
@@ -576,7 +658,62 @@ class IngestService:
                 self.stats.before_site_start += 1
                 r = replace(r, flags=r.flags | {BEFORE_SITE_START})
             rows.append((station, r))
-        return rows, list(decoded.inspections)
+        return rows
+
+    # --- a bulk import (ingest/recordings/bulk_import.py) ---------------------------------
+
+    def import_columns(self, cols: ReadingColumns, received_at: int) -> bool:
+        """:meth:`import_chunk` for a chunk of a fresh store as columns (a CSV's): when no
+        reading needs a time flag, none is twice and the store holds nothing of the chunk's
+        span, the arrays are stored as they are and fed to ``Engine.feed_columns`` (replay's
+        own path), no object per reading; False (nothing done) otherwise."""
+        import numpy as np
+
+        t = cols.t
+        if not len(t):
+            return True
+        start = self._site_start_ms or -(2**62)
+        low = max(received_at - MAX_READING_AGE_MS, start)
+        if int(t[0]) < low or int(t[-1]) > received_at + self.max_skew_ms:
+            return False
+        same = (t[1:] == t[:-1]) & (cols.code[1:] == cols.code[:-1])
+        if bool(np.any(same)):
+            return False  # a (sensor, t) twice: import_chunk keeps the first, judges the rest
+        station = self.site.station_of()
+        stations = [station[name] for name in cols.names]
+        with self.lock:
+            with self.store.transaction():
+                if not self.store.insert_new_reading_columns(
+                    self.site_id, cols, stations, received_at
+                ):
+                    return False
+            self.stats.readings_stored += len(t)
+            self._publish(self.engine.feed_columns(cols))
+            return True
+
+    def import_chunk(
+        self, readings: Sequence[tuple[str, SensorReading]], received_at: int, source: str
+    ) -> list[SensorReading]:
+        """Store one chunk of a recording as a message's readings are stored (the same time
+        flags, dedupe, and a stored rejection for a conflicting duplicate; one commit), then
+        feed the new ones to the engine on the batch path (``Engine.catch_up``) and store
+        the alerts and duties they raise. ``readings`` in event-time order, none before
+        what the engine has processed; ``source`` names the file in a rejection. The new
+        readings, in order."""
+        msg = Incoming(source, b"", received_at)
+        with self.lock:
+            rows = self._flag_times(readings, received_at)
+            with self.store.transaction():
+                new = self.store.insert_new_readings(self.site_id, rows, received_at)
+                if new is None:  # the store holds some of the chunk's span: a run again
+                    new = self.store.insert_readings(self.site_id, rows, received_at)
+                if len(new) < len(rows):
+                    self._conflicts(msg, rows, new)
+            self.stats.readings_stored += len(new)
+            self.stats.duplicates += len(rows) - len(new)
+            if new:
+                self._publish(self.engine.catch_up([new], (), new[-1].t - 1))
+            return new
 
     def _status_report(self, msg: Incoming, status: StationStatus) -> StationReport:
         """The message's status as a report: its own time, or its arrival time when it has
@@ -687,8 +824,20 @@ class IngestService:
     # --- publishing: only what changes what the store holds ---------------------
 
     def _publish(self, events: list[EngineEvent], *, late: bool = False) -> None:
-        """Store each event's alert or duty and dispatch the ones that change something."""
+        """Store each event's alert or duty and dispatch the ones that change something.
+
+        The dispatch comes first and the alert is stored after it. The store
+        answers "was this already told?", so an alert stored before its messages
+        were queued and then a crash (``kill -9``, power) would be told to nobody:
+        the restart finds it stored and stays quiet. In this order the crash
+        leaves it unstored instead. The restart's catch-up makes the same event
+        again and dispatches it again. The outbox names a delivery by the alert,
+        the event and the address (alerts/outbox.py ``delivery_id``), so a
+        message already queued is a logged duplicate, never a second text.
+        """
         out: list[EngineEvent] = []
+        told: dict[str, Alert] = {}  # what this call has told, not yet stored
+        to_store: list[tuple[Alert, bool]] = []
         for event in events:
             if isinstance(event, DutyEvent):
                 known = self.store.stored_duty(self.site_id, event.duty.id)
@@ -696,22 +845,28 @@ class IngestService:
                     self.store.save_duty(self.site_id, event.duty)
                 out.append(event)
                 continue
-            stored = self.store.stored_alert(self.site_id, event.alert.id)
-            if (
-                stored is not None
-                and not stored.withdrawn
-                and _already_told(stored.alert, event.alert)
-            ):
+            before = told.get(event.alert.id)
+            if before is None:
+                stored = self.store.stored_alert(self.site_id, event.alert.id)
+                if stored is not None and not stored.withdrawn:
+                    before = stored.alert
+                known_before = stored is not None
+            else:
+                known_before = True
+            if before is not None and _already_told(before, event.alert):
                 continue  # replayed history (a restart, a rebuild), not news
-            is_late = event.alert.id in self._late_ids or (late and stored is None)
+            is_late = event.alert.id in self._late_ids or (late and not known_before)
             alert = event.alert
             if is_late:
                 self._late_ids.add(alert.id)
                 alert = alert.model_copy(update={"message": LATE_PREFIX + alert.message})
-            self.store.save_alert(self.site_id, alert, late=is_late)
+            told[alert.id] = alert
+            to_store.append((alert, is_late))
             out.append(AlertEvent(event.type, event.at, alert))
         if self.dispatcher is not None and out:
             self.dispatcher.handle(out)
+        for alert, is_late in to_store:
+            self.store.save_alert(self.site_id, alert, late=is_late)
 
     def _publish_history(
         self, engine: Engine, events: list[EngineEvent], *, late: bool, opened_after: int | None

@@ -82,15 +82,45 @@ def span(start: datetime | str, end: datetime | str, zone: tzinfo) -> str:
     return f"{day_time(a, zone)} to {day_time(b, zone)}"
 
 
+# What a phase inspection's ``<area>:<site-log event>`` key says happened to the area
+# (analytics/inspection_phase.py), as the head of "... of <the area's name>".
+_AREA_EVENT_WORDS: Mapping[str, str] = {
+    "disturbed": "disturbance",
+    "cleared": "clearing",
+    "graded": "grading",
+    "completed": "completion of work",
+    "temporary_cover": "temporary cover",
+    "seeded": "seeding",
+    "permanent_cover": "permanent cover",
+}
+
+
+# Subjects the engine gives to what is not a place: the site's inspection records as a
+# whole (analytics/inspection_record.py ``SUBJECT``; tests/foundation/test_naming.py).
+_SUBJECT_WORDS: Mapping[str, str] = {"inspection-records": "the inspection records"}
+
+
 def thing_name(subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
     """One identifier in words: its name from the site file, a storm key as "the storm
-    of May 8 08:25", a milestone's underscores as spaces, anything else as it is."""
+    of May 8 08:25", an area's event as "grading of Access drive" (a phase
+    inspection's key ``drive:graded``), a milestone's underscores as spaces, anything
+    else as it is."""
     if subject in names:
         return names[subject]
+    if subject in _SUBJECT_WORDS:
+        return _SUBJECT_WORDS[subject]
     _head, sep, tail = subject.partition(STORM_SEPARATOR)
     if sep and _when(tail) is not None:
         return f"the storm of {day_time(tail, zone)}"
-    return subject if sep else subject.replace("_", " ")
+    if sep:
+        return subject
+    area, colon, event = subject.partition(":")
+    if colon and area in names and event in _AREA_EVENT_WORDS:
+        return f"{_AREA_EVENT_WORDS[event]} of {names[area]}"
+    return subject.replace("_", " ")
+
+
+_AFTER_REASONS = frozenset({"storm", "design_storm", "phase"})  # inspections after an event
 
 
 def duty_name(kind: str, reason: str, subject: str, names: Mapping[str, str], zone: tzinfo) -> str:
@@ -101,7 +131,7 @@ def duty_name(kind: str, reason: str, subject: str, names: Mapping[str, str], zo
     if kind != "inspection":
         return f"{kind.replace('_', ' ')} of {thing}"
     words = _REASON_WORDS.get(reason, f"{reason.replace('_', ' ')} inspection")
-    if reason in ("storm", "design_storm", "phase"):
+    if reason in _AFTER_REASONS:
         return f"{words} after {thing}"
     return f"{words} of {thing}"
 
@@ -132,6 +162,15 @@ def alert_thing(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
     words (its area, its storm, the site), never the duty's id."""
     duty = duty_of(alert)
     return thing_name(duty[2] if duty is not None else alert.subject, names, zone)
+
+
+def alert_place(alert: Alert, names: Mapping[str, str], zone: tzinfo) -> str:
+    """Where or after what, for a heading: "at Topsoil stockpile by West Brook" ("…
+    stabilization overdue at …"), but "after grading of Access drive" and "after the
+    storm of May 8 08:25" for an inspection that follows a phase or a storm."""
+    duty = duty_of(alert)
+    word = "after" if duty is not None and duty[1] in _AFTER_REASONS else "at"
+    return f"{word} {alert_thing(alert, names, zone)}"
 
 
 def overdue_words(alert: Alert, at: datetime | str, zone: tzinfo) -> str:

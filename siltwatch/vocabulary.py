@@ -1,12 +1,17 @@
-"""The typed vocabulary of siltwatch's outputs: alert kinds, duty kinds and reasons, severity.
+"""The typed vocabulary of siltwatch's outputs: duty reasons, site-log events, severity.
 
-Every kind and reason the engine produces is a member here, so a consumer that
-switches on one (routing, messages, dashboards) names a member, and a typo is an
-``AttributeError`` at import time, not a branch that silently never matches.
+A consumer that switches on one of these (routing, messages, dashboards) names a
+member, and a typo is an ``AttributeError`` at import time, not a branch that
+silently never matches. Alert and duty *kinds* are not here: each is declared
+once, by the description of the detection that raises it (``kind`` of its
+:class:`~siltwatch.detections.base.AlertSpec` or
+:class:`~siltwatch.detections.base.DutySpec`, e.g.
+``siltwatch.detections.drain.DRAIN_TIME.kind``), and the registry
+(siltwatch/detections/) lists them all.
 
-The members are ``StrEnum``: each *is* its string (``AlertKind.DRAIN_TIME ==
-"drain_time"``, ``str()``/``format()`` give the value, JSON carries the value),
-so the wire format and the replay contract (docs/replay-contract.md) are
+The members are ``StrEnum``: each *is* its string (``DutyReason.STORM ==
+"storm"``, ``str()``/``format()`` give the value, JSON carries the value), so
+the wire format and the replay contract (docs/replay-contract.md) are
 unchanged. The wire models keep ``kind`` and ``reason`` as plain strings: the
 contract leaves both open ("or more"), and a consumer must accept a kind from a
 newer engine.
@@ -18,24 +23,6 @@ one place that order is written.
 from __future__ import annotations
 
 from enum import StrEnum
-
-
-class AlertKind(StrEnum):
-    """What an alert episode is about (``kind`` in ALERTS.jsonl)."""
-
-    TURBIDITY_CONTRAST = "turbidity_contrast"  # analytics/turbidity.py
-    SEDIMENT_CAPACITY = "sediment_capacity"  # analytics/sediment.py
-    DRAIN_TIME = "drain_time"  # analytics/drain.py: the drain-time limit passed undrained
-    DRAIN_TIME_FORECAST = "drain_time_forecast"  # analytics/drain.py: it will not drain in time
-    INSPECTION_OVERDUE = "inspection_overdue"  # analytics/inspections.py
-    SENSOR_OFFLINE = "sensor_offline"  # analytics/health.py
-    DATA_QUALITY = "data_quality"  # analytics/health.py and analytics/turbidity.py
-
-
-class DutyKind(StrEnum):
-    """What a duty asks for (``kind`` in DUTIES.jsonl)."""
-
-    INSPECTION = "inspection"
 
 
 class DutyReason(StrEnum):
@@ -129,6 +116,18 @@ _SITE_WIDE = frozenset(
     }
 )
 _AREA_OPTIONAL = frozenset({SiteEvent.VIOLATION})
+# Site-wide rows record paperwork, but for a milestone (a phase of the work reached) and
+# vegetation felled into or removed from the water (work on site); a violation and the
+# cold season's extra measures name an area, yet record paperwork.
+_PAPERWORK = (
+    _SITE_WIDE - {SiteEvent.MILESTONE, SiteEvent.FELLED_INTO_WATER, SiteEvent.FELLED_REMOVED}
+) | {SiteEvent.VIOLATION, SiteEvent.EXTRA_MEASURES}
+
+
+def is_paperwork(event: str) -> bool:
+    """A site-log row of ``event`` records paperwork, not work on site: it starts no
+    inspection clock (an event this release does not know counts as work)."""
+    return event in _PAPERWORK
 
 
 class Milestone(StrEnum):

@@ -90,6 +90,7 @@ DOTTED = (0.0, (4.0, 3.0))  # markers (an instant)
 EPISODE_FILL = "#c62828"
 EPISODE_ALPHA = 0.10
 EPISODE_LABEL = "alert episode"
+BAND_ALPHA = 0.2  # a series' band of lowest-to-highest readings (model.py ``Series.band``)
 
 # Sizes the console and the report draw at: wide fits a 1400 px page's half row,
 # narrow a 390 px phone; both keep their text at TEXT_PX (never scaled down).
@@ -370,6 +371,8 @@ def _draw_series(
         ax.add_collection(boxes, autolim=False)
         shown = [(round(a + w / 2), v) for a, w, v in bars]
     else:
+        if series.band:
+            _draw_band(ax, series, interval, color, chart, f"{gid}-band")
         xs: list[float] = []
         ys: list[float] = []
         for run in split_at_gaps(points, interval):
@@ -401,6 +404,20 @@ def _draw_series(
         parts.hover[f"hover-{i}"] = [
             f"{_when(t, chart.zone)}  {series.label}: {_value(v)} {chart.unit}" for t, v in targets
         ]
+
+
+def _draw_band(ax: Axes, series: Series, interval: int, color: str, chart: Chart, gid: str) -> None:
+    """The buckets' lowest-to-highest readings as one shaded shape per run of the line
+    (broken at the line's gaps), behind the line: a plume's peak stays in sight."""
+    inside = [b for b in series.band if chart.start_ms <= b[0] <= chart.end_ms]
+    shapes = []
+    for run in split_at_gaps([(t, lo) for t, lo, _ in inside], interval):
+        first, last = run[0][0], run[-1][0]
+        part = [b for b in inside if first <= b[0] <= last]
+        shapes.append([(t, lo) for t, lo, _ in part] + [(t, hi) for t, _, hi in reversed(part)])
+    band = PolyCollection(shapes, facecolors=color, alpha=BAND_ALPHA, linewidths=0)
+    band.set_gid(gid)
+    ax.add_collection(band, autolim=False)
 
 
 def _alone(xs: Sequence[float], k: int) -> bool:
@@ -519,6 +536,8 @@ def _finish_svg(raw: str, chart: Chart, parts: _Parts) -> str:
             del group.attrib["id"]
         elif gid.startswith("series-") and gid.endswith("-dots"):
             _mark(group, {"class": "dots"})
+        elif gid.startswith("series-") and gid.endswith("-band"):
+            _mark(group, {"class": "band"})
     for element in root.iter():
         for key in _COORDINATES:
             coord = element.get(key)

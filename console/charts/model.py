@@ -30,6 +30,7 @@ EMPTY_TEXT = "no readings in this window"
 
 Style = Literal["line", "bars", "step"]
 Point = tuple[int, float]
+Band = tuple[int, float, float]  # (UTC epoch ms, lowest, highest) of the readings of a bucket
 
 # Colours: the series in order; reference lines red (the law), design lines blue/orange.
 PALETTE = ("#1565c0", "#8d4e2a", "#2e7d32", "#6a1b9a", "#00838f")
@@ -48,6 +49,9 @@ class Series:
     interval ending at its time (a rain reading is the depth that fell in the
     interval ending at its time). None: the median spacing of the points.
     ``dashed`` draws a reference series (a limit computed from the background).
+    ``band`` is each bucket's lowest and highest reading, drawn as a shaded band
+    behind the line where the line is an aggregate of many readings (a median
+    per 4 h), so a short plume the aggregate smooths away stays visible.
     """
 
     label: str
@@ -56,6 +60,7 @@ class Series:
     interval_ms: int | None = None
     color: str | None = None
     dashed: bool = False
+    band: Sequence[Band] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,14 @@ def value_axis(
     chart: Chart, visible: Sequence[Sequence[Point]]
 ) -> tuple[float, float, list[float]]:
     values = [v for points in visible for _, v in points]
+    values += [
+        v
+        for s in chart.series
+        for t, lo, hi in s.band
+        if chart.start_ms <= t <= chart.end_ms
+        for v in (lo, hi)
+        if math.isfinite(v)
+    ]
     values += [line.value for line in chart.lines if math.isfinite(line.value)]
     if any(s.style == "bars" for s in chart.series) or not values:
         values.append(0.0)

@@ -23,9 +23,11 @@ from analytics.quality import usable, usable_in_median
 from console.charts.model import (
     DESIGN_BLUE,
     LIMIT_RED,
+    MS_PER_DAY,
     MS_PER_H,
     MS_PER_MIN,
     WARN_ORANGE,
+    Band,
     Chart,
     Marker,
     Point,
@@ -34,6 +36,7 @@ from console.charts.model import (
     Style,
 )
 from ingest.store.queries import SqlStore
+from ingest.store.summaries import HourSummary
 from siltwatch import rulemath
 from siltwatch.config import (
     InfiltrationPractice,
@@ -134,6 +137,13 @@ _AGGREGATES: dict[str, Callable[[list[float]], float]] = {
     "mean": statistics.fmean,
     "sum": math.fsum,
 }
+# The same aggregates over a bucket of whole hours, from the hours' summaries: a sum and a
+# mean are exact; a median is the median of the hours' medians.
+_HOURLY: dict[str, Callable[[Sequence[HourSummary]], float]] = {
+    "median": lambda hours: statistics.median(h.mid for h in hours),
+    "mean": lambda hours: math.fsum(h.total for h in hours) / sum(h.n for h in hours),
+    "sum": lambda hours: math.fsum(h.total for h in hours),
+}
 _COLOURS = {"red": LIMIT_RED, "orange": WARN_ORANGE, "blue": DESIGN_BLUE}
 
 
@@ -151,10 +161,18 @@ def panel_chart(
         sensor = site.sensor(s.sensor)
         floor_s = max(panel.interval_s or 0.0, sensor.interval_s)
         width = bucket_width(start_ms, end_ms, round(floor_s * 1000))
-        points = stored_points(store, sid, s.sensor, start_ms, end_ms, usable)
         style: Style = "bars" if panel.bars else "line"
-        agg = bucketed(points, width, _AGGREGATES[s.aggregate])
-        series.append(Series(s.alias, agg, style, interval_ms=width))
+        hourly = summary_width(width, round(sensor.interval_s * 1000))
+        if hourly is None:
+            points = stored_points(store, sid, s.sensor, start_ms, end_ms, usable)
+            agg = bucketed(points, width, _AGGREGATES[s.aggregate])
+            series.append(Series(s.alias, agg, style, interval_ms=width))
+            continue
+        hours = store.hour_summaries(sid, s.sensor, start_ms, end_ms)
+        agg, band = hourly_buckets(hours, hourly, _HOURLY[s.aggregate])
+        series.append(
+            Series(s.alias, agg, style, interval_ms=hourly, band=() if panel.bars else band)
+        )
     lines = [
         RefLine(f"{value:g} {panel.unit}", value, _COLOURS.get(colour, LIMIT_RED))
         for value, colour in panel.thresholds
@@ -223,6 +241,49 @@ def bucket_width(start_ms: int, end_ms: int, floor_ms: int, columns: int = PLOT_
     return max(floor_ms, per_column, 1)
 
 
+# Buckets of whole hours a plot reads from the hourly summaries: divisors of a day, so
+# buckets align with UTC days as the epoch-aligned raw buckets do; past a day, whole days.
+SUMMARY_HOURS = (1, 2, 3, 4, 6, 8, 12, 24)
+BAND_TEXT = " The shaded band spans each bucket's lowest to highest reading."
+
+
+def summary_width(width_ms: int, interval_ms: int) -> int | None:
+    """The bucket drawn from the hourly summaries when a bucket of ``width_ms`` spans an
+    hour or more (a window of more than about 27 days at :data:`PLOT_COLUMNS`) and more
+    than one sampling interval ``interval_ms`` of the sensor: the next of
+    :data:`SUMMARY_HOURS`, or whole days. None: drawn from the readings (a finer bucket,
+    or one reading a bucket, where a summary would save nothing)."""
+    if width_ms < MS_PER_H or width_ms <= interval_ms:
+        return None
+    hours = next((h for h in SUMMARY_HOURS if h * MS_PER_H >= width_ms), None)
+    if hours is None:
+        return math.ceil(width_ms / MS_PER_DAY) * MS_PER_DAY
+    return hours * MS_PER_H
+
+
+def hourly_buckets(
+    hours: Iterable[HourSummary],
+    width_ms: int,
+    aggregate: Callable[[Sequence[HourSummary]], float],
+    value: Callable[[float], float] = float,
+) -> tuple[list[Point], list[Band]]:
+    """One aggregate of the hours' summaries per bucket of ``width_ms`` (whole hours,
+    aligned to the epoch as :func:`bucketed`), stamped at the bucket's middle, and the
+    bucket's lowest and highest reading; ``value`` maps a reading to what is drawn (a
+    monotone map: a depth to the share of a trap filled)."""
+    groups: dict[int, list[HourSummary]] = {}
+    for h in hours:
+        groups.setdefault(h.start_ms // width_ms, []).append(h)
+    points: list[Point] = []
+    band: list[Band] = []
+    for k, group in sorted(groups.items()):
+        at = k * width_ms + width_ms // 2
+        points.append((at, aggregate(group)))
+        ends = (value(min(h.lo for h in group)), value(max(h.hi for h in group)))
+        band.append((at, min(ends), max(ends)))
+    return points, band
+
+
 def bucketed(
     points: Iterable[Point], width_ms: int, aggregate: Callable[[list[float]], float]
 ) -> list[Point]:
@@ -277,17 +338,36 @@ def turbidity_chart(
     unit = site.sensor(pair.downstream).unit
     window_s = pair.window_s or rules.number("turbidity.window_s")
     width = bucket_width(start_ms, end_ms, round(window_s * 1000))
-    up, down = (
-        bucketed(
-            stored_points(store, sid, s, start_ms, end_ms, usable_in_median),
-            width,
-            statistics.median,
-        )
-        for s in (pair.upstream, pair.downstream)
+    interval_ms = round(
+        max(site.sensor(s).interval_s for s in (pair.upstream, pair.downstream)) * 1000
     )
+    hourly = summary_width(width, interval_ms)
+    bands: tuple[Sequence[Band], Sequence[Band]] = ((), ())
+    if hourly is None:
+        up, down = (
+            bucketed(
+                stored_points(store, sid, s, start_ms, end_ms, usable_in_median),
+                width,
+                statistics.median,
+            )
+            for s in (pair.upstream, pair.downstream)
+        )
+        how, band_text = f"Medians per {_dur(width)}", ""
+    else:
+        width = hourly
+        (up, up_band), (down, down_band) = (
+            hourly_buckets(
+                store.hour_summaries(sid, s, start_ms, end_ms, median=True),
+                width,
+                _HOURLY["median"],
+            )
+            for s in (pair.upstream, pair.downstream)
+        )
+        bands = (up_band, down_band)
+        how, band_text = f"Medians per {_dur(width)} of hourly medians", BAND_TEXT
     series = [
-        Series(f"upstream {pair.upstream} (background)", up, interval_ms=width),
-        Series(f"downstream {pair.downstream}", down, interval_ms=width),
+        Series(f"upstream {pair.upstream} (background)", up, interval_ms=width, band=bands[0]),
+        Series(f"downstream {pair.downstream}", down, interval_ms=width, band=bands[1]),
     ]
     lines: list[RefLine] = []
     table, cite = rulemath.choose_limit(
@@ -326,9 +406,9 @@ def turbidity_chart(
         id=f"turbidity-{pair.id}",
         zone=site.site.zone,
         description=(
-            f"Medians per {_dur(width)} (at least the detector's {_dur(round(window_s * 1000))} "
+            f"{how} (at least the detector's {_dur(round(window_s * 1000))} "
             f"window) of {pair.upstream} above and {pair.downstream} below the discharge; "
-            f"{limit_text}, computed from the upstream median.{travel}"
+            f"{limit_text}, computed from the upstream median.{travel}{band_text}"
         ),
     )
 
@@ -342,19 +422,30 @@ def rain_chart(
     usable (analytics/quality.py), finite and not negative; 24 h is the storm
     rule's window the dashboard draws (siltwatch/detections/inspections.py).
     """
-    unit = site.sensor(gauge.sensor).unit
+    sensor = site.sensor(gauge.sensor)
+    unit = sensor.unit
     window = ROLLING_RAIN_H * MS_PER_H
-    points = [
-        (t, v)
-        for t, v in stored_points(
-            store, site.site.id, gauge.sensor, start_ms - window, end_ms, usable
-        )
-        if v >= 0
-    ]
     span_h = (end_ms - start_ms) / MS_PER_H
     bar_h = next((h for h in _BAR_HOURS if span_h / h <= MAX_BARS), _BAR_HOURS[-1])
-    bars = [(t, v) for t, v in interval_sums(points, bar_h * MS_PER_H) if t > start_ms]
-    rolling = running_total(interval_sums(points, MS_PER_H), ROLLING_RAIN_H)
+    interval = round(sensor.interval_s * 1000)
+    if summary_width(bucket_width(start_ms, end_ms, interval), interval) is None:
+        points = [
+            (t, v)
+            for t, v in stored_points(
+                store, site.site.id, gauge.sensor, start_ms - window, end_ms, usable
+            )
+            if v >= 0
+        ]
+        hourly = interval_sums(points, MS_PER_H)
+        bars = interval_sums(points, bar_h * MS_PER_H)
+    else:
+        # A long window: the hours' sums, each hour ending at a reading's time as above
+        # (a negative depth is refused before it is stored, siltwatch/sensorkinds/rain.py).
+        hours = store.hour_summaries(site.site.id, gauge.sensor, start_ms - window, end_ms)
+        hourly = HourSummary.ending_sums(hours)
+        bars = interval_sums(hourly, bar_h * MS_PER_H)
+    bars = [(t, v) for t, v in bars if t > start_ms]
+    rolling = running_total(hourly, ROLLING_RAIN_H)
     return Chart(
         f"Rain {gauge.id}",
         unit,
@@ -431,18 +522,23 @@ def level_chart(
     design, drained, unit = practice_levels(site, practice)
     sensor = site.sensor(practice.level_sensor)
     width = bucket_width(start_ms, end_ms, round(sensor.interval_s * 1000))
-    raw = stored_points(store, site.site.id, practice.level_sensor, start_ms, end_ms, usable)
+    hourly = summary_width(width, round(sensor.interval_s * 1000))
+    label = f"level {practice.level_sensor}"
+    if hourly is None:
+        raw = stored_points(store, site.site.id, practice.level_sensor, start_ms, end_ms, usable)
+        level = Series(label, bucketed(raw, width, statistics.fmean), interval_ms=width)
+        band_text = ""
+    else:
+        width = hourly
+        hours = store.hour_summaries(site.site.id, practice.level_sensor, start_ms, end_ms)
+        points, band = hourly_buckets(hours, width, _HOURLY["mean"])
+        level = Series(label, points, interval_ms=width, band=band)
+        band_text = BAND_TEXT
     kind = practice.type.replace("_", " ")
     return Chart(
         f"Water level {practice.id} ({kind})",
         unit,
-        [
-            Series(
-                f"level {practice.level_sensor}",
-                bucketed(raw, width, statistics.fmean),
-                interval_ms=width,
-            )
-        ],
+        [level],
         [
             RefLine(f"design level {design:g} {unit}", design, DESIGN_BLUE),
             RefLine(f"drained at or below {drained:g} {unit}", drained, WARN_ORANGE),
@@ -455,7 +551,7 @@ def level_chart(
         description=(
             f"Mean level of {practice.level_sensor} per {_dur(width)}. The practice counts as "
             f"drained at or below the design level plus its tolerance ({drained:g} {unit}); "
-            f"{_drain_limit_text(site, practice)}"
+            f"{_drain_limit_text(site, practice)}{band_text}"
         ),
     )
 
@@ -487,19 +583,35 @@ def trap_chart(
         trap.warn_fraction, rules.require("sediment.warn_fraction")
     )
     clean_cite = rules.require("sediment.cleanout_fraction").cite()
-    raw = stored_points(store, site.site.id, trap.depth_sensor, start_ms, end_ms, usable)
-    filled = [(t, 100.0 * geometry.fraction_lost(to_metres(v, sensor.unit))) for t, v in raw]
     width = bucket_width(start_ms, end_ms, round(sensor.interval_s * 1000))
+    hourly = summary_width(width, round(sensor.interval_s * 1000))
+    label = f"filled ({trap.depth_sensor})"
+
+    def percent(depth: float) -> float:
+        return 100.0 * geometry.fraction_lost(to_metres(depth, sensor.unit))
+
+    if hourly is None:
+        raw = stored_points(store, site.site.id, trap.depth_sensor, start_ms, end_ms, usable)
+        filled = [(t, percent(v)) for t, v in raw]
+        series = Series(label, bucketed(filled, width, statistics.fmean), interval_ms=width)
+        how, band_text = "Share of", ""
+    else:
+        # The share is not linear in the depth: each hour's median depth is mapped (exact
+        # for an hourly sensor, one reading an hour), the hours averaged by their counts.
+        width = hourly
+        hours = store.hour_summaries(site.site.id, trap.depth_sensor, start_ms, end_ms)
+        points, band = hourly_buckets(
+            hours,
+            width,
+            lambda group: math.fsum(percent(h.mid) * h.n for h in group) / sum(h.n for h in group),
+            percent,
+        )
+        series = Series(label, points, interval_ms=width, band=band)
+        how, band_text = f"Mean per {_dur(width)} of each hour's median share of", BAND_TEXT
     return Chart(
         f"Sediment trap {trap.id}: storage lost",
         "% of design storage",
-        [
-            Series(
-                f"filled ({trap.depth_sensor})",
-                bucketed(filled, width, statistics.fmean),
-                interval_ms=width,
-            )
-        ],
+        [series],
         [
             RefLine(f"warn {warn * 100:g} %", warn * 100, WARN_ORANGE),
             RefLine(f"clean out {clean * 100:g} % ({clean_cite})", clean * 100, LIMIT_RED),
@@ -510,9 +622,9 @@ def trap_chart(
         id=f"trap-{trap.id}",
         zone=site.site.zone,
         description=(
-            f"Share of the design storage volume filled, from {trap.depth_sensor}'s sediment "
+            f"{how} the design storage volume filled, from {trap.depth_sensor}'s sediment "
             f"depth and the trap's geometry. Warning at {warn * 100:g} % ({warn_source}); "
-            f"cleanout due at {clean * 100:g} % ({clean_cite})."
+            f"cleanout due at {clean * 100:g} % ({clean_cite}).{band_text}"
         ),
     )
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ingest.influx.mirror import InfluxMirror, LineWriter, MirrorFlusher
 from ingest.influx.recopy import StoreRecopy
+from ingest.per_site import PerSite
 from siltwatch.config import SiteConfig
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,7 @@ class FleetMirrors:
         self.writer = SharedWriter(writer)
         self._real = writer
         self.db = db  # each site's StoreRecopy reads its dropped spans back from here
-        self._lock = threading.Lock()
-        self._mirrors: dict[str, InfluxMirror] = {}
+        self._mirrors: PerSite[InfluxMirror] = PerSite()
         self.flusher = MirrorFlusher(self, interval_s)
         self._started = False
 
@@ -75,28 +75,25 @@ class FleetMirrors:
         """The site's mirror, made on its first start; a changed site keeps its queue and
         takes the new configuration's sensor kinds."""
         sid = site.site.id
-        with self._lock:
-            mirror = self._mirrors.get(sid)
-            if mirror is None:
-                mirror = InfluxMirror(
-                    site, self.writer, auto_flush=False, recopy=StoreRecopy(self.db, sid)
-                )
-                self._mirrors[sid] = mirror
-            else:
-                mirror.kinds = {s.id: (s.kind, s.unit) for s in site.sensors().values()}
-            return mirror
+        mirror, made = self._mirrors.get_or_make(
+            sid,
+            lambda: InfluxMirror(
+                site, self.writer, auto_flush=False, recopy=StoreRecopy(self.db, sid)
+            ),
+        )
+        if not made:
+            mirror.kinds = {s.id: (s.kind, s.unit) for s in site.sensors().values()}
+        return mirror
 
     def remove(self, site_id: str) -> None:
         """The site is no longer served: write what it queued (a few tries), then drop it."""
-        with self._lock:
-            mirror = self._mirrors.pop(site_id, None)
+        mirror = self._mirrors.take(site_id)
         if mirror is not None:
             mirror.close()
 
     def mirrors(self) -> dict[str, InfluxMirror]:
         """Each served site's mirror (a copy: a reload may add or remove some)."""
-        with self._lock:
-            return dict(self._mirrors)
+        return self._mirrors.copy()
 
     def flush(self) -> bool:
         """The flusher's call: every site's queue, one after the other; True when all empty.
@@ -120,8 +117,6 @@ class FleetMirrors:
         """At the stop: the flusher ends, every site's queue is written, the writer closed."""
         if self._started:
             self.flusher.stop()
-        with self._lock:
-            mirrors, self._mirrors = dict(self._mirrors), {}
-        for _sid, mirror in sorted(mirrors.items()):
+        for _sid, mirror in sorted(self._mirrors.take_all().items()):
             mirror.close()
         self._real.close()

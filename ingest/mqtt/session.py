@@ -7,6 +7,13 @@ Why each choice (issue: "a live service that loses nothing"):
   reading the broker has forgotten. Here paho runs with ``manual_ack`` and a
   worker thread takes what has arrived, commits it in one transaction (a
   group commit: one fsync for many messages) and only then sends the PUBACKs.
+* **A group commit bounded by readings and bytes**, not only messages: a
+  backlog of 10,000-reading batches once became one 1 M-reading transaction
+  held in memory (1.2 GB, issue 24). A group stops at ``batch_max`` messages,
+  ``batch_max_readings`` readings or ``batch_max_bytes`` of payload, whichever
+  comes first (one message is always taken); and what waits in the queue is
+  bounded too (``queue_max_bytes``): past it paho's thread waits before it
+  reads more, so the broker holds the backlog, not this process.
 * **A persistent session** (MQTT v5 ``clean_start=False`` with a session
   expiry; 3.1.1 ``clean_session=False``) under a client id that is stable per
   instance, so the broker queues what arrives while the service is down or
@@ -74,6 +81,9 @@ from siltwatch.schema import (
 
 log = logging.getLogger(__name__)
 
+BATCH_MAX_READINGS = 20_000  # readings in one group commit (about 20 MB decoded)
+BATCH_MAX_BYTES = 8 * 1024 * 1024  # payload bytes in one group commit
+QUEUE_MAX_BYTES = 64 * 1024 * 1024  # payload bytes received and not yet taken by the worker
 SESSION_EXPIRY_S = 7 * 24 * 3600  # the broker keeps our queue through a week-long outage
 CONNECT_TIMEOUT_S = 15.0
 LEASE_WAIT_S = 1.0
@@ -93,6 +103,12 @@ def site_topics(site_id: str) -> tuple[str, ...]:
         statuses_subscription(site_id),
         site_log_topic(site_id),
     )
+
+
+def readings_in(payload: bytes) -> int:
+    """How many readings a message holds, counted without decoding it (each reading has
+    a ``"seq"`` key; a batch's readings are its items): an upper bound, at least 1."""
+    return max(1, payload.count(b'"seq"'))
 
 
 class MqttStartError(Exception):
@@ -161,6 +177,9 @@ class MqttStats(Counters):
     batches: int
     last_disconnect_reason: str
     largest_batch: int
+    largest_batch_readings: int  # as counted by readings_in (an upper bound)
+    largest_batch_bytes: int
+    paused: int  # times paho's thread waited for the queue to drain (queue_max_bytes)
     errors: list[str]
     resend_requests: int  # resend requests published (ingest/gaps.py)
 
@@ -187,6 +206,9 @@ class MqttIngest:
         clock_ms: Callable[[], int],
         client_id: str | None = None,
         batch_max: int = 1_000,
+        batch_max_readings: int = BATCH_MAX_READINGS,
+        batch_max_bytes: int = BATCH_MAX_BYTES,
+        queue_max_bytes: int = QUEUE_MAX_BYTES,
         take_over: bool = False,
         on_fatal: Callable[[str], None] | None = None,
         fleet: bool = False,
@@ -202,6 +224,9 @@ class MqttIngest:
             raise ValueError("one MqttIngest per site unless fleet=True")
         self.client_id = client_id or f"siltwatch-ingest-{self.site_id}"
         self.batch_max = batch_max
+        self.batch_max_readings = batch_max_readings
+        self.batch_max_bytes = batch_max_bytes
+        self.queue_max_bytes = queue_max_bytes
         self.take_over = take_over
         self.on_fatal = on_fatal
         self.stats = MqttStats()
@@ -209,6 +234,11 @@ class MqttIngest:
         # matters at tens of thousands of single-reading messages a second (paho's thread
         # puts, the commit worker takes; nothing needs Queue's task tracking or bound).
         self._queue: queue.SimpleQueue[tuple[Incoming, int, int]] = queue.SimpleQueue()
+        # The queue's payload bytes are queued - taken; each counter has one writer (paho's
+        # thread, the worker), so no lock per message. The worker sets _room as it takes.
+        self._queued_bytes = 0
+        self._taken_bytes = 0
+        self._room = threading.Event()
         self._stop = threading.Event()
         self._fatal = threading.Event()
         self._connected = threading.Event()
@@ -478,9 +508,21 @@ class MqttIngest:
         log.warning("lost the MQTT broker at %s (%s); reconnecting", self.broker.url, reason)
 
     def _on_message(self, client: mqtt.Client, userdata: object, msg: mqtt.MQTTMessage) -> None:
-        self._queue.put(
-            (Incoming(msg.topic, bytes(msg.payload), self.clock_ms()), msg.mid, msg.qos)
-        )
+        payload = bytes(msg.payload)
+        self._queue.put((Incoming(msg.topic, payload, self.clock_ms()), msg.mid, msg.qos))
+        self._queued_bytes += len(payload)
+        if self._queued_bytes - self._taken_bytes > self.queue_max_bytes:
+            self._wait_for_room()
+
+    def _wait_for_room(self) -> None:
+        """Hold paho's thread (it reads no more from the socket, so the broker keeps the
+        rest) until the worker has taken the queue below ``queue_max_bytes``."""
+        self.stats.paused += 1
+        while not self._stop.is_set():
+            self._room.clear()
+            if self._queued_bytes - self._taken_bytes <= self.queue_max_bytes:
+                return
+            self._room.wait(0.5)
 
     # --- the commit worker --------------------------------------------------------------
 
@@ -490,12 +532,22 @@ class MqttIngest:
         except queue.Empty:
             return []
         batch = [first]
+        readings, size = readings_in(first[0].payload), len(first[0].payload)
         take, limit = self._queue.get_nowait, self.batch_max
-        while len(batch) < limit:
+        while len(batch) < limit and readings < self.batch_max_readings:
             try:
-                batch.append(take())
+                item = take()
             except queue.Empty:
                 break
+            batch.append(item)
+            readings += readings_in(item[0].payload)
+            size += len(item[0].payload)
+            if size >= self.batch_max_bytes:
+                break
+        self._taken_bytes += size
+        self._room.set()
+        self.stats.largest_batch_readings = max(self.stats.largest_batch_readings, readings)
+        self.stats.largest_batch_bytes = max(self.stats.largest_batch_bytes, size)
         return batch
 
     def _work(self) -> None:

@@ -28,12 +28,16 @@ and an analysis may want them; the console leaves them out.
 
 The store is only read (:meth:`SqliteStore.open_read_only`) and readings are
 streamed in chunks, so a store of millions of rows exports in bounded memory
-next to a running ``serve``.
+next to a running ``serve``. With pyarrow (``siltwatch[server]``) each chunk of
+readings is an Arrow table whose times pyarrow compute formats
+(ingest/outputs/export_columns.py), at the speed of the columnar tools; without
+it the same bytes come out reading by reading.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -186,7 +190,7 @@ class SiteSlice:
 
 # --- the tables ---------------------------------------------------------------------
 
-Chunks = Callable[[SqlStore, SiteSlice], Iterator[Sequence[Row]]]
+Chunks = Callable[[SqlStore, SiteSlice], Iterator["Sequence[Row] | Columns"]]
 
 
 @dataclass(frozen=True)
@@ -198,23 +202,43 @@ class Table:
     chunks: Chunks
 
 
-def _readings(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row]]:
+@dataclass(frozen=True)
+class Columns:
+    """A chunk as one Arrow table in its table's schema (the readings, with pyarrow)."""
+
+    table: Any
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+
+def columnar() -> bool:
+    """Whether pyarrow and numpy are here for the column path (``siltwatch[server]``)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("pyarrow", "numpy"))
+
+
+def flags_sorted(flags: str) -> str:
+    """Stored flags as the export writes them: sorted, comma-separated ('' for none)."""
+    return ",".join(sorted(flags.split(","))) if "," in flags else flags
+
+
+def _readings(store: SqlStore, part: SiteSlice) -> Iterator[Sequence[Row] | Columns]:
     units = {sensor_id: s.unit for sensor_id, s in part.site.sensors().items()}
     w = part.window
-    for chunk in store.readings_between(part.id, w.start, w.end, READING_CHUNK):
+    chunks = store.reading_rows_between(part.id, w.start, w.end, READING_CHUNK)
+    if columnar():
+        from ingest.outputs.export_columns import readings_table
+
+        schema = arrow_schema(TABLES[0].columns)
+        for rows in chunks:
+            yield Columns(readings_table(schema, part.id, part.zone, units, rows))
+        return
+    for rows in chunks:
         yield [
-            (
-                part.id,
-                station,
-                r.sensor,
-                *part.times(r.t),
-                r.value,
-                units.get(r.sensor, ""),
-                r.seq,
-                ",".join(sorted(r.flags)),
-            )
-            for station, r in chunk
-        ]
+            (part.id, station, sensor, *part.times(t), float(value), units.get(sensor, ""),
+             seq, flags_sorted(flags))
+            for station, sensor, t, value, seq, flags in rows
+        ]  # fmt: skip
 
 
 def _ms_or_none(t: datetime | None) -> int | None:
@@ -452,11 +476,29 @@ class CsvTableWriter:
         self._fh: TextIO = path.open("w", encoding="utf-8", newline="")
         self._out = csv.writer(self._fh, lineterminator="\n")
         self._cells = [_csv_cell(c.type) for c in columns]
+        self._columns = tuple(columns)
         self._out.writerow([c.name for c in columns])
 
-    def write(self, rows: Sequence[Row]) -> None:
+    def write(self, rows: Sequence[Row] | Columns) -> None:
+        if isinstance(rows, Columns):
+            self._out.writerows(zip(*self._texts(rows.table), strict=True))
+            return
         cells = self._cells
         self._out.writerows([[f(v) for f, v in zip(cells, row, strict=True)] for row in rows])
+
+    def _texts(self, table: Any) -> list[list[object]]:
+        """Each column's cells (the csv module writes None as the empty text); the UTC
+        times formatted by pyarrow compute, as ``utc_iso`` writes them."""
+        from ingest.outputs.export_columns import utc_texts
+
+        out: list[list[object]] = []
+        for column, field in zip(self._columns, table.columns, strict=True):
+            if column.type is ColumnType.UTC:
+                field = utc_texts(field.cast("int64").to_numpy())
+            elif column.type not in (ColumnType.TEXT, ColumnType.INT, ColumnType.FLOAT):
+                raise TypeError(f"{column.name}: no CSV text for {column.type} in columns")
+            out.append(field.to_pylist())
+        return out
 
     def close(self) -> None:
         self._fh.close()
@@ -469,20 +511,17 @@ class ParquetTableWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        types = {
-            ColumnType.TEXT: pa.string(),
-            ColumnType.INT: pa.int64(),
-            ColumnType.FLOAT: pa.float64(),
-            ColumnType.BOOL: pa.bool_(),
-            ColumnType.UTC: pa.timestamp("ms", tz="UTC"),
-            ColumnType.DATE: pa.date32(),
-        }
         self._pa = pa
-        self._schema = pa.schema([(c.name, types[c.type]) for c in columns])
+        self._schema = arrow_schema(columns)
         self._writer = pq.ParquetWriter(path, self._schema)
         self._pending: list[Row] = []
+        self._tables: list[Any] = []  # Columns not yet written, fewer than READING_CHUNK rows
+        self._held = 0
 
-    def write(self, rows: Sequence[Row]) -> None:
+    def write(self, rows: Sequence[Row] | Columns) -> None:
+        if isinstance(rows, Columns):
+            self._write_columns(rows.table)
+            return
         self._pending.extend(rows)
         while len(self._pending) >= READING_CHUNK:
             group, self._pending = self._pending[:READING_CHUNK], self._pending[READING_CHUNK:]
@@ -496,10 +535,36 @@ class ParquetTableWriter:
         ]
         self._writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
 
+    def _write_columns(self, table: Any) -> None:
+        """Row groups of exactly ``READING_CHUNK`` rows, as the row path writes them."""
+        self._tables.append(table)
+        self._held += table.num_rows
+        while self._held >= READING_CHUNK:
+            held = self._pa.concat_tables(self._tables).combine_chunks()
+            self._writer.write_table(held.slice(0, READING_CHUNK))
+            self._tables, self._held = [held.slice(READING_CHUNK)], self._held - READING_CHUNK
+
     def close(self) -> None:
         if self._pending:
             self._write_group(self._pending)
+        if self._held:
+            self._writer.write_table(self._pa.concat_tables(self._tables).combine_chunks())
         self._writer.close()
+
+
+def arrow_schema(columns: Sequence[Column]) -> Any:
+    """The Parquet file's schema: each column's Arrow type."""
+    import pyarrow as pa
+
+    types = {
+        ColumnType.TEXT: pa.string(),
+        ColumnType.INT: pa.int64(),
+        ColumnType.FLOAT: pa.float64(),
+        ColumnType.BOOL: pa.bool_(),
+        ColumnType.UTC: pa.timestamp("ms", tz="UTC"),
+        ColumnType.DATE: pa.date32(),
+    }
+    return pa.schema([(c.name, types[c.type]) for c in columns])
 
 
 def open_writer(

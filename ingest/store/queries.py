@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Any, Protocol
 
+from analytics.batch_columns import ReadingColumns
 from analytics.engine import UNTRUSTED_TIME
 from analytics.events import (
     STATION_HEALTH_FIELDS,
@@ -33,6 +36,7 @@ from analytics.events import (
 )
 from ingest.gaps import LostRange, SensorWatch
 from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
+from ingest.store.summaries import HOUR_MS, HOURS_SCHEMA, HourSummaries
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -43,10 +47,12 @@ from siltwatch.schema import Alert, Duty
 # readings once, in place); 6: seq_watch, what the gap tracker knows of each sensor
 # (additive: the table is created in place); 7: the field desk's records, photos and
 # corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
-# created, the column added, in place); 8: the compact readings (``series``, ``stations``,
+# created, the column added, in place); 8: reading_hours, per-hour summaries kept with the
+# readings (additive: the table is created and filled from the readings once, in place;
+# ingest/store/summaries.py); 9: the compact readings (``series``, ``stations``,
 # ``samples``, ``arrivals`` and the ``readings`` view: the v7 table converted in place by
 # :meth:`SqlStore._compact_readings`, every reading kept with its id).
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
@@ -67,7 +73,7 @@ CREATE TABLE IF NOT EXISTS readings (
 CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
 """
 
-# The readings, compact (schema v8; docs/scaling.md, "A year of one site"):
+# The readings, compact (schema v9; docs/scaling.md, "A year of one site"):
 # - ``series`` names each (site, sensor) once with a small integer, ``stations`` each
 #   (site, station): a reading carries two small ids instead of three strings. The
 #   dedupe key stays (site, sensor, t), now (series, t).
@@ -170,6 +176,7 @@ CREATE TABLE IF NOT EXISTS station_clocks (
 );
 """
     + FIELD_SCHEMA
+    + HOURS_SCHEMA
 )
 
 # The v7 readings' columns over the compact tables: created once the v7 table is gone.
@@ -298,7 +305,7 @@ class Cursor(Protocol):
     def __iter__(self) -> Iterator[Any]: ...
 
 
-class SqlStore(FieldRecords, ABC):
+class SqlStore(FieldRecords, HourSummaries, ABC):
     """Every read and write of the store, over a backend's :meth:`_execute`.
 
     ``insert_*`` methods write inside the caller's :meth:`transaction`;
@@ -372,6 +379,7 @@ class SqlStore(FieldRecords, ABC):
             stored.update(self._insert_reading_rows(site, unique[start : start + step]))
         if stored:
             self._advance_clocks(site, [first[key] for key in stored])
+            self._advance_summaries(site, [first[key] for key in stored])
         # RETURNING's row order is not promised (SQLite says so): the input sets the order,
         # and a key is new once, in the group that brought it first.
         out: list[list[SensorReading]] = []
@@ -457,6 +465,16 @@ class SqlStore(FieldRecords, ABC):
         rows = self._execute("SELECT id, sensor FROM series WHERE site = ?", (site,))
         return {int(i): str(sensor) for i, sensor in rows}
 
+    def _arrival_base(self, site: str, arrivals: set[int], count: int) -> int | None:
+        """The arrival time that ``count`` readings arriving at ``arrivals`` leave NULL (the
+        span's): the newest span's if some readings share it, else the one time of
+        readings that all arrived at once (a new span's). (A few readings of one message
+        do not start a span of their own.)"""
+        base = self._span_arrival(site)
+        if base in arrivals:
+            return base
+        return next(iter(arrivals)) if len(arrivals) == 1 and count >= BULK_READINGS else None
+
     def _insert_reading_rows(
         self, site: str, rows: Sequence[tuple[str, SensorReading, int]]
     ) -> list[tuple[str, int]]:
@@ -471,13 +489,7 @@ class SqlStore(FieldRecords, ABC):
         series = self._name_ids_for("series", site, (r.sensor for _, r, _at in rows))
         stations = self._name_ids_for("stations", site, (st for st, _r, _at in rows))
         id_sql = self._SAMPLE_ID_SQL
-        # The arrival time left NULL (the span's): the newest span's if some readings share
-        # it, else the one time of readings that all arrived at once (a new span's).
-        # (A few readings of one message do not start a span of their own.)
-        arrivals = {at for _st, _r, at in rows}
-        base = self._span_arrival(site)
-        if base not in arrivals:
-            base = arrivals.pop() if len(arrivals) == 1 and len(rows) >= BULK_READINGS else None
+        base = self._arrival_base(site, {at for _st, _r, at in rows}, len(rows))
         args: list[object] = []
         given: dict[tuple[int, int], SensorReading] = {}
         for n, (station, r, received_at) in enumerate(rows, start=1):
@@ -547,6 +559,113 @@ class SqlStore(FieldRecords, ABC):
             )
             self._span_arrivals[site] = arrived
 
+    def _holds_readings(self, site: str, lo: int, hi: int) -> bool:
+        """Whether the store holds a reading of ``site`` with ``lo <= t <= hi``: a range of
+        each of the site's series' key."""
+        row = self._execute(
+            "SELECT 1 FROM samples WHERE series IN (SELECT id FROM series WHERE site = ?) "
+            "AND t >= ? AND t <= ? LIMIT 1",
+            (site, lo, hi),
+        ).fetchone()
+        return row is not None
+
+    def insert_new_readings(
+        self, site: str, rows: Sequence[tuple[str, SensorReading]], received_at: int
+    ) -> list[SensorReading] | None:
+        """:meth:`insert_readings` for a bulk import's chunk: when the store holds no reading
+        of ``site`` in the chunk's time span, the first of each (sensor, t) is new and is
+        written without asking about each one (:meth:`_write_samples`: one executemany;
+        PostgreSQL: COPY); None when the span holds some (take :meth:`insert_readings`,
+        which dedupes)."""
+        if not rows:
+            return []
+        lo, hi = min(r.t for _s, r in rows), max(r.t for _s, r in rows)
+        if self._holds_readings(site, lo, hi):
+            return None
+        keys = {(r.sensor, r.t) for _s, r in rows}
+        unique: Sequence[tuple[str, SensorReading]] = rows
+        if len(keys) < len(rows):  # the chunk holds a reading twice: the first is stored
+            first: dict[tuple[str, int], tuple[str, SensorReading]] = {}
+            for station, r in rows:
+                first.setdefault((r.sensor, r.t), (station, r))
+            unique = list(first.values())
+        self._store_new_rows(
+            site,
+            [(st, r.sensor, r.t, r.seq, r.value, _flags_text(r) or None) for st, r in unique],
+            received_at,
+        )
+        stored = [(st, r, received_at) for st, r in unique]
+        self._advance_clocks(site, stored)
+        self._advance_summaries(site, stored)
+        return [r for _s, r in unique]
+
+    def insert_new_reading_columns(
+        self, site: str, cols: ReadingColumns, stations: Sequence[str], received_at: int
+    ) -> bool:
+        """:meth:`insert_new_readings` for a chunk as columns (time order, each (sensor, t)
+        once, no flags, ``stations[i]`` the station of ``cols.names[i]``): the rows go to
+        the store from the arrays, no object per reading. False (nothing written) when
+        the store holds a reading of ``site`` in the chunk's time span."""
+        t = cols.t.tolist()
+        if self._holds_readings(site, t[0], t[-1]):
+            return False
+        codes = cols.code.tolist()
+        n = len(t)
+        self._store_new_rows(
+            site,
+            list(zip(map(stations.__getitem__, codes), map(cols.names.__getitem__, codes), t,
+                     repeat(None, n), cols.value.tolist(), repeat(None, n), strict=True)),
+            received_at,
+        )  # fmt: skip
+        newest = {stations[c]: (cols.names[c], tt) for c, tt in zip(codes, t, strict=True)}
+        self._advance_clocks(
+            site, [(st, SensorReading(s, tt, 0.0), received_at) for st, (s, tt) in newest.items()]
+        )
+        # One reading per sensor-hour touched: all that the summaries' update asks of them.
+        hours = dict.fromkeys(zip(codes, (tt // HOUR_MS for tt in t), strict=True))
+        self._advance_summaries(
+            site,
+            [("", SensorReading(cols.names[c], h * HOUR_MS, 0.0), received_at) for c, h in hours],
+        )
+        return True
+
+    def _store_new_rows(
+        self,
+        site: str,
+        rows: Sequence[tuple[str, str, int, int | None, float, str | None]],
+        received_at: int,
+    ) -> None:
+        """Readings known not to be stored, ``(station, sensor, t, seq, value, flags or
+        None)``, all arrived at ``received_at``: written by :meth:`_write_samples` with the
+        ids of ``series``/``stations`` and the arrival time left NULL as
+        :meth:`_insert_reading_rows` does, and counted into the site's arrival spans, at
+        most ``ARRIVAL_SPAN_READINGS`` at a time (a span stays a bounded range)."""
+        series = self._name_ids_for("series", site, (row[1] for row in rows))
+        stations = self._name_ids_for("stations", site, (row[0] for row in rows))
+        base = self._arrival_base(site, {received_at}, len(rows))
+        at = None if base == received_at else received_at
+        step = ARRIVAL_SPAN_READINGS
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
+            first, last = self._write_samples(
+                [(series[sensor], stations[station], t, seq, value, flags, at)
+                 for station, sensor, t, seq, value, flags in part]
+            )  # fmt: skip
+            times = [row[2] for row in part]
+            trusted = [
+                row[2] for row in part if not row[5] or not UNTRUSTED_TIME & set(row[5].split(","))
+            ]
+            self._add_arrival_span(
+                site, first, last, min(times), max(times),
+                min(trusted, default=_NO_TRUSTED_T), len(part), base, received_at,
+            )  # fmt: skip
+
+    @abstractmethod
+    def _write_samples(self, rows: Sequence[tuple[object, ...]]) -> tuple[int, int]:
+        """Samples known not to be stored ``(series, station, t, seq, value, flags,
+        received_at)``, in bulk, each given an arrival id after every stored one; the
+        lowest and highest id they may have (SQLite: one executemany; PostgreSQL: COPY)."""
+
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
 
@@ -584,7 +703,7 @@ class SqlStore(FieldRecords, ABC):
         )
 
     def _compact_readings(self) -> None:
-        """Schema v8: convert the v7 ``readings`` table into the compact tables, in place.
+        """Schema v9: convert the v7 ``readings`` table into the compact tables, in place.
 
         Every reading is kept with its id (its arrival order, which the snapshots' marks
         count in) and its arrival time; the samples are written in key order, so their
@@ -1120,16 +1239,18 @@ class SqlStore(FieldRecords, ABC):
     # it brings fewer than half a chunk, halved while it brings more than two.
     _FIRST_WINDOW_MS = 3_600_000
 
-    def _site_windows(
+    def _window_rows(
         self, site: str, start: int, stop: int, chunk: int, *, stations: bool
-    ) -> Iterator[list[tuple[str, SensorReading]]]:
-        """(station or "", reading) with ``start <= t < stop`` in (time, sensor) order, in
-        chunks of ``chunk`` (the last one shorter).
+    ) -> Iterator[list[Any]]:
+        """Rows ``(station or "", sensor, t, value, seq, flags or "")`` with
+        ``start <= t < stop`` in (time, sensor) order, a window of time at a time (each
+        window complete: every row before its end has come).
 
         The samples are clustered by series, so the site's readings in time order are a
         merge of its few series: each query asks for one window of time (a range of each
         series' key, sorted by the database), and is over when it has answered, so a long
-        read holds no read transaction open against the live writer's WAL.
+        read holds no read transaction open against the live writer's WAL. The window's
+        width follows ``chunk``, the rows the caller takes at a time.
         """
         first = self._series_edge(site, "min", start)
         newest = self._series_edge(site, "max")
@@ -1139,24 +1260,32 @@ class SqlStore(FieldRecords, ABC):
         width = self._FIRST_WINDOW_MS
         station_sql = "st.station" if stations else "''"
         join = " JOIN stations st ON st.id = s.station" if stations else ""
-        buffer: list[tuple[str, SensorReading]] = []
         while lo < stop:
             hi = min(stop, lo + width)
             rows = self._execute(
-                f"SELECT {station_sql}, r.sensor, s.t, s.value, s.seq, s.flags "
+                f"SELECT {station_sql}, r.sensor, s.t, s.value, s.seq, coalesce(s.flags, '') "
                 f"FROM samples s JOIN series r ON r.id = s.series{join} "
                 "WHERE r.site = ? AND s.t >= ? AND s.t < ? ORDER BY s.t, r.sensor",
                 (site, lo, hi),
             ).fetchall()
-            buffer += [(str(row[0]), _reading(row[1:])) for row in rows]
-            while len(buffer) >= chunk:
-                yield buffer[:chunk]
-                del buffer[:chunk]
+            if rows:
+                yield rows
             if len(rows) < chunk // 2:
                 width *= 2
             elif len(rows) > 2 * chunk:
                 width = max(1, width // 2)
             lo = hi
+
+    def _site_rows(
+        self, site: str, start: int, stop: int, chunk: int, *, stations: bool
+    ) -> Iterator[list[Any]]:
+        """:meth:`_window_rows` in chunks of exactly ``chunk`` rows (the last one shorter)."""
+        buffer: list[Any] = []
+        for rows in self._window_rows(site, start, stop, chunk, stations=stations):
+            buffer += rows
+            while len(buffer) >= chunk:
+                yield buffer[:chunk]
+                del buffer[:chunk]
         if buffer:
             yield buffer
 
@@ -1165,8 +1294,35 @@ class SqlStore(FieldRecords, ABC):
     ) -> Iterator[list[SensorReading]]:
         """Every reading with event time after ``after``, in (time, sensor) order, in chunks."""
         start = -(2**62) if after is None else after + 1
-        for rows in self._site_windows(site, start, 2**62, chunk, stations=False):
-            yield [r for _, r in rows]
+        for rows in self._site_rows(site, start, 2**62, chunk, stations=False):
+            yield [_reading(row[1:]) for row in rows]
+
+    def reading_columns_after(
+        self, site: str, after: int | None, chunk: int = 100_000
+    ) -> Iterator[ReadingColumns | list[SensorReading]]:
+        """``readings_after`` as columns (issue 24): a rebuild builds no object per reading.
+
+        The site's readings come by windows of time (:meth:`_window_rows`); a chunk is
+        about ``chunk`` of them: the readings of its last instant are left for the next
+        chunk, so no instant is split (a chunk of one instant holds all of it), and the
+        chunk is put in (time, sensor) order on arrays. A chunk without flags comes as
+        :class:`ReadingColumns` (columns carry no sequence numbers: the engine judges
+        without them); one with a flagged reading, which the engine takes row by row,
+        as readings.
+        """
+        start = -(2**62) if after is None else after + 1
+        buffer: list[Any] = []
+        for rows in self._window_rows(site, start, 2**62, chunk, stations=False):
+            buffer += rows
+            while len(buffer) >= chunk:
+                edge = buffer[chunk - 1][2]  # the window's end is later: its instant is whole
+                cut = bisect_left(buffer, edge, key=_row_time)
+                if not cut:  # a whole chunk at one instant: take all of that instant
+                    cut = bisect_right(buffer, edge, key=_row_time)
+                yield _chunk_columns(buffer[:cut])
+                del buffer[:cut]
+        if buffer:
+            yield _chunk_columns(buffer)
 
     def readings_between(
         self, site: str, start: int | None, end: int | None, chunk: int = 20_000
@@ -1176,8 +1332,17 @@ class SqlStore(FieldRecords, ABC):
         Each chunk is its own short query (resuming after the last row), so a long
         export holds no read transaction open against the live writer's WAL.
         """
+        for rows in self.reading_rows_between(site, start, end, chunk):
+            yield [(str(row[0]), _reading(row[1:])) for row in rows]
+
+    def reading_rows_between(
+        self, site: str, start: int | None, end: int | None, chunk: int = 50_000
+    ) -> Iterator[list[tuple[str, str, int, float, int | None, str]]]:
+        """:meth:`readings_between` as plain rows ``(station, sensor, t, value, seq, flags)``
+        (flags as stored: sorted, comma-separated; '' for none), for readers that take
+        columns (the export, the import's resume): no object per reading."""
         lo = -(2**62) if start is None else start
-        yield from self._site_windows(site, lo, 2**62 if end is None else end, chunk, stations=True)
+        yield from self._site_rows(site, lo, 2**62 if end is None else end, chunk, stations=True)
 
     def sites(self) -> list[str]:
         """Every site id the store holds anything of (readings, records, alerts, duties).
@@ -1220,6 +1385,16 @@ class SqlStore(FieldRecords, ABC):
     def site_log(self, site: str) -> list[SiteLogEntry]:
         """The site's whole log in event-time order (arrival order at one instant)."""
         return self.site_log_after(site, None)
+
+    def latest_site_log(self, site: str, count: int) -> list[SiteLogEntry]:
+        """The site's ``count`` latest log entries, in :meth:`site_log`'s order: what a page
+        shows, read with one seek on the (site, t) index, not the whole log."""
+        rows = self._execute(
+            "SELECT t, event, area, who, detail FROM site_log WHERE site = ? "
+            "ORDER BY t DESC, id DESC LIMIT ?",
+            (site, count),
+        ).fetchall()
+        return [_site_log_entry(row) for row in reversed(rows)]
 
     def statuses_after(self, site: str, after: int | None) -> list[StationReport]:
         """Every status with event time after ``after``, in (time, id) order.
@@ -1429,9 +1604,35 @@ def _reading(row: Sequence[object]) -> SensorReading:
     )
 
 
+def _time_sensor(r: SensorReading) -> tuple[int, str]:
+    return r.t, r.sensor
+
+
+def _row_time(row: Sequence[Any]) -> int:
+    return int(row[2])
+
+
+def _chunk_columns(rows: Sequence[Sequence[Any]]) -> ReadingColumns | list[SensorReading]:
+    """Rows ``(_, sensor, t, value, _seq, flags)`` in time order as :class:`ReadingColumns`
+    in (time, sensor) order, or, when one is flagged, as readings (without seq, as the
+    columns carry none) in that order."""
+    import numpy as np
+
+    _stations, sensors, times, values, _seqs, flags = zip(*rows, strict=True)
+    if any(flags):
+        return sorted((_reading((*row[1:4], None, row[5])) for row in rows), key=_time_sensor)
+    index = {name: i for i, name in enumerate(dict.fromkeys(sensors))}
+    return ReadingColumns(
+        tuple(index),
+        np.fromiter(map(index.__getitem__, sensors), np.int32, len(sensors)),
+        np.array(times, dtype=np.int64),
+        np.array(values, dtype=np.float64),
+    ).sorted_by_time()
+
+
 def _flags_text(r: SensorReading) -> str:
     """A reading's quality flags as stored: sorted, comma-separated ('' for none)."""
-    return ",".join(sorted(r.flags))
+    return ",".join(sorted(r.flags)) if r.flags else ""
 
 
 def _health_text(report: StationReport) -> str:

@@ -151,9 +151,11 @@ class SqliteStore(SqlStore):
         on an upgrade only adds (3: the statuses table, ``snapshots.status_mark``;
         4: the site_log table, ``snapshots.site_log_mark``, the inspections'
         record columns; 5: station_clocks, filled once from the readings; 6: seq_watch; 7: the field desk's tables and inspections.findings), so the file is upgraded in place and its rows, ids and
-        snapshots stay as they were. 8 converts the readings table into the compact tables
+        snapshots stay as they were. 8 adds reading_hours, filled once from the readings
+        (ingest/store/summaries.py). 9 converts the readings table into the compact tables
         (ingest/store/queries.py ``SqlStore._compact_readings``), keeping every reading and
-        its id, in the same transaction as the steps before it.
+        its id, in the same transaction as the steps before it; it runs before 8's fill,
+        which then reads the compact tables.
         """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
         if version == SCHEMA_VERSION:
@@ -199,10 +201,14 @@ class SqliteStore(SqlStore):
                 "SELECT type FROM sqlite_master WHERE name = 'readings'"
             ).fetchone()
             if kind is not None and kind[0] == "table":
-                self._compact_readings()  # 8
+                # 9 (before 8's fill, which then reads the compact tables: the v7
+                # table's text rows are read once, by the conversion)
+                self._compact_readings()
             self.db.execute(READINGS_VIEW)
             if version < 5:
                 self._fill_station_clocks()
+            if version < 8:
+                self._fill_summaries()  # 8: reading_hours, kept with the readings from now on
         self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.commit()
 
@@ -247,6 +253,19 @@ class SqliteStore(SqlStore):
 
     def _execute(self, sql: str, args: Sequence[object] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, args)
+
+    def _write_samples(self, rows: Sequence[tuple[object, ...]]) -> tuple[int, int]:
+        """A bulk import's new readings: one ``executemany`` (its loop is in C), the ids
+        numbered after the newest stored one as the multi-row insert numbers them
+        (``SqlStore._SAMPLE_ID_SQL``; the one writer holds the store)."""
+        assert self._SAMPLE_ID_SQL is not None
+        newest = int(self.db.execute(self._SAMPLE_ID_SQL).fetchone()[0])
+        self.db.executemany(
+            "INSERT INTO samples (series, station, t, seq, value, flags, received_at, id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, newest + n) for n, row in enumerate(rows, start=1)],
+        )
+        return newest + 1, newest + len(rows)
 
     def _own_commit(self) -> AbstractContextManager[sqlite3.Connection]:
         """A commit on exit (and, nested inside :meth:`transaction`, of what the outer block

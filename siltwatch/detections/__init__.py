@@ -12,9 +12,13 @@ listing the package, so adding a detection adds a module here and its
 - ``siltwatch/config.py`` runs each description's configuration checks, and
   ``siltwatch/rulepacks.py`` takes the rule keys (and their ranges) from them.
 
-Kinds are declared once: two descriptions raising the same kind must share its
-:class:`~siltwatch.detections.base.AlertSpec` object (the sensor-health
-``data_quality`` kind, which turbidity raises too).
+Kinds are declared once, as the ``kind`` of an
+:class:`~siltwatch.detections.base.AlertSpec` or
+:class:`~siltwatch.detections.base.DutySpec` in the description that raises it
+(a ``<duty kind>_overdue`` alert is derived from its duty's); a detector names
+its kinds through those specs (``DRAIN_TIME.kind``), everything else looks them
+up here. Two descriptions raising the same kind must share its spec object (the
+sensor-health ``data_quality`` kind, which turbidity raises too).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from siltwatch.naming import OVERDUE_SUFFIX
 from siltwatch.panels import Panel
 from siltwatch.rulekeys import RuleKey
 from siltwatch.timefmt import local_time
@@ -81,7 +82,7 @@ def _nothing(_evidence: Any, _zone: tzinfo) -> str:
 class AlertSpec(Generic[E]):
     """One alert kind: its words, whether the law is behind it, who hears it, its evidence."""
 
-    kind: str
+    kind: str  # ``kind`` in ALERTS.jsonl, declared here and nowhere else
     label: str  # what people call it ("turbidity contrast")
     regulatory: bool  # a breach of a rule pack's law, not a siltwatch diagnostic
     officer: Officer
@@ -125,10 +126,17 @@ def diagnostic(
 class DutySpec:
     """One duty kind: the reasons it is created for, and the alert its missed deadline raises."""
 
-    kind: str
+    kind: str  # ``kind`` in DUTIES.jsonl, declared here and nowhere else
     label: str
     reasons: tuple[str, ...]
     overdue: AlertSpec[Any] | None = None
+
+    @property
+    def overdue_kind(self) -> str:
+        """The kind of the alert its missed deadline raises (``<duty kind>_overdue``)."""
+        if self.overdue is None:
+            raise AttributeError(f"a missed {self.kind!r} duty raises no alert")
+        return self.overdue.kind
 
 
 class OverdueEvidence(Evidence):
@@ -143,12 +151,13 @@ def overdue_amount(ev: OverdueEvidence, zone: tzinfo) -> str:
     return f"{late} h overdue (due {local_time(ev.due_at, zone, short=True)})" if late else ""
 
 
-def deadline_duty(kind: str, label: str, reasons: tuple[str, ...]) -> DutySpec:
-    """A duty kind whose missed deadline is the town's business from its opening: the
-    replay contract's ``<duty kind>_overdue`` alert, routed like ``inspection_overdue``."""
-    overdue = regulatory(
-        f"{kind}_overdue", f"{label} overdue", OverdueEvidence, overdue_amount, Officer.ON_OPEN
-    )
+def deadline_duty(kind: str, label: str, reasons: tuple[str, ...], law: bool = True) -> DutySpec:
+    """A duty kind whose missed deadline raises the replay contract's ``<duty kind>_overdue``
+    alert: the town's business from its opening where a law sets the deadline (routed like
+    ``inspection_overdue``), the site's people's only where the date is siltwatch's or the
+    site's own (``law=False``)."""
+    words = (f"{kind}{OVERDUE_SUFFIX}", f"{label} overdue", OverdueEvidence, overdue_amount)
+    overdue = regulatory(*words, Officer.ON_OPEN) if law else diagnostic(*words)
     return DutySpec(kind, label, reasons, overdue)
 
 
@@ -260,11 +269,13 @@ class Description:
     order of alerts raised at the same instant, so it is part of the replay's
     byte-for-byte output); ``engine_module`` the ``analytics`` module whose
     ``build(site, ctx)`` returns the detectors (by convention ``analytics.<key>``).
+    What the detection detects, and the law's sections behind it, are said once, in
+    the docstring of the module that declares it (tests/foundation/test_registry.py
+    checks that each cites its law): the description holds what code reads.
     """
 
     key: str
     order: int
-    summary: str  # one line: what it detects, with the law's section
     alerts: tuple[AlertSpec[Any], ...] = ()
     duties: tuple[DutySpec, ...] = ()
     rule_keys: tuple[RuleKey, ...] = ()

@@ -23,7 +23,6 @@ access, or work on, over or under the water) raises nothing.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import (
     ConfigView,
@@ -34,10 +33,6 @@ from siltwatch.detections.base import (
     short_number,
 )
 from siltwatch.rulekeys import number
-
-
-class BufferKind(StrEnum):
-    DISTURBED = "buffer_disturbed"  # ``kind`` in ALERTS.jsonl; subject: the area
 
 
 class BufferEvidence(Evidence):
@@ -53,8 +48,9 @@ def _amount(ev: BufferEvidence, _zone: tzinfo) -> str:
     return f"{ev.event} {distance} ft from water, inside the {width}-ft buffer"
 
 
+# subject: the area
 BUFFER_DISTURBED = regulatory(
-    BufferKind.DISTURBED, "buffer disturbed", BufferEvidence, _amount, Officer.ON_OPEN
+    "buffer_disturbed", "buffer disturbed", BufferEvidence, _amount, Officer.ON_OPEN
 )
 
 
@@ -74,8 +70,6 @@ def _check(view: ConfigView) -> None:
 DESCRIPTION = Description(
     key="buffers",
     order=43,
-    summary="ground opened inside an undisturbed buffer (Lake George §148-11 I(2)(h)[1]; "
-    "Lake Lure 96.07(A)(2))",
     alerts=(BUFFER_DISTURBED,),
     rule_keys=(number("buffer.no_removal_ft"), number("buffer.trout_ft")),
     check_config=_check,

@@ -27,30 +27,17 @@ from siltwatch import rulekeys
 from siltwatch.detections import base
 
 
-class CorrectiveKind(StrEnum):
-    ACTION = "corrective_action"  # ``kind`` in DUTIES.jsonl; subject: the practice
-    OVERDUE = "corrective_action_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class CorrectiveReason(StrEnum):
     FINDING = "finding"  # a checklist found the practice needing work
 
 
-# The duty and its overdue alert: no legal deadline stands behind the date (it is the
-# site's own, or a pack's where one is set), so the alert is a diagnostic, the site's.
-OVERDUE = base.diagnostic(
-    CorrectiveKind.OVERDUE, "corrective action overdue", base.OverdueEvidence, base.overdue_amount
-)
-ACTION = base.DutySpec(
-    CorrectiveKind.ACTION, "corrective action", (CorrectiveReason.FINDING,), OVERDUE
-)
-SUMMARY = (
-    "each practice a checklist finds needing work is a corrective action with a due date, "
-    "overdue when not closed (Lake Lure 96.05(B)(17)(a)(v); Lake George §148-10 A)"
+# The duty (subject: the practice) and its overdue alert (subject: the duty id): no legal
+# deadline stands behind the date (it is the site's own, or a pack's where one is set), so
+# the alert is a diagnostic, the site's.
+ACTION = base.deadline_duty(
+    "corrective_action", "corrective action", (CorrectiveReason.FINDING,), law=False
 )
 DUE_DAYS = rulekeys.number(
     "corrective_action.due_days", rulekeys.NON_NEGATIVE
 )  # where a law sets the days
-DESCRIPTION = base.Description(
-    "corrective_actions", 58, SUMMARY, duties=(ACTION,), rule_keys=(DUE_DAYS,)
-)
+DESCRIPTION = base.Description("corrective_actions", 58, duties=(ACTION,), rule_keys=(DUE_DAYS,))

@@ -36,10 +36,6 @@ from siltwatch.detections.base import (
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
 
 
-class DesignStormKind(StrEnum):
-    EXCEEDED = "design_storm_exceeded"  # ``kind`` in ALERTS.jsonl; subject: the rain gauge id
-
-
 class DesignStormReason(StrEnum):
     """Why an inspection duty exists (``reason`` in DUTIES.jsonl; kind ``inspection``)."""
 
@@ -60,8 +56,9 @@ def _amount(ev: DesignStormEvidence, _zone: tzinfo) -> str:
     return f"{depth} in in 24 h, beyond the {ev.design_storm} depth of {design} in"
 
 
+# subject: the rain gauge id
 DESIGN_STORM_EXCEEDED = diagnostic(
-    DesignStormKind.EXCEEDED, "design storm exceeded", DesignStormEvidence, _amount
+    "design_storm_exceeded", "design storm exceeded", DesignStormEvidence, _amount
 )
 
 
@@ -95,8 +92,6 @@ DESCRIPTION = Description(
     # rain detector the inspections build; it completes its own duties first.
     order=39,
     engine_module="analytics.rain",
-    summary="rain beyond the site's design storms, and the inspection after it "
-    "(Lake George §148-11 I(3)(c)[1],[2]; Lake Lure 96.08(A))",
     alerts=(DESIGN_STORM_EXCEEDED,),
     rule_keys=(
         RuleKey("design_storm.standard", (str,)),

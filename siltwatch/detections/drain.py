@@ -25,7 +25,6 @@ from siltwatch.detections.base import (
 from siltwatch.panels import Panel, Series, level_panel
 from siltwatch.rulekeys import number
 from siltwatch.units import from_metres
-from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
@@ -53,9 +52,10 @@ def _amount(ev: DrainEvidence, _zone: tzinfo) -> str:
     return ""
 
 
-DRAIN_TIME = regulatory(AlertKind.DRAIN_TIME, "drain time", DrainEvidence, _amount)
+# subject: the practice (both): the drain-time limit passed undrained, or it will not drain in time
+DRAIN_TIME = regulatory("drain_time", "drain time", DrainEvidence, _amount)
 DRAIN_TIME_FORECAST = diagnostic(
-    AlertKind.DRAIN_TIME_FORECAST, "drain time forecast", DrainEvidence, _amount
+    "drain_time_forecast", "drain time forecast", DrainEvidence, _amount
 )
 
 
@@ -84,7 +84,6 @@ def _panel(site: SiteConfig, _rules: Rules, practice: InfiltrationPractice) -> P
 DESCRIPTION = Description(
     key="drain",
     order=20,
-    summary="infiltration practices that do not drain in time (Lake George §148-11 I(3))",
     alerts=(DRAIN_TIME, DRAIN_TIME_FORECAST),
     rule_keys=tuple(number(f"drain.limit_h.{t}") for t in PRACTICE_TYPES),
     section=Section(

@@ -15,14 +15,9 @@ that says ``project = "minor"`` gets none.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, regulatory
 from siltwatch.rulekeys import flag, number
-
-
-class FelledKind(StrEnum):
-    FELLED = "felled_vegetation"  # ``kind`` in ALERTS.jsonl; subject: the site id
 
 
 class FelledEvidence(Evidence):
@@ -35,13 +30,12 @@ def _amount(ev: FelledEvidence, _zone: tzinfo) -> str:
     return f"vegetation in the water since {ev.felled_at}"
 
 
-FELLED = regulatory(FelledKind.FELLED, "vegetation felled into water", FelledEvidence, _amount)
+# subject: the site id
+FELLED = regulatory("felled_vegetation", "vegetation felled into water", FelledEvidence, _amount)
 
 DESCRIPTION = Description(
     key="felled",
     order=51,
-    summary="vegetation felled into a water body and not removed at once (Lake George "
-    "§148-11 I(3)(e)[3][a])",
     alerts=(FELLED,),
     rule_keys=(flag("felled.remove_immediately"), number("felled.removal_h")),
 )

@@ -28,16 +28,13 @@ from siltwatch.detections.base import (
 from siltwatch.detections.design_storms import DesignStormReason
 from siltwatch.panels import Panel, Series
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, flag, number
-from siltwatch.vocabulary import DutyKind, DutyReason
+from siltwatch.vocabulary import DutyReason
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
     from siltwatch.sitemodel import RainGauge, SiteConfig
 
 ROLLING_RAIN_H = 24  # the storm rule's window as the rain panel draws it
-
-
-RECORD_INCOMPLETE_KIND = "inspection_record_incomplete"
 
 
 class RecordEvidence(Evidence):
@@ -52,10 +49,10 @@ def _lacks(ev: RecordEvidence, _zone: tzinfo) -> str:
 
 # Lake Lure 96.05(B)(17)(b): the record's fields; the site's people fix it, not the town.
 RECORD_INCOMPLETE = diagnostic(
-    RECORD_INCOMPLETE_KIND, "inspection record incomplete", RecordEvidence, _lacks
+    "inspection_record_incomplete", "inspection record incomplete", RecordEvidence, _lacks
 )
 # The design-storm reason is declared with its detection (siltwatch/detections/design_storms.py).
-INSPECTION = deadline_duty(DutyKind.INSPECTION, "inspection", (*DutyReason, *DesignStormReason))
+INSPECTION = deadline_duty("inspection", "inspection", (*DutyReason, *DesignStormReason))
 
 
 def _officer(view: ConfigView) -> OfficerWords | None:
@@ -90,7 +87,6 @@ def _panel(site: SiteConfig, _rules: Rules, gauge: RainGauge) -> Panel:
 DESCRIPTION = Description(
     key="inspections",
     order=40,
-    summary="rain record, storms and the inspection duties they trigger (NCG01 Part III §A)",
     alerts=(RECORD_INCOMPLETE,),
     duties=(INSPECTION,),
     rule_keys=(

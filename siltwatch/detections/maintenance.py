@@ -25,22 +25,16 @@ from siltwatch.detections.base import Description, deadline_duty
 from siltwatch.rulekeys import flag
 
 
-class MaintenanceKind(StrEnum):
-    MAINTENANCE = "maintenance"  # ``kind`` in DUTIES.jsonl; subject: the practice
-    OVERDUE = "maintenance_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class MaintenanceReason(StrEnum):
     SCHEDULED = "scheduled"
 
 
-MAINTENANCE = deadline_duty(MaintenanceKind.MAINTENANCE, "maintenance", tuple(MaintenanceReason))
+# subject: the practice; its overdue alert's, the duty id
+MAINTENANCE = deadline_duty("maintenance", "maintenance", tuple(MaintenanceReason))
 
 DESCRIPTION = Description(
     key="maintenance",
     order=54,
-    summary="each practice maintained on its schedule, during construction and after (Lake "
-    "George §148-8 B(1)(l), §148-10 C(1); Big Flats 17.37.080 B(12), 17.37.100 C(1))",
     duties=(MAINTENANCE,),
     rule_keys=(flag("maintenance.schedule"), flag("maintenance.program")),
 )

@@ -16,14 +16,9 @@ fact to know, not a condition that clears.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
-
-
-class NoticeKind(StrEnum):
-    MISSING = "notice_missing"  # ``kind`` in ALERTS.jsonl; subject: the milestone
 
 
 class NoticeEvidence(Evidence):
@@ -39,15 +34,14 @@ def _amount(ev: NoticeEvidence, _zone: tzinfo) -> str:
     return f"notice of {ev.milestone} too late"
 
 
+# subject: the milestone
 NOTICE_MISSING = regulatory(
-    NoticeKind.MISSING, "milestone notice missing", NoticeEvidence, _amount, Officer.ONCE
+    "notice_missing", "milestone notice missing", NoticeEvidence, _amount, Officer.ONCE
 )
 
 DESCRIPTION = Description(
     key="notices",
     order=47,
-    summary="milestones reached without the town's 48-hour notice (Lake George §148-12 A; "
-    "Big Flats 17.37.110 A)",
     alerts=(NOTICE_MISSING,),
     rule_keys=(
         number("notice.before_inspection_h", NON_NEGATIVE),

@@ -66,10 +66,6 @@ from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import flag, number
 
 
-class PaperworkKind(StrEnum):
-    MISSING = "paperwork_missing"  # ``kind`` in ALERTS.jsonl; subject: the requirement
-
-
 class Requirement(StrEnum):
     """What must be on record before the first work (the alert's subject)."""
 
@@ -80,6 +76,15 @@ class Requirement(StrEnum):
     APPROVAL_DISPLAYED = "approval_displayed"
     EROSION_CONTROLS = "erosion_controls"
     PRECONSTRUCTION_CONFERENCE = "preconstruction_conference"
+
+    @property
+    def rule_key(self) -> str:
+        """The pack's flag that says a law asks for it: ``paperwork.<requirement>``."""
+        return _FLAGS.get(self, f"paperwork.{self}")
+
+
+# The erosion controls are asked for before any other work: the flag says so.
+_FLAGS = {Requirement.EROSION_CONTROLS: "paperwork.erosion_controls_first"}
 
 
 class PaperworkEvidence(Evidence):
@@ -94,8 +99,9 @@ def _amount(ev: PaperworkEvidence, _zone: tzinfo) -> str:
     return f"{what} recorded late" if ev.recorded_at else f"no {what} before work began"
 
 
+# subject: the requirement
 PAPERWORK_MISSING = regulatory(
-    PaperworkKind.MISSING,
+    "paperwork_missing",
     "paperwork missing at the start of work",
     PaperworkEvidence,
     _amount,
@@ -105,19 +111,9 @@ PAPERWORK_MISSING = regulatory(
 DESCRIPTION = Description(
     key="paperwork",
     order=44,
-    summary="work begun without the contractor certifications, the plan on site, the "
-    "start notice, the plan approval (displayed), the erosion controls or a required "
-    "preconstruction conference (Lake George §148-8 D, F, §148-11 I(2)(f); Big Flats "
-    "17.37.080 D, E; Lake Lure 96.04(C), 96.05(B)(11), (12), (13))",
     alerts=(PAPERWORK_MISSING,),
     rule_keys=(
-        flag("paperwork.contractor_certification"),
-        flag("paperwork.plan_on_site"),
-        flag("paperwork.start_notice"),
-        flag("paperwork.plan_approval"),
-        flag("paperwork.approval_displayed"),
-        flag("paperwork.erosion_controls_first"),
-        flag("paperwork.preconstruction_conference"),
+        *(flag(r.rule_key) for r in Requirement),
         number("paperwork.plan_required_over_sq_ft"),
         number("paperwork.plan_required_near_water_over_sq_ft"),
         number("paperwork.plan_required_near_water_ft"),

@@ -17,14 +17,9 @@ without an expiry date does not expire.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import number
-
-
-class PlanKind(StrEnum):
-    EXPIRED = "plan_expired"  # ``kind`` in ALERTS.jsonl; subject: the site id
 
 
 class PlanEvidence(Evidence):
@@ -37,14 +32,14 @@ def _amount(ev: PlanEvidence, _zone: tzinfo) -> str:
     return f"approval expired after {ev.expires_on}"
 
 
+# subject: the site id
 PLAN_EXPIRED = regulatory(
-    PlanKind.EXPIRED, "plan approval expired", PlanEvidence, _amount, Officer.ON_OPEN
+    "plan_expired", "plan approval expired", PlanEvidence, _amount, Officer.ON_OPEN
 )
 
 DESCRIPTION = Description(
     key="plan_approval",
     order=42,
-    summary="work going on under an expired plan approval (Lake Lure 96.05(B)(8), (16))",
     alerts=(PLAN_EXPIRED,),
     rule_keys=(number("plan.max_years"),),
 )

@@ -24,11 +24,6 @@ from siltwatch.detections.base import Description, deadline_duty
 from siltwatch.rulekeys import flag, number
 
 
-class PostConstructionKind(StrEnum):
-    POST_CONSTRUCTION = "post_construction"  # ``kind`` in DUTIES.jsonl; subject: the site id
-    OVERDUE = "post_construction_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class PostConstructionReason(StrEnum):
     """What is owed (``reason`` in DUTIES.jsonl)."""
 
@@ -39,16 +34,14 @@ class PostConstructionReason(StrEnum):
     AS_BUILT = "as_built"  # Lake George §148-12 B; Big Flats 17.37.110 B
 
 
+# subject: the site id; its overdue alert's, the duty id
 POST_CONSTRUCTION = deadline_duty(
-    PostConstructionKind.POST_CONSTRUCTION, "post-construction", tuple(PostConstructionReason)
+    "post_construction", "post-construction", tuple(PostConstructionReason)
 )
 
 DESCRIPTION = Description(
     key="post_construction",
     order=49,
-    summary="reports, plans and inspections owed after construction is completed (Lake "
-    "George §148-10 C(4), §148-12 B, §148-13 A; Big Flats 17.37.110 B, 17.37.120 A, "
-    "Schedule B (4))",
     duties=(POST_CONSTRUCTION,),
     rule_keys=(
         number("post_construction.annual_report_years"),

@@ -17,14 +17,9 @@ the day resolves an episode that nobody closed, saying so. Pack key
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import flag
-
-
-class PresenceKind(StrEnum):
-    ABSENT = "representative_absent"  # ``kind`` in ALERTS.jsonl; subject: the local day
 
 
 class PresenceEvidence(Evidence):
@@ -40,8 +35,9 @@ def _amount(ev: PresenceEvidence, _zone: tzinfo) -> str:
     return f"work on {ev.day} with nobody recorded on site"
 
 
+# subject: the local day
 REPRESENTATIVE_ABSENT = regulatory(
-    PresenceKind.ABSENT,
+    "representative_absent",
     "work with no representative on site",
     PresenceEvidence,
     _amount,
@@ -51,8 +47,6 @@ REPRESENTATIVE_ABSENT = regulatory(
 DESCRIPTION = Description(
     key="presence",
     order=52,
-    summary="construction or grading with nobody of the applicant's on site (Lake George "
-    "§148-10 A; Big Flats 17.37.100 A)",
     alerts=(REPRESENTATIVE_ABSENT,),
     rule_keys=(flag("presence.representative_on_site"),),
 )

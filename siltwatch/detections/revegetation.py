@@ -29,22 +29,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from siltwatch.detections.base import (
-    Description,
-    DutySpec,
-    OverdueEvidence,
-    deadline_duty,
-    diagnostic,
-    overdue_amount,
-)
+from siltwatch.detections.base import Description, deadline_duty
 from siltwatch.rulekeys import number
-
-
-class RevegetationKind(StrEnum):
-    SURVIVAL = "revegetation"  # ``kind`` in DUTIES.jsonl; subject: the area
-    SURVIVAL_OVERDUE = "revegetation_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-    CHECK = "revegetation_check"  # ``kind`` in DUTIES.jsonl; subject: the area
-    CHECK_OVERDUE = "revegetation_check_overdue"  # ALERTS.jsonl; subject: the duty id
 
 
 class RevegetationReason(StrEnum):
@@ -54,23 +40,19 @@ class RevegetationReason(StrEnum):
     COVER_CROP_90 = "cover_crop_90"  # §148-11 I(3)(e)[3][c][1]
 
 
+# Both subject: the area; their overdue alerts', the duty id. The survival check's date
+# is the law's; the cover-crop check's is siltwatch's default, so its overdue alert is
+# the site's people's.
 SURVIVAL = deadline_duty(
-    RevegetationKind.SURVIVAL, "revegetation survival check", (RevegetationReason.SURVIVAL_75,)
+    "revegetation", "revegetation survival check", (RevegetationReason.SURVIVAL_75,)
 )
-CHECK = DutySpec(
-    RevegetationKind.CHECK,
-    "cover-crop check",
-    (RevegetationReason.COVER_CROP_90,),
-    diagnostic(
-        RevegetationKind.CHECK_OVERDUE, "cover-crop check overdue", OverdueEvidence, overdue_amount
-    ),
+CHECK = deadline_duty(
+    "revegetation_check", "cover-crop check", (RevegetationReason.COVER_CROP_90,), law=False
 )
 
 DESCRIPTION = Description(
     key="revegetation",
     order=50,
-    summary="revegetation held until the cover crop covers 90 % and checked for 75 % "
-    "survival a year on (Lake George §148-11 I(3)(e)[3][c][1], [d])",
     duties=(SURVIVAL, CHECK),
     rule_keys=(
         number("revegetation.survival_years"),

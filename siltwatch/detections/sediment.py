@@ -16,7 +16,6 @@ from siltwatch.detections.base import Dashboard, Description, Evidence, Section,
 from siltwatch.panels import Panel, Series, level_panel
 from siltwatch.rulekeys import FRACTION, number
 from siltwatch.units import from_metres, to_metres
-from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
@@ -36,7 +35,7 @@ def _amount(ev: SedimentEvidence, _zone: tzinfo) -> str:
 
 
 SEDIMENT_CAPACITY = regulatory(
-    AlertKind.SEDIMENT_CAPACITY, "sediment-trap capacity", SedimentEvidence, _amount
+    "sediment_capacity", "sediment-trap capacity", SedimentEvidence, _amount
 )
 
 
@@ -105,7 +104,6 @@ def _panel(site: SiteConfig, rules: Rules, trap: SedimentTrap) -> Panel:
 DESCRIPTION = Description(
     key="sediment",
     order=30,
-    summary="sediment traps nearing half their design storage (Lake George §148-10 A)",
     alerts=(SEDIMENT_CAPACITY,),
     rule_keys=(
         number("sediment.warn_fraction", FRACTION),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from siltwatch.detections.base import Description, Evidence, diagnostic
 from siltwatch.rulekeys import number
-from siltwatch.vocabulary import AlertKind
 
 
 class OfflineEvidence(Evidence):
@@ -28,14 +27,13 @@ class DataQualityEvidence(Evidence):
     pair: str | None = None
 
 
-SENSOR_OFFLINE = diagnostic(AlertKind.SENSOR_OFFLINE, "sensor offline", OfflineEvidence)
-DATA_QUALITY = diagnostic(AlertKind.DATA_QUALITY, "data quality", DataQualityEvidence)
+SENSOR_OFFLINE = diagnostic("sensor_offline", "sensor offline", OfflineEvidence)
+DATA_QUALITY = diagnostic("data_quality", "data quality", DataQualityEvidence)
 
 DESCRIPTION = Description(
     key="sensor_health",
     order=0,
     engine_module="analytics.health",
-    summary="sensor silence, flatlines and impossible values (siltwatch sensor health)",
     alerts=(SENSOR_OFFLINE, DATA_QUALITY),
     rule_keys=(number("health.offline_after_intervals"),),
 )

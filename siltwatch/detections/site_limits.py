@@ -24,7 +24,6 @@ from ``disturbed``/``cleared``/``graded`` until its ``temporary_cover`` or
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import (
     Description,
@@ -35,12 +34,6 @@ from siltwatch.detections.base import (
     short_number,
 )
 from siltwatch.rulekeys import NON_NEGATIVE, RuleKey, number
-
-
-class SiteLimitKind(StrEnum):
-    DISTURBED_AREA = "disturbed_area_limit"  # subject: "site", or "hqw" for the HQW zones
-    COLD_SEASON = "cold_season_earthwork"  # subject: the area
-    COLD_MEASURES = "cold_season_measures_missing"  # subject: the area
 
 
 class AreaLimitEvidence(Evidence):
@@ -62,15 +55,17 @@ def _cold(ev: ColdSeasonEvidence, _zone: tzinfo) -> str:
     return f"{ev.event} in the cold season: extra measures"
 
 
+# subject: "site", or "hqw" for the HQW zones
 DISTURBED_AREA = regulatory(
-    SiteLimitKind.DISTURBED_AREA,
+    "disturbed_area_limit",
     "disturbed area over the limit",
     AreaLimitEvidence,
     _over,
     Officer.ON_OPEN,
 )
+# subject: the area (and COLD_MEASURES's)
 COLD_SEASON = diagnostic(
-    SiteLimitKind.COLD_SEASON, "cold-season earthwork", ColdSeasonEvidence, _cold
+    "cold_season_earthwork", "cold-season earthwork", ColdSeasonEvidence, _cold
 )
 
 
@@ -79,7 +74,7 @@ def _measures(ev: ColdSeasonEvidence, _zone: tzinfo) -> str:
 
 
 COLD_MEASURES = regulatory(
-    SiteLimitKind.COLD_MEASURES,
+    "cold_season_measures_missing",
     "cold-season revegetation without extra measures",
     ColdSeasonEvidence,
     _measures,
@@ -89,8 +84,6 @@ COLD_MEASURES = regulatory(
 DESCRIPTION = Description(
     key="site_limits",
     order=46,
-    summary="open ground over the disturbed-area limits, and cold-season earthwork "
-    "(Lake George §148-8 B(1)(d), §148-11 I(3)(e)[3][e]; Lake Lure 96.08(B)(1))",
     alerts=(DISTURBED_AREA, COLD_SEASON, COLD_MEASURES),
     rule_keys=(
         number("area.max_disturbed_acres", NON_NEGATIVE),

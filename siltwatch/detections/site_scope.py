@@ -26,15 +26,9 @@ the water).
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, Officer, regulatory
 from siltwatch.rulekeys import number
-
-
-class ScopeKind(StrEnum):
-    PERMIT_MISSING = "permit_missing"  # ``kind`` in ALERTS.jsonl; subject: the site id
-    CLASS_EXCEEDED = "project_class_exceeded"  # subject: the site id
 
 
 class ScopeEvidence(Evidence):
@@ -54,15 +48,16 @@ def _class(ev: ScopeEvidence, _zone: tzinfo) -> str:
     return f"{ev.disturbed_sq_ft:,.0f} sq ft disturbed on a minor project (under {ev.threshold_sq_ft:,.0f})"
 
 
+# subject: the site id (both)
 PERMIT_MISSING = regulatory(
-    ScopeKind.PERMIT_MISSING,
+    "permit_missing",
     "land disturbed without the permit",
     ScopeEvidence,
     _permit,
     Officer.ON_OPEN,
 )
 CLASS_EXCEEDED = regulatory(
-    ScopeKind.CLASS_EXCEEDED,
+    "project_class_exceeded",
     "a minor project grown major",
     ScopeEvidence,
     _class,
@@ -72,8 +67,6 @@ CLASS_EXCEEDED = regulatory(
 DESCRIPTION = Description(
     key="site_scope",
     order=53,
-    summary="land disturbed past the permit threshold without a permit, or past the minor "
-    "class (Lake George §148-11 C(3), E(1)(a); Lake Lure 96.05(B)(1),(2))",
     alerts=(PERMIT_MISSING, CLASS_EXCEEDED),
     rule_keys=(number("permit.required_over_sq_ft"), number("project.minor_under_sq_ft")),
 )

@@ -26,11 +26,6 @@ from siltwatch.detections.base import Description, Section, deadline_duty
 from siltwatch.rulekeys import NON_NEGATIVE, flag, number
 
 
-class StabilizationKind(StrEnum):
-    STABILIZATION = "stabilization"  # ``kind`` in DUTIES.jsonl
-    OVERDUE = "stabilization_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-
-
 class StabilizationReason(StrEnum):
     """Why an area must be covered (``reason`` in DUTIES.jsonl); subject: the area id."""
 
@@ -41,15 +36,12 @@ class StabilizationReason(StrEnum):
     PERMANENT_COVER = "permanent_cover"  # Lake Lure 96.07(D); 96.08(B)(5) (its own rule)
 
 
-STABILIZATION = deadline_duty(
-    StabilizationKind.STABILIZATION, "stabilization", tuple(StabilizationReason)
-)
+# subject: the area; its overdue alert's, the duty id
+STABILIZATION = deadline_duty("stabilization", "stabilization", tuple(StabilizationReason))
 
 DESCRIPTION = Description(
     key="stabilization",
     order=45,
-    summary="exposed areas covered in time, from the site log (Lake George §148-11 I(3)(e); "
-    "Lake Lure 96.07)",
     duties=(STABILIZATION,),
     rule_keys=(
         number("stabilization.inactive_days"),

@@ -14,20 +14,9 @@ diagnostics: no ordinance names them, so the officer never hears them.
 from __future__ import annotations
 
 from datetime import tzinfo
-from enum import StrEnum
 
 from siltwatch.detections.base import Description, Evidence, diagnostic, short_number
 from siltwatch.rulekeys import NON_NEGATIVE, number
-
-
-class StationAlertKind(StrEnum):
-    """The kinds station health raises (``kind`` in ALERTS.jsonl); subject: the station."""
-
-    OFFLINE = "station_offline"
-    BATTERY_LOW = "station_battery_low"
-    DISK_LOW = "station_disk_low"
-    BACKLOG_GROWING = "station_backlog_growing"
-    CLOCK_UNSYNCED = "station_clock_unsynced"
 
 
 class StationEvidence(Evidence):
@@ -81,19 +70,20 @@ def _clock(ev: ClockEvidence, _zone: tzinfo) -> str:
     return "clock not synced" if off is None else f"clock off by {short_number(off)} s"
 
 
-K = StationAlertKind
-STATION_OFFLINE = diagnostic(K.OFFLINE, "station offline", OfflineEvidence, _offline)
-BATTERY_LOW = diagnostic(K.BATTERY_LOW, "station battery low", BatteryEvidence, _battery)
-DISK_LOW = diagnostic(K.DISK_LOW, "station disk nearly full", DiskEvidence, _disk)
+# The kinds station health raises; subject: the station.
+STATION_OFFLINE = diagnostic("station_offline", "station offline", OfflineEvidence, _offline)
+BATTERY_LOW = diagnostic("station_battery_low", "station battery low", BatteryEvidence, _battery)
+DISK_LOW = diagnostic("station_disk_low", "station disk nearly full", DiskEvidence, _disk)
 BACKLOG_GROWING = diagnostic(
-    K.BACKLOG_GROWING, "station backlog growing", BacklogEvidence, _backlog
+    "station_backlog_growing", "station backlog growing", BacklogEvidence, _backlog
 )
-CLOCK_UNSYNCED = diagnostic(K.CLOCK_UNSYNCED, "station clock not synced", ClockEvidence, _clock)
+CLOCK_UNSYNCED = diagnostic(
+    "station_clock_unsynced", "station clock not synced", ClockEvidence, _clock
+)
 
 DESCRIPTION = Description(
     key="station_health",
     order=5,
-    summary="edge stations offline, low on battery or disk, backlogged or unsynced (siltwatch station health)",
     alerts=(STATION_OFFLINE, BATTERY_LOW, DISK_LOW, BACKLOG_GROWING, CLOCK_UNSYNCED),
     rule_keys=(
         number("station.status_silence_s"),

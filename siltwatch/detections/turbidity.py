@@ -30,7 +30,6 @@ from siltwatch.detections.base import (
 from siltwatch.detections.sensor_health import DATA_QUALITY
 from siltwatch.panels import Panel, Series
 from siltwatch.rulekeys import NON_NEGATIVE, UNIT_INTERVAL, RuleKey, number
-from siltwatch.vocabulary import AlertKind
 
 if TYPE_CHECKING:
     from siltwatch.rules import Rules
@@ -55,7 +54,7 @@ def _amount(ev: TurbidityEvidence, _zone: tzinfo) -> str:
 
 
 TURBIDITY_CONTRAST = regulatory(
-    AlertKind.TURBIDITY_CONTRAST, "turbidity contrast", TurbidityEvidence, _amount
+    "turbidity_contrast", "turbidity contrast", TurbidityEvidence, _amount
 )
 
 
@@ -168,7 +167,6 @@ def _panel(site: SiteConfig, rules: Rules, pair: TurbidityPair) -> Panel:
 DESCRIPTION = Description(
     key="turbidity",
     order=10,
-    summary="turbidity contrast below the site against its upstream background (Lake George §148-9 B)",
     alerts=(TURBIDITY_CONTRAST, DATA_QUALITY),
     rule_keys=(
         RuleKey("turbidity.standard", (str,)),

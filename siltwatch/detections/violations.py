@@ -40,14 +40,6 @@ from siltwatch.rulekeys import flag, number
 from siltwatch.timefmt import local_time
 
 
-class ViolationKind(StrEnum):
-    OPEN = "violation_open"  # ``kind`` in ALERTS.jsonl; subject: the violation id
-    WORK = "work_during_violation"  # ``kind`` in ALERTS.jsonl; subject: the area
-    REMEDY = "remedy"  # ``kind`` in DUTIES.jsonl; subject: the violation id
-    REMEDY_OVERDUE = "remedy_overdue"  # ``kind`` in ALERTS.jsonl; subject: the duty id
-    APPEAL = "appeal"  # ``kind`` in DUTIES.jsonl; subject: the violation id
-
-
 class ViolationReason(StrEnum):
     """Why a remedy or appeal duty exists (``reason`` in DUTIES.jsonl)."""
 
@@ -82,22 +74,22 @@ def _work_amount(ev: WorkEvidence, zone: tzinfo) -> str:
     )
 
 
+# subject: the violation id
 VIOLATION_OPEN = regulatory(
-    ViolationKind.OPEN, "violation open", ViolationEvidence, _violation_amount, Officer.ONCE
+    "violation_open", "violation open", ViolationEvidence, _violation_amount, Officer.ONCE
 )
+# subject: the area
 WORK_DURING_VIOLATION = regulatory(
-    ViolationKind.WORK, "work during a violation", WorkEvidence, _work_amount, Officer.ON_OPEN
+    "work_during_violation", "work during a violation", WorkEvidence, _work_amount, Officer.ON_OPEN
 )
-REMEDY = deadline_duty(ViolationKind.REMEDY, "remedy", tuple(ViolationReason))
+# subject: the violation id; its overdue alert's, the duty id
+REMEDY = deadline_duty("remedy", "remedy", tuple(ViolationReason))
 # A reminder: the right to appeal lapses at its deadline, which is no breach (no alert).
-APPEAL = DutySpec(ViolationKind.APPEAL, "appeal", tuple(ViolationReason))
+APPEAL = DutySpec("appeal", "appeal", tuple(ViolationReason))
 
 DESCRIPTION = Description(
     key="violations",
     order=48,
-    summary="notices of violation and stop-work orders from the site log: open weeks, "
-    "stabilization only, remedy and appeal deadlines (Lake George §148-12 A, §148-14 B; "
-    "Big Flats 17.37.110 A, 17.37.130)",
     alerts=(VIOLATION_OPEN, WORK_DURING_VIOLATION),
     duties=(REMEDY, APPEAL),
     rule_keys=(

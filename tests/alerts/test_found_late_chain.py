@@ -142,6 +142,10 @@ def test_the_officer_hears_a_critical_plume_found_late_once_by_text_and_email(
     assert text.startswith("FOUND LATE") and "May 5 " in text, text
     assert f"{CONSOLE}/a/" in text and f"ACK {links.code(late.id)}" in text, text
     assert "found late" in str(mail["Subject"]), mail["Subject"]
+    # The officer's first message of the episode opens a thread and says when it was.
+    assert str(mail["Subject"]).startswith("[siltwatch] CRITICAL, found late, May 5 "), mail[
+        "Subject"
+    ]
     body = mail.get_body(("plain",))
     assert body is not None
     content = body.get_content()

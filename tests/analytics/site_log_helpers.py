@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from analytics.engine import Engine
 from analytics.events import Inspection, SiteLogEntry
 from analytics.timeutil import to_ms
@@ -99,3 +101,15 @@ def keeps_paperwork(site: SiteConfig) -> SiteConfig:
     return site.model_copy(
         update={"site": site.site.model_copy(update={"paperwork_in_site_log": True})}
     )
+
+
+def keeping_paperwork(example: str) -> object:
+    """A module-scoped fixture overriding the example site ``example`` (tests/analytics/
+    conftest.py) with :func:`keeps_paperwork`'s: ``george = keeping_paperwork("george")``
+    in a test module makes its tests' ``george`` keep the paperwork in its log."""
+
+    @pytest.fixture(scope="module", name=example)
+    def site(request: pytest.FixtureRequest) -> SiteConfig:
+        return keeps_paperwork(request.getfixturevalue(example))
+
+    return site

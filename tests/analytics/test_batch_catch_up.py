@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics import batch
+from analytics.batch_columns import ReadingColumns
 from analytics.engine import Engine
 from analytics.events import EngineEvent, Inspection, SensorReading, SiteLogEntry, StationReport
 from ingest.recordings.csv_rows import read_csv_rows
@@ -51,8 +52,17 @@ def stored(readings: Sequence[SensorReading], seed: int, flagged: int) -> list[S
     return out
 
 
-def chunks(readings: list[SensorReading], size: int) -> list[list[SensorReading]]:
-    return [readings[i : i + size] for i in range(0, len(readings), size)]
+def chunks(
+    readings: list[SensorReading], size: int, columns: bool = False
+) -> list[Sequence[SensorReading]]:
+    """``columns``: as the store's column reader gives them (``reading_columns_after``):
+    a chunk without flags as :class:`ReadingColumns`, one with a flagged reading as readings."""
+    out: list[Sequence[SensorReading]] = []
+    for i in range(0, len(readings), size):
+        chunk = readings[i : i + size]
+        plain = columns and not any(r.flags for r in chunk)
+        out.append(ReadingColumns.from_readings(chunk) if plain else chunk)
+    return out
 
 
 def caught_up(
@@ -61,6 +71,7 @@ def caught_up(
     size: int,
     *,
     batched: bool,
+    columns: bool = False,
     cut: float | None = None,
     inspections: Sequence[Inspection] = (),
     statuses: Sequence[StationReport] = (),
@@ -80,7 +91,7 @@ def caught_up(
         mid = readings[round(cut * (len(readings) - 1))].t
         first = [r for r in readings if r.t <= mid]
         events += engine.catch_up(
-            chunks(first, size),
+            chunks(first, size, columns),
             [i for i in inspections if i.t <= mid],
             min(mid, until),
             [s for s in statuses if s.t <= mid],
@@ -93,7 +104,9 @@ def caught_up(
         inspections = [i for i in inspections if after is None or i.t > after]
         statuses = [s for s in statuses if after is None or s.t > after]
         site_log = [e for e in site_log if after is None or e.t > after]
-    events += engine.catch_up(chunks(readings, size), inspections, until, statuses, site_log)
+    events += engine.catch_up(
+        chunks(readings, size, columns), inspections, until, statuses, site_log
+    )
     events += engine.finish(end)
     return engine, events
 
@@ -114,31 +127,38 @@ def assert_one_answer(
     flagged=st.sampled_from([0, 0, 1, 3]),
     size=st.sampled_from([300, 997, 5000, 100_000]),
     cut=st.none() | CUTS,
+    columns=st.booleans(),
 )
 def test_a_catch_up_gives_one_answer_either_way_on_multi_pair_sites(
-    rec: Recording, seed: int, flagged: int, size: int, cut: float | None
+    rec: Recording, seed: int, flagged: int, size: int, cut: float | None, columns: bool
 ) -> None:
     readings = stored(rec.readings, seed, flagged)
     slow = caught_up(rec.site, readings, size, batched=False, cut=cut)
-    fast = caught_up(rec.site, readings, size, batched=True, cut=cut)
-    assert_one_answer(slow, fast, f"size={size} flagged={flagged} cut={cut} {rec.plan}")
+    fast = caught_up(rec.site, readings, size, batched=True, columns=columns, cut=cut)
+    plan = f"size={size} flagged={flagged} cut={cut} columns={columns} {rec.plan}"
+    assert_one_answer(slow, fast, plan)
 
 
 @settings(PROPERTY_SETTINGS, max_examples=20)
-@given(rec=recordings(), seed=SEEDS, size=st.sampled_from([300, 2000, 100_000]))
+@given(
+    rec=recordings(),
+    seed=SEEDS,
+    size=st.sampled_from([300, 2000, 100_000]),
+    columns=st.booleans(),
+)
 def test_a_catch_up_gives_one_answer_either_way_with_rain_level_and_sediment(
-    rec: Recording, seed: int, size: int
+    rec: Recording, seed: int, size: int, columns: bool
 ) -> None:
     readings = stored(rec.readings, seed, 0)
     slow = caught_up(rec.site, readings, size, batched=False)
-    fast = caught_up(rec.site, readings, size, batched=True)
-    assert_one_answer(slow, fast, f"size={size} {rec.plan}")
+    fast = caught_up(rec.site, readings, size, batched=True, columns=columns)
+    assert_one_answer(slow, fast, f"size={size} columns={columns} {rec.plan}")
 
 
 @pytest.mark.parametrize("name", ["lake-george", "lake-lure"])
-@pytest.mark.parametrize(("size", "cut"), [(20_000, None), (997, 0.4)])
+@pytest.mark.parametrize(("size", "cut", "columns"), [(20_000, None, True), (997, 0.4, False)])
 def test_the_example_weeks_with_their_records_give_one_answer(
-    name: str, size: int, cut: float | None
+    name: str, size: int, cut: float | None, columns: bool
 ) -> None:
     site = load_site(EXAMPLES / f"{name}-site.toml")
     readings = stored(read_csv_rows(EXAMPLES / f"{name}-storm.csv", site.sensors()), 1, 0)
@@ -155,6 +175,7 @@ def test_the_example_weeks_with_their_records_give_one_answer(
             readings,
             size,
             batched=batched,
+            columns=columns and batched,
             cut=cut,
             inspections=inspections,
             statuses=statuses,
@@ -179,6 +200,8 @@ def test_the_batch_path_takes_plain_chunks_and_leaves_flagged_ones(
         return taken[-1]
 
     monkeypatch.setattr(batch, "take_chunk", spy)
-    caught_up(site, readings, 5000, batched=True)
-    assert taken.count(False) == 1, "the one chunk with a flagged reading goes row by row"
-    assert taken.count(True) == len(taken) - 1 > 0
+    for columns in (False, True):
+        taken.clear()
+        caught_up(site, readings, 5000, batched=True, columns=columns)
+        assert taken.count(False) == 1, "the one chunk with a flagged reading goes row by row"
+        assert taken.count(True) == len(taken) - 1 > 0

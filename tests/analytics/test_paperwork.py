@@ -12,15 +12,17 @@ UTC-4).
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Sequence
 
+from analytics.events import SiteLogEntry
 from siltwatch.config import SiteConfig, load_site
-from siltwatch.schema import site_log_problem
+from siltwatch.schema import Alert, site_log_problem
 from siltwatch.vocabulary import SiteEvent
 from tests.analytics.site_log_helpers import (
     EXAMPLES,
     alerts,
     iso,
+    keeping_paperwork,
     keeps_paperwork,
     log,
     restarted,
@@ -30,22 +32,15 @@ from tests.analytics.site_log_helpers import (
 CLEARED = log("2026-06-03T10:00-04:00", "cleared", "north-cut")
 
 
-@pytest.fixture(scope="module")
-def george(george: SiteConfig) -> SiteConfig:
-    """Lake George, its log keeping the paperwork (``paperwork_in_site_log``)."""
-    return keeps_paperwork(george)
+def _missing(site: SiteConfig, rows: Sequence[SiteLogEntry]) -> list[Alert]:
+    """The paperwork the site log ``rows`` leave missing by the end of Thu 2026-06-04."""
+    return alerts(run(site, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
 
 
-@pytest.fixture(scope="module")
-def lure(lure: SiteConfig) -> SiteConfig:
-    """Lake Lure, its log keeping the paperwork."""
-    return keeps_paperwork(lure)
-
-
-@pytest.fixture(scope="module")
-def flats(flats: SiteConfig) -> SiteConfig:
-    """Big Flats, its log keeping the paperwork."""
-    return keeps_paperwork(flats)
+# Its example sites keep the paperwork in their logs (``paperwork_in_site_log``).
+george = keeping_paperwork("george")
+lure = keeping_paperwork("lure")
+flats = keeping_paperwork("flats")
 
 
 def test_work_without_the_certification_or_the_plan_on_site(george: SiteConfig) -> None:
@@ -236,9 +231,7 @@ def test_lake_lure_work_before_a_required_preconstruction_conference(lure: SiteC
         log("2026-06-02T08:00-04:00", "active", "lot-1"),
     ]
     base = [*LURE_PAPER, shown]
-    assert (
-        alerts(run(lure, [*base, *work], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    )
+    assert _missing(lure, [*base, *work]) == []
     rows = [
         *base,
         log("2026-05-29T10:00-04:00", "conference_required", detail="officer's letter"),
@@ -275,19 +268,22 @@ def _lure_areas(lure: SiteConfig, **areas: tuple[float, float]) -> SiteConfig:
 NOTICE = log("2026-05-20T12:00-04:00", "notice", detail="start_of_development")
 
 
+def _owed_with(site: SiteConfig, first: SiteLogEntry, second: SiteLogEntry) -> list[Alert]:
+    """Lake Lure after the start notice: with the work of ``first`` alone no plan is owed
+    (nothing missing); what is missing once the work of ``second`` crosses the threshold."""
+    assert _missing(site, [NOTICE, first]) == []
+    return _missing(site, [NOTICE, first, second])
+
+
 def test_lake_lure_needs_no_plan_for_2000_square_feet_away_from_water(lure: SiteConfig) -> None:
     """96.05(A)(1)(c): no plan where the disturbance, not within 35 ft of water, does not
     exceed 2,000 sq ft. lot-1 of exactly 2,000 sq ft, 200 ft from water, graded Mon 06-01:
     no plan asked. drive of 1 sq ft more disturbed Tue 06-02 09:00 EDT: 2,001 sq ft, the
     plan approval, its copy on site and its display are owed from then (13:00Z)."""
     site = _lure_areas(lure, **{"lot-1": (2000.0, 200.0), "drive": (1.0, 200.0)})
-    rows = [
-        NOTICE,
-        log("2026-06-01T10:00-04:00", "graded", "lot-1"),
-        log("2026-06-02T09:00-04:00", "disturbed", "drive"),
-    ]
-    assert alerts(run(site, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    found = alerts(run(site, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    graded = log("2026-06-01T10:00-04:00", "graded", "lot-1")
+    drive = log("2026-06-02T09:00-04:00", "disturbed", "drive")
+    found = _owed_with(site, graded, drive)
     assert {a.subject for a in found} == {"plan_approval", "plan_on_site", "approval_displayed"}
     assert {a.opened_at for a in found} == {iso("2026-06-02T13:00Z")}
     approval = next(a for a in found if a.subject == "plan_approval")
@@ -300,17 +296,13 @@ def test_lake_lure_near_water_the_plan_comes_past_100_square_feet(lure: SiteConf
     part of it within 35 ft, past 100: owed (the protective reading of a mixed
     disturbance). At 35.5 ft the 2,000 sq ft threshold holds: none."""
     near = _lure_areas(lure, **{"drive": (100.0, 35.0), "lot-1": (50.0, 300.0)})
-    rows = [
-        NOTICE,
-        log("2026-06-01T10:00-04:00", "disturbed", "drive"),
-        log("2026-06-03T10:00-04:00", "cleared", "lot-1"),
-    ]
-    assert alerts(run(near, rows[:2], end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
-    found = alerts(run(near, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing")
+    drive = log("2026-06-01T10:00-04:00", "disturbed", "drive")
+    lot = log("2026-06-03T10:00-04:00", "cleared", "lot-1")
+    found = _owed_with(near, drive, lot)
     assert {a.opened_at for a in found} == {iso("2026-06-03T14:00Z")}
     assert "(within 35 ft of water)" in found[0].message
     far = _lure_areas(lure, **{"drive": (100.0, 35.5), "lot-1": (50.0, 300.0)})
-    assert alerts(run(far, rows, end="2026-06-05T00:00-04:00"), "paperwork_missing") == []
+    assert _missing(far, [NOTICE, drive, lot]) == []
 
 
 def test_a_log_that_does_not_keep_the_paperwork_raises_nothing() -> None:

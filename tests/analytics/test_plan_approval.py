@@ -13,7 +13,7 @@ from datetime import date
 
 import pytest
 
-from analytics.plan_approval import years_after
+from analytics.calendar import anniversary
 from siltwatch.config import SiteConfig
 from siltwatch.schema import site_log_problem
 from siltwatch.vocabulary import SiteEvent
@@ -90,5 +90,5 @@ def test_a_bad_expiry_is_named() -> None:
 
 
 def test_a_leap_day_approval_ends_on_feb_28() -> None:
-    assert years_after(date(2028, 2, 29), 3) == date(2031, 2, 28)
-    assert years_after(date(2026, 6, 1), 3) == date(2029, 6, 1)
+    assert anniversary(date(2028, 2, 29), 3) == date(2031, 2, 28)
+    assert anniversary(date(2026, 6, 1), 3) == date(2029, 6, 1)

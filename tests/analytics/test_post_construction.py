@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from datetime import date
 
 from alerts.routing import NoticeEvent, route
+from analytics.calendar import anniversary
 from analytics.engine import Engine
 from analytics.episodes import stable_id
 from analytics.events import Inspection, SiteLogEntry
-from analytics.post_construction import anniversary
 from siltwatch.config import SiteConfig
 from siltwatch.schema import Alert, Duty
 from tests.analytics import site_log_helpers

@@ -4,32 +4,17 @@ America/New_York (EDT, UTC-4)."""
 
 from __future__ import annotations
 
-import pytest
-
 from alerts.routing import NoticeEvent, route
 from siltwatch.config import SiteConfig
-from tests.analytics.site_log_helpers import alerts, iso, keeps_paperwork, log, officers, run
+from tests.analytics.site_log_helpers import alerts, iso, keeping_paperwork, log, officers, run
 
 EXACTLY_5000 = 5000 / 43560  # acres
 EXACTLY_15000 = 15000 / 43560
 
 
-@pytest.fixture(scope="module")
-def george(george: SiteConfig) -> SiteConfig:
-    """Lake George, its log keeping the paperwork (``paperwork_in_site_log``)."""
-    return keeps_paperwork(george)
-
-
-@pytest.fixture(scope="module")
-def lure(lure: SiteConfig) -> SiteConfig:
-    """Lake Lure, its log keeping the paperwork."""
-    return keeps_paperwork(lure)
-
-
-@pytest.fixture(scope="module")
-def flats(flats: SiteConfig) -> SiteConfig:
-    """Big Flats, its log keeping the paperwork."""
-    return keeps_paperwork(flats)
+# Its example sites keep the paperwork in their logs (``paperwork_in_site_log``).
+george = keeping_paperwork("george")
+lure = keeping_paperwork("lure")
 
 
 def _site(site: SiteConfig, acres: dict[str, float], **info: object) -> SiteConfig:

@@ -21,7 +21,13 @@ from analytics.station_health import StationHealthDetector
 from analytics.timeutil import MS_PER_H, MS_PER_MIN
 from siltwatch.config import SiteConfig, load_site
 from siltwatch.detections import alert_spec
-from siltwatch.detections.station_health import StationAlertKind as Kind
+from siltwatch.detections.station_health import (
+    BACKLOG_GROWING,
+    BATTERY_LOW,
+    CLOCK_UNSYNCED,
+    DISK_LOW,
+    STATION_OFFLINE,
+)
 from siltwatch.rulepacks import site_rules
 
 SITE = Path(__file__).resolve().parents[2] / "examples" / "lake-george-site.toml"
@@ -88,10 +94,10 @@ def test_the_last_will_opens_offline_and_the_next_status_resolves_it(site: SiteC
     reports = [*every_minute(0, 30), will, *every_minute(45, 60)]
     engine, events = run(site, reports, minutes=60)  # statuses to the end: no silence
     assert station_events(events) == [
-        ("opened", Kind.OFFLINE, "basin-1", 30),
-        ("resolved", Kind.OFFLINE, "basin-1", 45),
+        ("opened", STATION_OFFLINE.kind, "basin-1", 30),
+        ("resolved", STATION_OFFLINE.kind, "basin-1", 45),
     ]
-    (alert,) = [a for a in engine.alerts() if a.kind == Kind.OFFLINE]
+    (alert,) = [a for a in engine.alerts() if a.kind == STATION_OFFLINE.kind]
     assert alert.evidence["why"] == "last will"
     assert "last will" in alert.rule
 
@@ -99,8 +105,8 @@ def test_the_last_will_opens_offline_and_the_next_status_resolves_it(site: SiteC
 def test_silence_opens_offline_once_after_the_configured_time(site: SiteConfig) -> None:
     engine, events = run(site, every_minute(0, 20), minutes=120)
     silence_min = site_rules(site).number("station.status_silence_s") / 60
-    assert station_events(events) == [("opened", Kind.OFFLINE, "basin-1", 19 + silence_min)]
-    (alert,) = [a for a in engine.alerts() if a.kind == Kind.OFFLINE]
+    assert station_events(events) == [("opened", STATION_OFFLINE.kind, "basin-1", 19 + silence_min)]
+    (alert,) = [a for a in engine.alerts() if a.kind == STATION_OFFLINE.kind]
     assert alert.evidence["why"] == "silence"
     assert alert.evidence["last_online_at"].endswith("Z")
     assert "station.status_silence_s = 900" in alert.rule
@@ -111,10 +117,10 @@ def test_battery_low_opens_once_and_clears_with_hysteresis(site: SiteConfig) -> 
     reports = [ok(T0 + m * MIN, battery_v=v) for m, v in enumerate(volts)]
     engine, events = run(site, reports, minutes=40)
     assert station_events(events) == [
-        ("opened", Kind.BATTERY_LOW, "basin-1", 10),
-        ("resolved", Kind.BATTERY_LOW, "basin-1", 30),
+        ("opened", BATTERY_LOW.kind, "basin-1", 10),
+        ("resolved", BATTERY_LOW.kind, "basin-1", 30),
     ]
-    (alert,) = [a for a in engine.alerts() if a.kind == Kind.BATTERY_LOW]
+    (alert,) = [a for a in engine.alerts() if a.kind == BATTERY_LOW.kind]
     assert "11.70 V, below 11.8 V" in alert.message
     spec = alert_spec(alert.kind)
     assert spec is not None and spec.how_much(alert.evidence, site.site.zone) == (
@@ -125,7 +131,7 @@ def test_battery_low_opens_once_and_clears_with_hysteresis(site: SiteConfig) -> 
 def test_disk_nearly_full(site: SiteConfig) -> None:
     reports = [*every_minute(0, 5), *every_minute(5, 30, disk_free_mb=150.0)]
     _engine, events = run(site, reports, minutes=30)
-    assert station_events(events) == [("opened", Kind.DISK_LOW, "basin-1", 5)]
+    assert station_events(events) == [("opened", DISK_LOW.kind, "basin-1", 5)]
 
 
 def test_clock_not_synced_or_too_far_off(site: SiteConfig) -> None:
@@ -138,10 +144,10 @@ def test_clock_not_synced_or_too_far_off(site: SiteConfig) -> None:
     ]
     _engine, events = run(site, reports, minutes=30)
     assert station_events(events) == [
-        ("opened", Kind.CLOCK_UNSYNCED, "basin-1", 5),
-        ("resolved", Kind.CLOCK_UNSYNCED, "basin-1", 10),
-        ("opened", Kind.CLOCK_UNSYNCED, "basin-1", 15),
-        ("resolved", Kind.CLOCK_UNSYNCED, "basin-1", 20),
+        ("opened", CLOCK_UNSYNCED.kind, "basin-1", 5),
+        ("resolved", CLOCK_UNSYNCED.kind, "basin-1", 10),
+        ("opened", CLOCK_UNSYNCED.kind, "basin-1", 15),
+        ("resolved", CLOCK_UNSYNCED.kind, "basin-1", 20),
     ]
 
 
@@ -150,10 +156,10 @@ def test_a_backlog_growing_for_an_hour_and_then_draining(site: SiteConfig) -> No
     draining = [ok(T0 + m * MIN, backlog=max(0, 900 - 100 * (m - 90))) for m in range(90, 120)]
     engine, events = run(site, growing + draining, minutes=120)
     assert station_events(events) == [
-        ("opened", Kind.BACKLOG_GROWING, "basin-1", 60),
-        ("resolved", Kind.BACKLOG_GROWING, "basin-1", 91),
+        ("opened", BACKLOG_GROWING.kind, "basin-1", 60),
+        ("resolved", BACKLOG_GROWING.kind, "basin-1", 91),
     ]
-    (alert,) = [a for a in engine.alerts() if a.kind == Kind.BACKLOG_GROWING]
+    (alert,) = [a for a in engine.alerts() if a.kind == BACKLOG_GROWING.kind]
     assert alert.evidence["backlog_before"] == 0
 
 

@@ -299,7 +299,8 @@ def inspection_form(inspector: str, csrf: str, when: datetime) -> dict[str, str]
     }
 
 
-def log_in(client: TestClient, name: str, password: str) -> httpx.Response:
+def log_in(client: TestClient, name: str, password: str = PASSWORD) -> httpx.Response:
+    """Log ``name`` in through the login form (every account of the world has PASSWORD)."""
     page = client.get("/login")
     form = {"name": name, "password": password, "csrf": csrf_of(page.text), "next": "/"}
     response: httpx.Response = client.post("/login", data=form)

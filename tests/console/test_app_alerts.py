@@ -178,3 +178,10 @@ def test_a_comment_is_kept_and_shown(world: World) -> None:
 def test_an_unknown_alert_is_not_found(world: World) -> None:
     response = world.login().get(f"/sites/{SID}/alerts/al-nope")
     assert response.status_code == 404 and "No alert" in response.text
+
+
+def test_the_site_log_on_the_site_page_names_areas_and_milestones_in_words(world: World) -> None:
+    page = world.login().get(f"/sites/{SID}").text
+    log = page.split('id="site-log"')[1]
+    assert "Building B pad" in log and ">pad-b<" not in log
+    assert ">clearing completed<" in log and "clearing_completed" not in log

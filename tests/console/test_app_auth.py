@@ -31,7 +31,7 @@ from tests.console.app_world import (
 
 def test_the_operator_logs_in_and_sees_the_storm_weeks_alerts(world: World) -> None:
     client = world.client()
-    response = log_in(client, OPERATOR, PASSWORD)
+    response = log_in(client, OPERATOR)
     assert response.status_code == 303 and response.headers["location"] == "/"
     page = client.get("/")
     assert page.status_code == 200
@@ -43,7 +43,7 @@ def test_the_operator_logs_in_and_sees_the_storm_weeks_alerts(world: World) -> N
 
 def test_the_session_cookie_is_httponly_samesite_and_secure_over_https(world: World) -> None:
     client = world.client()
-    response = log_in(client, OPERATOR, PASSWORD)
+    response = log_in(client, OPERATOR)
     cookie = response.headers["set-cookie"].lower()
     assert "siltwatch_session=" in cookie
     assert "httponly" in cookie and "samesite=lax" in cookie and "secure" in cookie
@@ -53,7 +53,7 @@ def test_without_https_the_cookie_is_not_marked_secure(tmp_path: Path) -> None:
     world = make_world(tmp_path, public_url="http://127.0.0.1:8080")
     client = world.client()
     client.base_url = client.base_url.copy_with(scheme="http")
-    cookie = log_in(client, OPERATOR, PASSWORD).headers["set-cookie"].lower()
+    cookie = log_in(client, OPERATOR).headers["set-cookie"].lower()
     assert "httponly" in cookie and "secure" not in cookie
 
 
@@ -75,20 +75,20 @@ def test_after_five_failures_even_the_right_password_waits(world: World) -> None
     client = world.client()
     for _ in range(MAX_FAILURES):
         assert log_in(client, OPERATOR, "guess-guess-guess").status_code == 401
-    blocked = log_in(client, OPERATOR, PASSWORD)
+    blocked = log_in(client, OPERATOR)
     assert blocked.status_code == 429
     assert "Too many failed logins" in blocked.text and "Wait 1 second " in blocked.text
     assert world.actions("login_rate_limited")
     assert client.get("/").status_code == 303, "no session was opened"
     world.clock.advance(1)  # slowed, not locked: tests/console/test_app_throttle.py
-    assert log_in(client, OPERATOR, PASSWORD).status_code == 303
+    assert log_in(client, OPERATOR).status_code == 303
 
 
 def test_the_rate_limit_is_per_person_other_people_still_log_in(world: World) -> None:
     client = world.client()
     for _ in range(MAX_FAILURES):
         log_in(client, OPERATOR, "guess-guess-guess")
-    assert log_in(world.client(), OFFICER, PASSWORD).status_code == 303
+    assert log_in(world.client(), OFFICER).status_code == 303
 
 
 def test_a_login_post_without_the_forms_token_is_refused(world: World) -> None:

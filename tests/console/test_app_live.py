@@ -25,7 +25,6 @@ from tests.console.app_world import (
     INSPECTOR,
     OFFICER,
     OPERATOR,
-    PASSWORD,
     SID,
     SITE,
     VIEWER,
@@ -62,7 +61,7 @@ def delivery(live: LiveWorld) -> Iterator[Delivery]:
 
 def login(world: LiveWorld, name: str = OPERATOR) -> TestClient:
     client = TestClient(world.app, base_url="https://console.test", follow_redirects=False)
-    assert log_in(client, name, PASSWORD).status_code == 303
+    assert log_in(client, name).status_code == 303
     return client
 
 

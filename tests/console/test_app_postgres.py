@@ -24,6 +24,7 @@ from console.notes import NoteKind
 from tests.console.app_world import (
     OFFICER,
     OPERATOR,
+    ROOT,
     SID,
     SITE_FILE,
     VIEWER,
@@ -35,7 +36,6 @@ from tests.servers import PostgresServer
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 _CSRF_VALUE = re.compile(r'(name="csrf" value=")[^"]*(")')
 # The moment a report was generated: in its header and in its printed pages' footer.
 _GENERATED = re.compile(r"<dt>Generated</dt><dd>[^<]*</dd>|generated \d{4}-\d\d-\d\d \d\d:\d\d \w+")

@@ -71,17 +71,17 @@ def test_strangers_cannot_lock_a_person_out_of_their_own_browser(world: World) -
     mine = world.login()  # this browser now carries the person's device cookie
     mine.cookies.delete(SESSION_COOKIE)  # the session is over (logged out, or expired)
     _flood(world)
-    assert log_in(mine, OPERATOR, PASSWORD).status_code == 303
+    assert log_in(mine, OPERATOR).status_code == 303
     assert mine.get("/").status_code == 200
 
 
 def test_strangers_only_slow_a_new_browser_for_at_most_a_minute(world: World) -> None:
     _flood(world)
     fresh = world.client()
-    waiting = log_in(fresh, OPERATOR, PASSWORD)
+    waiting = log_in(fresh, OPERATOR)
     assert waiting.status_code == 429 and "Wait" in waiting.text
     world.clock.advance(MAX_WAIT_S + 1)
-    assert log_in(fresh, OPERATOR, PASSWORD).status_code == 303
+    assert log_in(fresh, OPERATOR).status_code == 303
 
 
 def test_a_password_change_ends_the_persons_sessions(world: World) -> None:

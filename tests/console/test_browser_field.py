@@ -4,7 +4,7 @@ The qualified inspector fills the Lake Lure checklist and attaches two photos
 from the "camera" (file inputs with ``capture``); the phone loses its signal,
 the inspector submits another checklist, which waits on the phone (IndexedDB)
 and is sent once the signal is back: exactly one record more is stored; the
-signed record is refused an edit; the silt-fence finding is a corrective
+signed record is amended from its page, its form filled in with what it says; the silt-fence finding is a corrective
 action that goes overdue and is closed with a photo of the repair. Every page
 is checked by axe-core (no serious or critical violation), for text of at
 least 12 px and for no sideways scrolling; each step is kept as a PNG in the
@@ -141,14 +141,25 @@ def test_the_field_desk_on_a_phone(served: tuple[World, str], tmp_path: Path) ->
         driver.execute_script("window.dispatchEvent(new Event('online'))")  # a second try
         assert len(store.field_records(LURE_ID)) == 2
 
-        # 3. The signed record is refused an edit.
-        visit.open(f"{FIELD}/records/{first.record_id}", "#edit-record")
-        driver.find_element(By.NAME, "notes").send_keys("changed afterwards")
-        driver.find_element(By.ID, "edit-record").click()
-        refusal = wait_for(driver, "p.message.error")
-        assert "a signed record cannot change: record an amendment instead" in refusal.text
-        visit.check("edit-refused")
+        # 3. The signed record cannot change; it is amended from its page, the form
+        # filled in with what it says (the edit's refusal: test_field_desk.py).
+        visit.open(f"{FIELD}/records/{first.record_id}", "#amend-record")
+        driver.find_element(By.ID, "amend-record").click()
+        wait_for(driver, "#amending")
+        note = driver.find_element(By.NAME, "p.sf-lot1.note")
+        assert note.get_attribute("value") == "undercut at the low point"
+        assert driver.find_element(By.NAME, "p.sf-lot1.maintenance").is_selected()
+        visit.check("amend-filled")
+        note.send_keys(", 3 m long")
+        driver.find_element(By.NAME, "sign").click()
+        driver.find_element(By.ID, "submit-checklist").click()
+        _banner(visit, "Sent: inspection record")
+        amendment = store.field_records(LURE_ID)[-1]
+        assert amendment.amends == first.record_id
+        assert "undercut at the low point, 3 m long" in amendment.body
         assert store.field_record(LURE_ID, first.record_id) == first
+        visit.open(f"{FIELD}/records/{first.record_id}", "#amended-by")
+        visit.check("record-amended")
 
         # 4. The finding is a corrective action; it goes overdue; it closes with a photo.
         (action,) = [a for a in store.corrective_actions(LURE_ID) if a.practice == "sf-lot1"]
@@ -180,4 +191,4 @@ def test_the_field_desk_on_a_phone(served: tuple[World, str], tmp_path: Path) ->
         assert resolved.resolved_at is not None
     finally:
         driver.quit()
-    assert len(store.field_records(LURE_ID)) == 2
+    assert len(store.field_records(LURE_ID)) == 3  # the two inspections and the amendment

@@ -12,6 +12,7 @@ import io
 import json
 import secrets
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,94 @@ def test_a_finding_is_an_engine_duty_that_goes_overdue_alerts_and_closes(tmp_pat
     # The closure is not an inspection: it does not flag inspection_record_incomplete.
     assert not [a for a in store.alerts(LURE_ID) if a.kind == "inspection_record_incomplete"
                 and a.resolved_at is None and to_ms(a.opened_at) >= action.created_at]  # fmt: skip
+
+
+class _FormFields(HTMLParser):
+    """What a browser would submit from the page's checklist form, as it stands."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: dict[str, str] = {}
+        self._in_form = False
+        self._select: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self._in_form = a.get("id") == "checklist-form"
+        if not self._in_form:
+            return
+        name = a.get("name", "")
+        if tag == "input" and a.get("type") not in ("file", "submit") and name:
+            if a.get("type") != "checkbox" or "checked" in a:
+                self.fields[name] = a.get("value", "")
+        elif tag == "select":
+            self._select = name
+        elif (
+            tag == "option"
+            and self._select
+            and ("selected" in a or self._select not in self.fields)
+        ):
+            self.fields[self._select] = a.get("value", "")
+        elif tag == "textarea":
+            self._textarea = name
+            self.fields[name] = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self.fields[self._textarea] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._in_form = False
+        elif tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+
+def _form_of(page: str) -> dict[str, str]:
+    parser = _FormFields()
+    parser.feed(page)
+    return parser.fields
+
+
+def test_a_signed_record_is_amended_from_its_page_with_its_content_filled_in(
+    lure: World,
+) -> None:
+    """Lake Lure 96.05(B)(17)(b): the signed record stays; the amendment refers to it.
+    The form comes filled in with the record, so submitting it unchanged records the same
+    inspection, and a finding already open gets no second corrective action."""
+    form = checklist_form("key-" + "g" * 20, "", **{"p.sf-lot1.maintenance": "yes",
+                          "p.sf-lot1.note": "undercut at the low point", "notes": "wet"})  # fmt: skip
+    client, response = _post(lure, form, [])
+    first = response.headers["location"]
+    record = client.get(first)
+    assert 'id="amend-record"' in record.text and 'id="edit-record"' not in record.text
+    (original,) = lure.console.store.field_records(LURE_ID)
+    amend = client.get(f"{FIELD}?amends={original.record_id}")
+    assert amend.status_code == 200 and 'id="amending"' in amend.text
+    filled = _form_of(amend.text)
+    assert filled["amends"] == original.record_id and filled["time"] == "2026-05-12T09:30"
+    assert filled["p.sf-lot1.maintenance"] == "yes" and filled["notes"] == "wet"
+    assert filled["p.sf-lot1.note"] == "undercut at the low point"
+    assert filled["a.drive.cover"] == "erosion_blanket" and filled["a.lot-1.cover_pct"] == "80"
+    # The inspector adds what the record missed: the entrance deviates from the plan.
+    filled.update({"p.ce-main.deviates": "yes", "p.ce-main.note": "moved 10 m east", "sign": "yes"})
+    again = client.post(FIELD, data=filled)
+    assert again.status_code == 303, again.text
+    first_again, amendment = lure.console.store.field_records(LURE_ID)
+    assert first_again == original and amendment.amends == original.record_id
+    before = Checklist.model_validate_json(original.body)
+    after = Checklist.model_validate_json(amendment.body)
+    assert after.model_copy(update={"amends": None, "practices": before.practices}) == before
+    assert [p.practice for p in after.practices if p.needs_work] == ["sf-lot1", "ce-main"]
+    # One action per finding: the fence's from the record, the entrance's from the amendment.
+    actions = sorted(
+        (a.practice, a.record_id) for a in lure.console.store.corrective_actions(LURE_ID)
+    )
+    assert actions == [("ce-main", amendment.record_id), ("sf-lot1", original.record_id)]
+    assert f"/field/records/{amendment.record_id}" in client.get(first).text
+    missing = client.get(f"{FIELD}?amends=fr-nosuchrecord")
+    assert missing.status_code == 404 and "there is no record fr-nosuchrecord" in missing.text

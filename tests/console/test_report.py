@@ -161,6 +161,10 @@ def test_the_demo_weeks_report_prints_to_pdf_with_every_section_and_plot(
     verdict = " ".join(first_lines[1:4])
     assert "Mon 2026-05-04 – Mon 2026-05-11:" in verdict
     assert "1 duty missed" in verdict and "regulatory alerts" in verdict, verdict
+    # What the station part holds, in words (it said "N stations reporting", 0 for a log
+    # of readings without status reports).
+    whole = " ".join(" ".join(texts).split())
+    assert "Station health: the last status report of 2 stations" in whole
     # Every page: the footer (site, period, when generated) and its number.
     for n, text in enumerate(texts, start=1):
         flat = " ".join(text.split())

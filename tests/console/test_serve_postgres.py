@@ -37,7 +37,6 @@ from tests.servers import MosquittoServer, free_port
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "basin-outlet-clear-4"
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/a/[A-Z0-9]+)")
 

@@ -108,6 +108,10 @@ def test_demo_runs_the_whole_pipeline_then_serves_the_console(tmp_path: Path) ->
     assert code == 0, stdout[-3000:]
     assert "web console stopped" in stdout
     assert "alert log (JSONL)" in stdout
+    # The duties printed as people say them, in the site's time: no ids, no storm keys.
+    assert "inspection after grading of Access drive cut and fill slopes: due 2026-05-09" in stdout
+    assert "inspection after the storm of May 8 08:25: due 2026-05-11 08:00 EDT (open)" in stdout
+    assert "drive:graded" not in stdout and "gauge-yard@" not in stdout
     # The week's 24,365 readings a site, and its stations' first minutes after it (issue 25:
     # they go on in the demo's time, app/demo_stations.py), none duplicated.
     stored = re.findall(r"-> ([\d,]+) readings stored, 0 duplicates, 1 rejected", stdout)

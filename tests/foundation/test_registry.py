@@ -11,6 +11,8 @@ description dropped into the package is picked up by everything.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import re
 import sys
 import textwrap
@@ -27,10 +29,11 @@ from analytics.detectors import build_detectors
 from analytics.engine import Engine
 from siltwatch.config import cross_reference_problems, load_site
 from siltwatch.detections.base import Officer
+from siltwatch.detections.inspections import INSPECTION
+from siltwatch.detections.paperwork import Requirement
 from siltwatch.officials import OFFICER_TITLE
 from siltwatch.rulepacks import PENDING_RULE_KEYS, RULE_KEYS, SCOPE_RULE_KEYS, site_rules
 from siltwatch.schema import Alert
-from siltwatch.vocabulary import AlertKind, DutyKind
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).resolve().parent / "replay_expected"
@@ -48,10 +51,13 @@ def expected_alerts() -> list[Alert]:
 def test_every_kind_is_described_once() -> None:
     described = registry.alert_kinds()
     assert len(described) == len(set(described))
-    assert {k.value for k in AlertKind} <= set(described)
-    for kind in DutyKind:
-        duty = registry.duty_spec(kind)
-        assert duty is not None and duty.overdue is not None
+    for d in registry.descriptions():
+        for duty in d.duties:
+            assert registry.duty_spec(duty.kind) is duty
+            if duty.overdue is not None:
+                assert duty.overdue_kind == f"{duty.kind}_overdue" in described
+    with pytest.raises(AttributeError, match="raises no alert"):
+        _ = registry.duty_spec("appeal").overdue_kind  # type: ignore[union-attr]
 
 
 def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
@@ -61,9 +67,17 @@ def test_descriptions_are_in_build_order_and_name_their_engine_module() -> None:
     assert found[0].key == "sensor_health"  # the quality screen comes before every detector
     for d in found:
         assert d.engine_module.startswith("analytics.")
-        # A section of the law (Lake Lure's are numbered without §) or siltwatch's own.
-        cited = "§" in d.summary or "Lake Lure 96." in d.summary
-        assert (d.summary and cited) or "siltwatch" in d.summary
+
+
+def test_each_description_module_says_what_it_detects_and_cites_its_law() -> None:
+    """Said once, in the module's docstring (not again in the description): a section of
+    the law (Lake Lure's are numbered without §) or siltwatch's own."""
+    modules = [i.name for i in pkgutil.iter_modules(registry.__path__) if i.name != "base"]
+    assert len(modules) >= len(registry.descriptions())
+    for name in modules:
+        doc = importlib.import_module(f"{registry.__name__}.{name}").__doc__ or ""
+        cited = "§" in doc or "Lake Lure 96." in doc or "siltwatch" in doc
+        assert doc.strip() and cited, name
 
 
 def test_two_descriptions_sharing_an_order_are_refused() -> None:
@@ -81,7 +95,7 @@ def test_the_evidence_the_detectors_write_reads_as_its_model() -> None:
         spec = registry.alert_spec(alert.kind)
         assert spec is not None, alert.kind
         assert spec.read_evidence(alert.evidence) is not None, (alert.id, alert.evidence)
-        if spec.regulatory and alert.kind != AlertKind.INSPECTION_OVERDUE:
+        if spec.regulatory and alert.kind != INSPECTION.overdue_kind:
             assert how_much(alert, UTC), alert.id  # the SMS says by how much
 
 
@@ -106,6 +120,12 @@ def test_the_rule_keys_described_are_those_the_detectors_read() -> None:
     read: set[str] = set()
     for path in (ROOT / "analytics").glob("*.py"):
         read |= _rule_keys_in(path.read_text())
+    # Read through the requirement's own flag (analytics/paperwork.py ``required``).
+    assert (
+        "rules.get(r.rule_key) for r in Requirement"
+        in (ROOT / "analytics/paperwork.py").read_text()
+    )
+    read |= {r.rule_key for r in Requirement}
     described = {rk.name for rk in registry.rule_keys()}
     assert read, "the scan found no rule reads: the pattern is stale"
     # Keys read through a computed name (f"drain.limit_h.{type}", the limit tables) are prefixes.
@@ -135,25 +155,15 @@ def test_detectors_are_built_in_registry_order() -> None:
 
 
 PH = """
-    from siltwatch.detections.base import (
-        Description, Evidence, Officer, Section, regulatory, short_number,
-    )
+    from siltwatch.detections.base import Description, Officer, Section, regulatory
     from siltwatch.rulekeys import number
-
-    class PhEvidence(Evidence):
-        sensor: str
-        ph: float
-        low: float
-        high: float
-
-    def amount(ev: PhEvidence, zone: object) -> str:
-        return f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}"
+    from tests.ph.detections.ph_range import PhEvidence, amount  # the pH fixture's evidence
 
     PH_RANGE = regulatory("ph_range", "pH out of range", PhEvidence, amount, Officer.ON_OPEN)
 
     DESCRIPTION = Description(
         key="ph", order=25, engine_module="analytics.ph_for_test",
-        summary="pH against its range (a test's detection)", alerts=(PH_RANGE,),
+        alerts=(PH_RANGE,),
         rule_keys=(number("ph.low"), number("ph.high")),
         section=Section("ph_probes", "pH probe", sensor_refs=(("sensor", "ph"),)),
     )

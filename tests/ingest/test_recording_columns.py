@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from analytics.batch_columns import ReadingColumns
 from analytics.events import SensorReading
-from ingest.recordings.columns import read_csv_columns
-from ingest.recordings.csv_rows import RecordingError, read_csv_rows
+from ingest.recordings.columns import _times, read_csv_columns
+from ingest.recordings.csv_rows import RecordingError, parse_time, read_csv_rows
 from ingest.recordings.formats import read_csv_readings, read_recording
 
 SENSORS = {"turb-up", "turb-down", "rain-1"}
@@ -154,6 +154,33 @@ def test_the_column_wise_reader_equals_the_row_wise_one(
             read = ReadingColumns.empty()
         assert read is not None, plan
     event("errors" if rows and rows[0] == "error" else "readings")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(
+        st.tuples(
+            st.integers(0, 10_000), st.integers(0, 13), st.integers(0, 32),
+            st.integers(0, 25), st.integers(0, 61), st.integers(0, 61),
+        ),
+        max_size=40,
+    ),
+    odd=st.lists(st.text(max_size=22), max_size=5),
+)  # fmt: skip
+def test_times_on_arrays_are_what_parse_time_says(
+    fields: list[tuple[int, int, int, int, int, int]], odd: list[str]
+) -> None:
+    """Every text ``YYYY-MM-DDTHH:MM:SSZ``-shaped, in range or not (a 29 February, a 31
+    April, a hour 24, a year 0), and any other text: the same epoch ms, or the same refusal."""
+    texts = [f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}Z" for y, mo, d, h, mi, s in fields]
+    texts += [*odd, "2024-02-29T23:59:59Z", "1900-02-29T00:00:00Z", "0001-01-01T00:00:00Z"]
+    stamps, ok = _times(texts)
+    for text, got, taken in zip(texts, stamps.tolist(), ok.tolist(), strict=True):
+        try:
+            want: int | None = parse_time(text)
+        except ValueError:
+            want = None
+        assert (got if taken else None) == want, text
 
 
 def test_the_first_20_bad_rows_then_how_many_more(tmp_path: Path) -> None:

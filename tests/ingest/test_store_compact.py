@@ -1,9 +1,11 @@
-"""The compact readings (schema v8): a v7 store converted in place, and the arrival spans.
+"""The compact readings (schema v9): a v7 or v8 store converted in place, and the arrival spans.
 
-A store written by siltwatch before v8 kept its readings in one table of text names,
-its arrival order the rowid (``readings.id``). Opened by a writer, it is converted in
-place: every reading kept with its id, its station, flags and arrival time, and every
-answer the same. A reader refuses it and names the fix. The arrival order survives
+A store written by siltwatch before v9 kept its readings in one table of text names,
+its arrival order the rowid (``readings.id``); v8 added the per-hour summaries
+(``reading_hours``) beside it. Opened by a writer, it is converted in place: every
+reading kept with its id, its station, flags and arrival time, every answer the same,
+and the summaries (filled from the readings for a v7 store, kept for a v8 one) agree
+with the readings. A reader refuses it and names the fix. The arrival order survives
 with its meaning: the snapshot marks and what was stored after them
 (``earliest_stored_after``), now answered from spans of ids rather than an index on
 them, agree with a scan of every stored reading, for every mark.
@@ -26,6 +28,7 @@ from ingest.store.from_url import is_postgres_url, open_store, open_store_read_o
 from ingest.store.postgres import postgres_schema
 from ingest.store.queries import SqlStore, StoreError
 from ingest.store.sqlite import SqliteStore
+from ingest.store.summaries import summarise
 from tests.ingest.conftest import BACKENDS
 
 both = pytest.mark.parametrize("store_db", BACKENDS, indirect=True)
@@ -67,9 +70,10 @@ def v7_rows() -> list[Row]:
     return rows
 
 
-def make_v7(store_db: str, rows: list[Row]) -> None:
+def make_v7(store_db: str, rows: list[Row], version: int = 7) -> None:
     """Turn the (new, empty) store at ``store_db`` into what v7 left: the readings table
-    of text names with these rows, no compact tables, schema version 7."""
+    of text names with these rows, no compact tables, schema version 7; or (``version``
+    8) what v8 left: the same, with ``reading_hours`` filled from those readings."""
     store = open_store(store_db)
     postgres = is_postgres_url(store_db)
     try:
@@ -88,10 +92,16 @@ def make_v7(store_db: str, rows: list[Row]) -> None:
                     "received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     row,
                 )
+            if version == 8:
+                for site, sensor in {(row[1], row[3]) for row in rows}:
+                    points = sorted(
+                        (row[4], row[6], row[7]) for row in rows if row[1:4:2] == (site, sensor)
+                    )
+                    store._insert_hours(site, sensor, summarise(points))
             if postgres:
-                store._execute("UPDATE siltwatch_schema SET version = 7")
+                store._execute(f"UPDATE siltwatch_schema SET version = {version}")
             else:
-                store._execute("PRAGMA user_version=7")
+                store._execute(f"PRAGMA user_version={version}")
     finally:
         store.close()
 
@@ -130,12 +140,13 @@ def small_spans(readings: int, slack_ms: int) -> Iterator[None]:
 
 
 @both
-def test_a_v7_store_is_converted_in_place_keeping_every_reading_and_its_id(
-    store_db: str,
+@pytest.mark.parametrize("version", [7, 8])
+def test_a_v7_or_v8_store_is_converted_in_place_keeping_every_reading_and_its_id(
+    store_db: str, version: int
 ) -> None:
     rows = v7_rows()
-    make_v7(store_db, rows)
-    with pytest.raises(StoreError, match=r"schema v7.*siltwatch serve"):
+    make_v7(store_db, rows, version)
+    with pytest.raises(StoreError, match=rf"schema v{version}.*siltwatch serve"):
         open_store_read_only(store_db)  # a reader never converts: it names the fix
     with small_spans(5, 60_000):
         store = open_store(store_db)
@@ -158,6 +169,8 @@ def test_a_v7_store_is_converted_in_place_keeping_every_reading_and_its_id(
                 assert store.readings(site, sensor) == [
                     reading(row) for row in mine if row[3] == sensor
                 ]
+                points = store.sensor_points(site, sensor, -(2**62), 2**62)
+                assert store.stored_hours(site, sensor) == summarise(points), "summaries"
             assert store.reading_count(site) == len(mine)
             for mark in range(rows[-1][0] + 2):
                 assert store.earliest_stored_after(site, mark, 0) == earliest_after(
@@ -173,7 +186,7 @@ def test_a_v7_store_is_converted_in_place_keeping_every_reading_and_its_id(
         assert newest > rows[-1][0] and store.marks()[0] == newest, "arrival order goes on"
     finally:
         store.close()
-    reader = open_store_read_only(store_db)  # converted once: v8 now
+    reader = open_store_read_only(store_db)  # converted once: v9 now
     try:
         assert reader.reading_count(A) + reader.reading_count(B) == len(rows) + 1
     finally:
@@ -204,9 +217,10 @@ batches = st.lists(
 def test_what_was_stored_after_any_mark_agrees_with_a_scan_of_the_readings(
     batches: list[Batch], span: int, slack_min: int
 ) -> None:
-    """Whatever the order, duplicates, sites, arrival times and span sizes: the arrival
-    spans answer as an index on the ids would, for every mark, and every reading keeps
-    the arrival time of the message that brought it first."""
+    """Whatever the order, duplicates, sites, arrival times, span sizes and way of writing
+    (messages, or an import's chunk written in bulk): the arrival spans answer as an
+    index on the ids would, for every mark, and every reading keeps the arrival time of
+    the message that brought it first."""
     arrived: dict[tuple[str, str, int], int] = {}
     with tempfile.TemporaryDirectory() as folder, small_spans(span, slack_min * 60_000):
         store: SqlStore = SqliteStore(Path(folder) / "store.sqlite3")
@@ -219,8 +233,14 @@ def test_what_was_stored_after_any_mark_agrees_with_a_scan_of_the_readings(
                             flags = frozenset([f] if f else [])
                             reading = SensorReading(sensor, m * 60_000, 1.0, None, flags)
                             groups.setdefault(100 * n + at, []).append((f"st-{sensor}", reading))
-                            arrived.setdefault((site, sensor, m * 60_000), 100 * n + at)
+                    for at, group in groups.items():  # the order the store is given them
+                        for _station, reading in group:
+                            arrived.setdefault((site, reading.sensor, reading.t), at)
                     with store.transaction():
+                        if n % 2 and len(groups) == 1:  # an import's chunk: written in bulk
+                            ((at, rows),) = groups.items()
+                            if store.insert_new_readings(site, rows, at) is not None:
+                                continue
                         store.insert_reading_groups(site, list((g, at) for at, g in groups.items()))
             stored = [
                 (int(i), str(s), str(st_), str(se), int(t), q, float(v), str(f), int(a))

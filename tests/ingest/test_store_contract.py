@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from analytics.batch_columns import ReadingColumns
 from analytics.events import Inspection, SensorReading
 from ingest.recordings.formats import read_csv_readings
 from ingest.service import IngestService
@@ -195,6 +196,21 @@ def test_a_group_commit_stores_each_messages_readings_as_one_insert_each_in_turn
 
 
 @both
+def test_a_chunk_of_columns_with_a_flagged_reading_comes_as_readings(store: SqlStore) -> None:
+    rows = [("st", r(s, t, float(t), 4)) for t in (1000, 2000, 3000) for s in ("b", "a")]
+    rows[3] = ("st", r("a", 2000, 2000.0, 4, "backfilled", "clock_unsynced"))
+    store.add_readings(A, rows, 1)
+    got = list(store.reading_columns_after(A, None, chunk=3))
+    assert [type(c) for c in got] == [ReadingColumns, list, ReadingColumns]
+    flagged = r("a", 2000, 2000.0, None, "backfilled", "clock_unsynced")
+    assert [x for c in got for x in c] == [
+        r("a", 1000, 1000.0), r("b", 1000, 1000.0),
+        flagged, r("b", 2000, 2000.0),
+        r("a", 3000, 3000.0), r("b", 3000, 3000.0),
+    ], "in (time, sensor) order, flags kept, no sequence numbers (the engine judges without)"  # fmt: skip
+
+
+@both
 def test_readings_come_in_time_then_sensor_code_point_order_in_chunks(store: SqlStore) -> None:
     # "B" sorts before "a" by code point (SQLite's order); a linguistic collation disagrees.
     sensors = ["a-up", "B-down", "ä-mid", "b-rain"]
@@ -205,6 +221,15 @@ def test_readings_come_in_time_then_sensor_code_point_order_in_chunks(store: Sql
     assert [len(c) for c in chunks] == [5, 5, 2]
     assert [x for c in chunks for x in c] == want
     assert [x for c in store.readings_after(A, 1000, chunk=3) for x in c] == want[4:]
+
+    columns = list(store.reading_columns_after(A, None, chunk=5))
+    assert [len(c) for c in columns] == [4, 4, 4], "an instant is never split between chunks"
+    assert all(isinstance(c, ReadingColumns) for c in columns)
+    assert [x for c in columns for x in c] == want
+    assert [x for c in store.reading_columns_after(A, 1000, chunk=3) for x in c] == want[4:]
+    assert [len(c) for c in store.reading_columns_after(A, None, chunk=2)] == [4, 4, 4], (
+        "a chunk smaller than one instant's readings takes the whole instant"
+    )
 
     between = [x for c in store.readings_between(A, 1000, 3000, chunk=3) for x in c]
     assert [rd for _, rd in between] == want[:8], "[start, end): the end is left out"

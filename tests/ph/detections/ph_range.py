@@ -22,16 +22,15 @@ class PhEvidence(Evidence):
     high: float
 
 
-def _amount(ev: PhEvidence, _zone: tzinfo) -> str:
+def amount(ev: PhEvidence, _zone: tzinfo) -> str:
     return f"pH {short_number(ev.ph)} outside {ev.low:g}-{ev.high:g}"
 
 
-PH_RANGE = diagnostic("ph_range", "pH out of range", PhEvidence, _amount)
+PH_RANGE = diagnostic("ph_range", "pH out of range", PhEvidence, amount)
 
 DESCRIPTION = Description(
     key="ph_range",
     order=26,
-    summary=f"pH outside {LOW:g}-{HIGH:g} for {SUSTAIN_MIN} min (a test's detection)",
     alerts=(PH_RANGE,),
     engine_module="analytics.ph_detector",
 )
