@@ -382,12 +382,16 @@ def rebuild(db: str, site_id: str | None = None) -> float:
 
 def store_bytes(db: str) -> int:
     """The store's size on disk: the SQLite file after a checkpoint, or the PostgreSQL
-    database's readings table with its indexes."""
+    database's reading tables with their indexes (schema v9: the samples, their names and
+    arrival spans; ``readings`` is a view)."""
     if db.startswith("postgresql"):
         import psycopg
 
         with psycopg.connect(db) as conn:
-            row = conn.execute("SELECT pg_total_relation_size('readings')").fetchone()
+            row = conn.execute(
+                "SELECT sum(pg_total_relation_size(t::regclass)) "
+                "FROM unnest(ARRAY['samples', 'series', 'stations', 'arrivals']) AS t"
+            ).fetchone()
             assert row is not None
             return int(row[0])
     import sqlite3

@@ -52,6 +52,7 @@ import psycopg
 
 from ingest.store.queries import (
     ADDED_COLUMNS,
+    READINGS_VIEW,
     SCHEMA,
     SCHEMA_VERSION,
     Cursor,
@@ -84,8 +85,22 @@ _IGNORE = "INSERT OR IGNORE INTO"
 
 
 def postgres_schema(sqlite_ddl: str) -> str:
-    """SQLite's table definitions in PostgreSQL's types (see the module's first lines)."""
-    return _PG_TYPE_WORDS.sub(lambda m: _PG_TYPES[m[1]], sqlite_ddl)
+    """SQLite's table definitions in PostgreSQL's types (see the module's first lines).
+
+    A table ``WITHOUT ROWID`` (SQLite's clustered key) is a heap with its primary key
+    index here; ``CREATE VIEW IF NOT EXISTS`` is ``CREATE OR REPLACE VIEW``.
+    """
+    ddl = sqlite_ddl.replace(") WITHOUT ROWID;", ");")
+    ddl = ddl.replace("CREATE VIEW IF NOT EXISTS", "CREATE OR REPLACE VIEW")
+    return _PG_TYPE_WORDS.sub(lambda m: _PG_TYPES[m[1]], ddl)
+
+
+# The readings' arrival ids (ingest/store/queries.py ``SqlStore._SAMPLE_ID_SQL``): a
+# sequence, as several writers insert at once; the samples' id column takes its default.
+_READING_IDS = (
+    "CREATE SEQUENCE IF NOT EXISTS reading_ids; "
+    "ALTER TABLE samples ALTER COLUMN id SET DEFAULT nextval('reading_ids')"
+)
 
 
 @functools.lru_cache(maxsize=512)
@@ -208,11 +223,20 @@ class PostgresStore(SqlStore):
             if version == SCHEMA_VERSION:
                 return
             self.db.execute(postgres_schema(SCHEMA))
+            self.db.execute(_READING_IDS)
             for table, column, declaration in ADDED_COLUMNS:
                 self.db.execute(
                     f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} "
                     + postgres_schema(declaration)
                 )
+            kind = self._value("SELECT relkind FROM pg_class WHERE oid = to_regclass('readings')")
+            if kind == "r":  # 9: the v7 table, converted in place (before 8's fill below)
+                self._compact_readings()
+                self.db.execute(
+                    "SELECT setval('reading_ids', "
+                    "(SELECT coalesce(max(last_id), 0) + 1 FROM arrivals), false)"
+                )
+            self.db.execute(postgres_schema(READINGS_VIEW))
             if version < 5:
                 self._fill_station_clocks()  # 5: kept with the readings from now on
             if version < 8:
@@ -277,8 +301,12 @@ class PostgresStore(SqlStore):
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Transaction]:
         """``with store.transaction():`` groups writes into one commit (the group commit)."""
-        with self._reachable(), self.db.transaction() as tx:
-            yield tx
+        try:
+            with self._reachable(), self.db.transaction() as tx:
+                yield tx
+        except BaseException:
+            self._forget_names()  # ids given inside it are gone with it
+            raise
 
     def _own_commit(self) -> AbstractContextManager[psycopg.Transaction]:
         """A transaction of its own, or a savepoint inside the caller's :meth:`transaction`."""
@@ -293,13 +321,20 @@ class PostgresStore(SqlStore):
         with self._reachable():
             return self.db.execute(postgres_sql(sql), tuple(text_safe(a) for a in args))
 
-    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
+    # The column's default (the reading_ids sequence) gives a reading its arrival id.
+    _SAMPLE_ID_SQL = None
+
+    def _write_samples(self, rows: Sequence[tuple[object, ...]]) -> tuple[int, int]:
         """A bulk import's new readings by COPY: one stream, not a statement per 500 rows
-        (a year of one site stored in ~70 s through inserts, issue 24)."""
-        sql = "COPY readings (site, station, sensor, t, seq, value, flags, received_at) FROM STDIN"
+        (a year of one site stored in ~70 s through inserts, issue 24). Their ids come
+        from the column's default: after an id taken just before the stream, up to the
+        session's last one (another writer's ids in between only widen the span)."""
+        first = int(self._value("SELECT nextval('reading_ids')"))
+        sql = "COPY samples (series, station, t, seq, value, flags, received_at) FROM STDIN"
         with self._reachable(), self.db.cursor() as cur, cur.copy(sql) as copy:
             for row in rows:
                 copy.write_row(row)
+        return first, int(self._value("SELECT currval('reading_ids')"))
 
     def marks(self) -> Marks:
         """The newest ids, once the writes in flight (other workers') have committed.
@@ -312,5 +347,5 @@ class PostgresStore(SqlStore):
         if self.read_only:
             return super().marks()
         with self.transaction():
-            self.db.execute("LOCK TABLE readings, inspections, statuses, site_log IN SHARE MODE")
+            self.db.execute("LOCK TABLE samples, inspections, statuses, site_log IN SHARE MODE")
             return super().marks()

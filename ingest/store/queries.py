@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from analytics.events import (
 )
 from ingest.gaps import LostRange, SensorWatch
 from ingest.store.fieldbook import FIELD_SCHEMA, FieldRecords
-from ingest.store.summaries import HOURS_SCHEMA, HourSummaries
+from ingest.store.summaries import HOUR_MS, HOURS_SCHEMA, HourSummaries
 from siltwatch.schema import Alert, Duty
 
 # 2: arrival order (ids) and snapshot marks; 3: station statuses (additive: a v2 file
@@ -48,15 +49,20 @@ from siltwatch.schema import Alert, Duty
 # corrective actions and inspections.findings (additive: ingest/store/fieldbook.py's tables
 # created, the column added, in place); 8: reading_hours, per-hour summaries kept with the
 # readings (additive: the table is created and filled from the readings once, in place;
-# ingest/store/summaries.py).
-SCHEMA_VERSION = 8
+# ingest/store/summaries.py); 9: the compact readings (``series``, ``stations``,
+# ``samples``, ``arrivals`` and the ``readings`` view: the v7 table converted in place by
+# :meth:`SqlStore._compact_readings`, every reading kept with its id).
+SCHEMA_VERSION = 9
 
 # Rejection reasons that say only that the configuration does not know the message's
 # station or sensor (ingest/decode.py): such messages are held, not lost.
 HELD_REASONS: tuple[str, ...] = ("unknown station", "unknown sensor")
 
-SCHEMA = (
-    """
+# The readings as schema v2 to v7 kept them: one row of text names per reading, its
+# arrival order the rowid, two indexes (about 130 B a reading in SQLite, 230 B in
+# PostgreSQL). What a v1 store is rebuilt into, and what :meth:`SqlStore._compact_readings`
+# converts.
+V7_READINGS = """
 CREATE TABLE IF NOT EXISTS readings (
     id INTEGER PRIMARY KEY,
     site TEXT NOT NULL, station TEXT NOT NULL, sensor TEXT NOT NULL,
@@ -65,6 +71,50 @@ CREATE TABLE IF NOT EXISTS readings (
     UNIQUE (site, sensor, t)
 );
 CREATE INDEX IF NOT EXISTS readings_site_t ON readings (site, t);
+"""
+
+# The readings, compact (schema v9; docs/scaling.md, "A year of one site"):
+# - ``series`` names each (site, sensor) once with a small integer, ``stations`` each
+#   (site, station): a reading carries two small ids instead of three strings. The
+#   dedupe key stays (site, sensor, t), now (series, t).
+# - ``samples`` is clustered on that key (SQLite: WITHOUT ROWID, so the key is the
+#   table and no second copy of it exists): a sensor's history, a plot's window, a
+#   duplicate check are one range of the key; the site's readings in time order are
+#   a merge of its few series, read a window of time at a time.
+# - flags are NULL when there are none (nearly always): no byte in SQLite, none in
+#   PostgreSQL's row either (the null bitmap).
+# - ``id`` keeps the arrival order (what ``readings.id`` was: the snapshot marks and
+#   the catch-up after them). Instead of an index on it (about 20 B a reading),
+#   ``arrivals`` keeps spans of ids per site, each with the times it covers and its
+#   earliest trustworthy time (up to ``ARRIVAL_SPAN_READINGS`` readings, within
+#   ``ARRIVAL_SPAN_SLACK_MS`` of each other): the newest mark is the last span's end,
+#   and what was stored after a mark is whole spans plus one bounded range.
+# - a reading's arrival time is NULL when it is its span's ``received_at`` (a bulk load,
+#   an import, an outbox flush: thousands of readings that arrived at once), else its own.
+# - the ``readings`` view (READINGS_VIEW) shows the v7 columns for people's queries
+#   and tools (``sqlite3 -csv``); the store itself reads the tables.
+# In PostgreSQL ``INT`` is 4 bytes (ids of series and stations); ids of readings come
+# from the ``reading_ids`` sequence (ingest/store/postgres.py).
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS series (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, sensor TEXT NOT NULL, UNIQUE (site, sensor)
+);
+CREATE TABLE IF NOT EXISTS stations (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, station TEXT NOT NULL, UNIQUE (site, station)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    series INT NOT NULL, station INT NOT NULL, t INTEGER NOT NULL, seq INTEGER,
+    value REAL NOT NULL, flags TEXT, id INTEGER NOT NULL, received_at INTEGER,
+    PRIMARY KEY (series, t)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS arrivals (
+    site TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL,
+    lo_t INTEGER NOT NULL, hi_t INTEGER NOT NULL, trusted_t INTEGER NOT NULL,
+    readings INTEGER NOT NULL, received_at INTEGER NOT NULL,
+    PRIMARY KEY (site, first_id)
+);
+CREATE INDEX IF NOT EXISTS arrivals_last ON arrivals (last_id);
 CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY, received_at INTEGER NOT NULL, topic TEXT NOT NULL,
     reason TEXT NOT NULL, payload TEXT NOT NULL, site TEXT
@@ -129,6 +179,25 @@ CREATE TABLE IF NOT EXISTS station_clocks (
     + HOURS_SCHEMA
 )
 
+# The v7 readings' columns over the compact tables: created once the v7 table is gone.
+READINGS_VIEW = """
+CREATE VIEW IF NOT EXISTS readings AS
+SELECT s.id AS id, r.site AS site, st.station AS station, r.sensor AS sensor, s.t AS t,
+    s.seq AS seq, s.value AS value, coalesce(s.flags, '') AS flags,
+    coalesce(s.received_at, (SELECT a.received_at FROM arrivals a WHERE a.site = r.site
+        AND a.first_id <= s.id ORDER BY a.first_id DESC LIMIT 1)) AS received_at
+FROM samples s JOIN series r ON r.id = s.series JOIN stations st ON st.id = s.station;
+"""
+
+# A span of ``arrivals`` grows while the next readings are few enough and near enough in
+# time: the one span a mark can fall inside is then a bounded range of a few series.
+ARRIVAL_SPAN_READINGS = 10_000
+ARRIVAL_SPAN_SLACK_MS = 86_400_000
+_NO_TRUSTED_T = 2**62  # a span without a trustworthy time (what min() of none would be)
+# Readings of one arrival time that start a span of their own (a bulk load, an outbox flush;
+# not a message of a few readings).
+BULK_READINGS = 64
+
 # Columns added in place to tables an older siltwatch wrote: (table, column, declaration).
 ADDED_COLUMNS = (
     ("snapshots", "status_mark", "INTEGER NOT NULL DEFAULT 0"),  # 3
@@ -145,6 +214,10 @@ _INSPECTION_COLUMNS = (
 
 # Readings whose time cannot be trusted never set a station's progress (analytics/engine.py).
 _TRUSTED_TIME_SQL = "flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'"
+# The same of ``samples``, whose flags are NULL when there are none.
+_TRUSTED_SAMPLE_SQL = (
+    "(flags IS NULL OR (flags NOT LIKE '%clock_unsynced%' AND flags NOT LIKE '%clock_ahead%'))"
+)
 
 
 def _sensor_watch(row: Sequence[Any]) -> SensorWatch:
@@ -290,24 +363,9 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         The same answer as one :meth:`insert_readings` per group in turn (a reading in
         two groups is new in the first), but a group commit of many one-reading
         messages is a few multi-row statements instead of a statement (on PostgreSQL
-        a network round trip) per reading. One reading in all is one ``INSERT OR
-        IGNORE``, the cheapest statement for it; more go in multi-row inserts of
+        a network round trip) per reading: multi-row inserts of
         :attr:`READINGS_PER_INSERT`.
         """
-        total = sum(len(rows) for rows, _ in groups)
-        if total == 1:
-            ((only, received_at),) = [(rows, at) for rows, at in groups if rows]
-            station, r = only[0]
-            cur = self._execute(
-                "INSERT OR IGNORE INTO readings "
-                "(site, station, sensor, t, seq, value, flags, received_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at),
-            )
-            if cur.rowcount:
-                self._advance_clocks(site, [(station, r, received_at)])
-                self._advance_summaries(site, [(station, r, received_at)])
-            return [[r] if cur.rowcount and rows else [] for rows, _ in groups]
         # The first of each key only: a statement then never meets its own row twice, and
         # each (sensor, t) it returns names exactly one reading of ``groups``.
         first: dict[tuple[str, int], tuple[str, SensorReading, int]] = {}
@@ -335,41 +393,194 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
             out.append(new)
         return out
 
+    # How a reading's arrival id is given: SQLite numbers the rows of each insert after
+    # the newest stored id, read once by the statement itself (which holds the write
+    # lock, so no other writer can take the same numbers); PostgreSQL's column default
+    # takes it from a sequence (None here: the insert leaves the column out).
+    _SAMPLE_ID_SQL: str | None = "SELECT coalesce(max(last_id), 0) AS newest FROM arrivals"
+
+    # (table, site, name) -> id of ``series`` and ``stations``: ids never change once given,
+    # so each is looked up once per store object (forgotten when a transaction fails, as
+    # one created inside it is gone: :meth:`_forget_names`).
+    _name_ids: dict[tuple[str, str, str], int]
+
+    def _names(self) -> dict[tuple[str, str, str], int]:
+        try:
+            return self._name_ids
+        except AttributeError:
+            self._name_ids = {}
+            return self._name_ids
+
+    def _forget_names(self) -> None:
+        """Drop the cached ids: a failed transaction may have taken new ones with it."""
+        self._name_ids = {}
+        self._span_arrivals = {}
+
+    # Site -> the ``received_at`` of the site's newest arrival span as this store object
+    # last wrote it: a hint for which arrival times to leave NULL (the span update checks it).
+    _span_arrivals: dict[str, int]
+
+    def _span_arrival(self, site: str) -> int | None:
+        try:
+            return self._span_arrivals.get(site)
+        except AttributeError:
+            self._span_arrivals = {}
+            return None
+
+    def _name_id(self, table: str, site: str, name: str) -> int | None:
+        """The id of (site, sensor) in ``series`` or (site, station) in ``stations``; None
+        when the store has no reading of it (nothing is created)."""
+        key = (table, site, name)
+        cache = self._names()
+        if key not in cache:
+            column = "sensor" if table == "series" else "station"
+            row = self._execute(
+                f"SELECT id FROM {table} WHERE site = ? AND {column} = ?", (site, name)
+            ).fetchone()
+            if row is None:
+                return None
+            cache[key] = int(row[0])
+        return cache[key]
+
+    def _name_ids_for(self, table: str, site: str, names: Iterable[str]) -> dict[str, int]:
+        """The ids of these sensors (``series``) or stations (``stations``) of ``site``,
+        given to the ones new to the store (inside the caller's transaction)."""
+        cache = self._names()
+        out: dict[str, int] = {}
+        for name in dict.fromkeys(names):
+            found = self._name_id(table, site, name)
+            if found is None:
+                column = "sensor" if table == "series" else "station"
+                self._execute(
+                    f"INSERT OR IGNORE INTO {table} (site, {column}) VALUES (?, ?)", (site, name)
+                )
+                found = self._name_id(table, site, name)
+                assert found is not None, f"{table} ({site}, {name}) was just stored"
+            out[name] = found
+        cache.update(((table, site, n), i) for n, i in out.items())
+        return out
+
+    def _site_series(self, site: str) -> dict[int, str]:
+        """Series id -> sensor of every sensor of ``site`` with a stored reading."""
+        rows = self._execute("SELECT id, sensor FROM series WHERE site = ?", (site,))
+        return {int(i): str(sensor) for i, sensor in rows}
+
+    def _arrival_base(self, site: str, arrivals: set[int], count: int) -> int | None:
+        """The arrival time that ``count`` readings arriving at ``arrivals`` leave NULL (the
+        span's): the newest span's if some readings share it, else the one time of
+        readings that all arrived at once (a new span's). (A few readings of one message
+        do not start a span of their own.)"""
+        base = self._span_arrival(site)
+        if base in arrivals:
+            return base
+        return next(iter(arrivals)) if len(arrivals) == 1 and count >= BULK_READINGS else None
+
     def _insert_reading_rows(
         self, site: str, rows: Sequence[tuple[str, SensorReading, int]]
     ) -> list[tuple[str, int]]:
         """One multi-row insert of (station, reading, arrival) of distinct (sensor, t); the
         keys it stored.
 
-        ``ON CONFLICT DO NOTHING`` (no target: the readings' one unique key) and
+        ``ON CONFLICT DO NOTHING`` (no target: the samples' one unique key) and
         ``RETURNING`` are spelled alike in SQLite (3.35 and later) and PostgreSQL, so
-        ingest/store/postgres.py ``postgres_sql`` only changes the placeholders.
+        ingest/store/postgres.py ``postgres_sql`` only changes the placeholders. The ids
+        stored are added to the site's arrival spans (:meth:`_add_arrival_span`).
         """
+        series = self._name_ids_for("series", site, (r.sensor for _, r, _at in rows))
+        stations = self._name_ids_for("stations", site, (st for st, _r, _at in rows))
+        id_sql = self._SAMPLE_ID_SQL
+        base = self._arrival_base(site, {at for _st, _r, at in rows}, len(rows))
         args: list[object] = []
-        for station, r, received_at in rows:
-            args += (site, station, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
-        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        given: dict[tuple[int, int], SensorReading] = {}
+        for n, (station, r, received_at) in enumerate(rows, start=1):
+            sid = series[r.sensor]
+            given[(sid, r.t)] = r
+            flags = _flags_text(r) if r.flags else None
+            at = None if received_at == base else received_at
+            args += (sid, stations[station], r.t, r.seq, r.value, flags, at)
+            if id_sql is not None:
+                args.append(n)
+        columns = "series, station, t, seq, value, flags, received_at"
+        if id_sql is None:
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            sql = f"INSERT INTO samples ({columns}) VALUES {values}"
+        else:  # VALUES' columns are column1..column8 (``WHERE true``: SQLite's upsert rule)
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+            sql = (
+                f"INSERT INTO samples ({columns}, id) SELECT v.column1, v.column2, v.column3, "
+                "v.column4, v.column5, v.column6, v.column7, b.newest + v.column8 "
+                f"FROM ({id_sql}) AS b CROSS JOIN (VALUES {values}) AS v WHERE true"
+            )
+        cur = self._execute(sql + " ON CONFLICT DO NOTHING RETURNING series, t, id", args)
+        returned = cur.fetchall()
+        if not returned:
+            return []
+        new = [given[(int(sid), int(t))] for sid, t, _i in returned]
+        keys = [(r.sensor, r.t) for r in new]
+        trusted = [r.t for r in new if not UNTRUSTED_TIME & r.flags]
+        ids = [int(i) for _s, _t, i in returned]
+        times = [r.t for r in new]
+        self._add_arrival_span(
+            site, min(ids), max(ids), min(times), max(times),
+            min(trusted, default=_NO_TRUSTED_T), len(new), base, rows[0][2],
+        )  # fmt: skip
+        return keys
+
+    def _add_arrival_span(
+        self, site: str, first: int, last: int, lo: int, hi: int, trusted: int, count: int,
+        base: int | None, at: int,
+    ) -> None:  # fmt: skip
+        """Count readings just stored (ids ``first``..``last``, times ``lo``..``hi``) into the
+        site's newest arrival span when they fit it, else into a new one.
+
+        ``base``: the arrival time the readings left NULL, which the span must have (a new
+        span gets it; without one, ``at``).
+        """
+        slack, room = ARRIVAL_SPAN_SLACK_MS, ARRIVAL_SPAN_READINGS - count
+        same = "" if base is None else " AND received_at = ?"
         cur = self._execute(
-            "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
-            f"VALUES {values} ON CONFLICT DO NOTHING RETURNING sensor, t",
-            args,
-        )
-        return [(str(sensor), int(t)) for sensor, t in cur.fetchall()]
+            "UPDATE arrivals SET "
+            "last_id = CASE WHEN last_id > ? THEN last_id ELSE ? END, "
+            "lo_t = CASE WHEN lo_t < ? THEN lo_t ELSE ? END, "
+            "hi_t = CASE WHEN hi_t > ? THEN hi_t ELSE ? END, "
+            "trusted_t = CASE WHEN trusted_t < ? THEN trusted_t ELSE ? END, "
+            "readings = readings + ? "
+            "WHERE site = ? AND first_id = (SELECT max(first_id) FROM arrivals WHERE site = ?) "
+            "AND readings <= ? AND lo_t <= ? AND hi_t >= ?" + same,
+            (last, last, lo, lo, hi, hi, trusted, trusted, count, site, site, room,
+             lo + slack, hi - slack) + (() if base is None else (base,)),
+        )  # fmt: skip
+        if not cur.rowcount:
+            arrived = at if base is None else base
+            self._execute(
+                "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings, "
+                "received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (site, first, last, lo, hi, trusted, count, arrived),
+            )
+            self._span_arrivals[site] = arrived
+
+    def _holds_readings(self, site: str, lo: int, hi: int) -> bool:
+        """Whether the store holds a reading of ``site`` with ``lo <= t <= hi``: a range of
+        each of the site's series' key."""
+        row = self._execute(
+            "SELECT 1 FROM samples WHERE series IN (SELECT id FROM series WHERE site = ?) "
+            "AND t >= ? AND t <= ? LIMIT 1",
+            (site, lo, hi),
+        ).fetchone()
+        return row is not None
 
     def insert_new_readings(
         self, site: str, rows: Sequence[tuple[str, SensorReading]], received_at: int
     ) -> list[SensorReading] | None:
         """:meth:`insert_readings` for a bulk import's chunk: when the store holds no reading
         of ``site`` in the chunk's time span, the first of each (sensor, t) is new and is
-        written without asking about each one (multi-row inserts; PostgreSQL: COPY);
-        None when the span holds some (take :meth:`insert_readings`, which dedupes)."""
+        written without asking about each one (:meth:`_write_samples`: one executemany;
+        PostgreSQL: COPY); None when the span holds some (take :meth:`insert_readings`,
+        which dedupes)."""
         if not rows:
             return []
         lo, hi = min(r.t for _s, r in rows), max(r.t for _s, r in rows)
-        held = self._execute(
-            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1", (site, lo, hi)
-        ).fetchone()
-        if held is not None:
+        if self._holds_readings(site, lo, hi):
             return None
         keys = {(r.sensor, r.t) for _s, r in rows}
         unique: Sequence[tuple[str, SensorReading]] = rows
@@ -378,11 +589,14 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
             for station, r in rows:
                 first.setdefault((r.sensor, r.t), (station, r))
             unique = list(first.values())
-        self._write_reading_rows(
-            [(site, st, r.sensor, r.t, r.seq, r.value, _flags_text(r), received_at)
-             for st, r in unique]
-        )  # fmt: skip
-        self._advance_clocks(site, [(st, r, received_at) for st, r in unique])
+        self._store_new_rows(
+            site,
+            [(st, r.sensor, r.t, r.seq, r.value, _flags_text(r) or None) for st, r in unique],
+            received_at,
+        )
+        stored = [(st, r, received_at) for st, r in unique]
+        self._advance_clocks(site, stored)
+        self._advance_summaries(site, stored)
         return [r for _s, r in unique]
 
     def insert_new_reading_columns(
@@ -393,36 +607,64 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         the store from the arrays, no object per reading. False (nothing written) when
         the store holds a reading of ``site`` in the chunk's time span."""
         t = cols.t.tolist()
-        held = self._execute(
-            "SELECT 1 FROM readings WHERE site = ? AND t >= ? AND t <= ? LIMIT 1",
-            (site, t[0], t[-1]),
-        ).fetchone()
-        if held is not None:
+        if self._holds_readings(site, t[0], t[-1]):
             return False
         codes = cols.code.tolist()
         n = len(t)
-        self._write_reading_rows(
-            list(zip(repeat(site, n), map(stations.__getitem__, codes),
-                     map(cols.names.__getitem__, codes), t, repeat(None, n),
-                     cols.value.tolist(), repeat("", n), repeat(received_at, n), strict=True))
+        self._store_new_rows(
+            site,
+            list(zip(map(stations.__getitem__, codes), map(cols.names.__getitem__, codes), t,
+                     repeat(None, n), cols.value.tolist(), repeat(None, n), strict=True)),
+            received_at,
         )  # fmt: skip
         newest = {stations[c]: (cols.names[c], tt) for c, tt in zip(codes, t, strict=True)}
         self._advance_clocks(
             site, [(st, SensorReading(s, tt, 0.0), received_at) for st, (s, tt) in newest.items()]
         )
+        # One reading per sensor-hour touched: all that the summaries' update asks of them.
+        hours = dict.fromkeys(zip(codes, (tt // HOUR_MS for tt in t), strict=True))
+        self._advance_summaries(
+            site,
+            [("", SensorReading(cols.names[c], h * HOUR_MS, 0.0), received_at) for c, h in hours],
+        )
         return True
 
-    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
-        """Readings known not to be stored (site, station, sensor, t, seq, value, flags,
-        received_at), in multi-row inserts; ingest/store/postgres.py uses COPY."""
-        step = self.READINGS_PER_INSERT
+    def _store_new_rows(
+        self,
+        site: str,
+        rows: Sequence[tuple[str, str, int, int | None, float, str | None]],
+        received_at: int,
+    ) -> None:
+        """Readings known not to be stored, ``(station, sensor, t, seq, value, flags or
+        None)``, all arrived at ``received_at``: written by :meth:`_write_samples` with the
+        ids of ``series``/``stations`` and the arrival time left NULL as
+        :meth:`_insert_reading_rows` does, and counted into the site's arrival spans, at
+        most ``ARRIVAL_SPAN_READINGS`` at a time (a span stays a bounded range)."""
+        series = self._name_ids_for("series", site, (row[1] for row in rows))
+        stations = self._name_ids_for("stations", site, (row[0] for row in rows))
+        base = self._arrival_base(site, {received_at}, len(rows))
+        at = None if base == received_at else received_at
+        step = ARRIVAL_SPAN_READINGS
         for start in range(0, len(rows), step):
             part = rows[start : start + step]
-            self._execute(
-                "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
-                "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(part)),
-                [a for row in part for a in row],
-            )
+            first, last = self._write_samples(
+                [(series[sensor], stations[station], t, seq, value, flags, at)
+                 for station, sensor, t, seq, value, flags in part]
+            )  # fmt: skip
+            times = [row[2] for row in part]
+            trusted = [
+                row[2] for row in part if not row[5] or not UNTRUSTED_TIME & set(row[5].split(","))
+            ]
+            self._add_arrival_span(
+                site, first, last, min(times), max(times),
+                min(trusted, default=_NO_TRUSTED_T), len(part), base, received_at,
+            )  # fmt: skip
+
+    @abstractmethod
+    def _write_samples(self, rows: Sequence[tuple[object, ...]]) -> tuple[int, int]:
+        """Samples known not to be stored ``(series, station, t, seq, value, flags,
+        received_at)``, in bulk, each given an arrival id after every stored one; the
+        lowest and highest id they may have (SQLite: one executemany; PostgreSQL: COPY)."""
 
     def _advance_clocks(self, site: str, stored: Iterable[tuple[str, SensorReading, int]]) -> None:
         """Bring ``station_clocks`` up to the readings just stored (same transaction).
@@ -459,6 +701,38 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
             + _TRUSTED_TIME_SQL
             + " GROUP BY site, station"
         )
+
+    def _compact_readings(self) -> None:
+        """Schema v9: convert the v7 ``readings`` table into the compact tables, in place.
+
+        Every reading is kept with its id (its arrival order, which the snapshots' marks
+        count in) and its arrival time; the samples are written in key order, so their
+        pages come out full. The arrival spans are cut from the ids, per site, every
+        ``ARRIVAL_SPAN_READINGS``. The caller holds the transaction, then creates the
+        ``readings`` view over the new tables (READINGS_VIEW).
+        """
+        self._execute("ALTER TABLE readings RENAME TO readings_v7")
+        for table, column in (("series", "sensor"), ("stations", "station")):
+            self._execute(
+                f"INSERT INTO {table} (site, {column}) SELECT DISTINCT site, {column} "
+                f"FROM readings_v7 ORDER BY site, {column}"
+            )
+        self._execute(
+            "INSERT INTO samples (series, station, t, seq, value, flags, id, received_at) "
+            "SELECT r.id, st.id, o.t, o.seq, o.value, nullif(o.flags, ''), o.id, o.received_at "
+            "FROM readings_v7 o JOIN series r ON r.site = o.site AND r.sensor = o.sensor "
+            "JOIN stations st ON st.site = o.site AND st.station = o.station ORDER BY r.id, o.t"
+        )
+        self._execute(
+            "INSERT INTO arrivals (site, first_id, last_id, lo_t, hi_t, trusted_t, readings, "
+            "received_at) SELECT site, min(id), max(id), min(t), max(t), "
+            f"coalesce(min(CASE WHEN {_TRUSTED_TIME_SQL} THEN t END), {_NO_TRUSTED_T}), count(*), "
+            "min(received_at) FROM (SELECT site, id, t, flags, received_at, "
+            f"(row_number() OVER (PARTITION BY site ORDER BY id) - 1) / {ARRIVAL_SPAN_READINGS} "
+            "AS span FROM readings_v7) AS numbered GROUP BY site, span"
+        )
+        self._execute("DROP TABLE readings_v7")
+        self._forget_names()
 
     def add_readings(
         self, site: str, rows: Iterable[tuple[str, SensorReading]], received_at: int
@@ -519,9 +793,11 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         lookup each: duplicates are few, and this is asked only for them)."""
         out: dict[tuple[str, int], float] = {}
         for sensor, t in dict.fromkeys(keys):
+            series = self._name_id("series", site, sensor)
+            if series is None:
+                continue
             row = self._execute(
-                "SELECT value FROM readings WHERE site = ? AND sensor = ? AND t = ?",
-                (site, sensor, t),
+                "SELECT value FROM samples WHERE series = ? AND t = ?", (series, t)
             ).fetchone()
             if row is not None:
                 out[(sensor, t)] = float(row[0])
@@ -564,7 +840,9 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
     def recent_sensors(self, site: str, since_t: int) -> set[str]:
         """The sensors of ``site`` with a reading dated after ``since_t`` (epoch ms)."""
         rows = self._execute(
-            "SELECT DISTINCT sensor FROM readings WHERE site = ? AND t > ?", (site, since_t)
+            "SELECT sensor FROM series WHERE site = ? AND EXISTS "
+            "(SELECT 1 FROM samples WHERE samples.series = series.id AND samples.t > ?)",
+            (site, since_t),
         ).fetchall()
         return {str(r[0]) for r in rows}
 
@@ -872,37 +1150,62 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
 
     def reading_count(self, site: str, sensor: str | None = None) -> int:
         if sensor is None:
-            row = self._execute("SELECT count(*) FROM readings WHERE site = ?", (site,)).fetchone()
-        else:
             row = self._execute(
-                "SELECT count(*) FROM readings WHERE site = ? AND sensor = ?", (site, sensor)
+                "SELECT count(*) FROM samples WHERE series IN "
+                "(SELECT id FROM series WHERE site = ?)",
+                (site,),
             ).fetchone()
+            return int(row[0])
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return 0
+        row = self._execute("SELECT count(*) FROM samples WHERE series = ?", (series,)).fetchone()
         return int(row[0])
+
+    def _series_edge(self, site: str, which: str, after: int | None = None) -> int | None:
+        """The site's newest (``which`` "max") or earliest ("min", dated at or after
+        ``after``) reading time: one seek on each series' key."""
+        found: list[int] = []
+        for series in self._site_series(site):
+            sql = f"SELECT {which}(t) FROM samples WHERE series = ?"
+            args: tuple[object, ...] = (series,)
+            if after is not None:
+                sql, args = sql + " AND t >= ?", (series, after)
+            row = self._execute(sql, args).fetchone()
+            if row is not None and row[0] is not None:
+                found.append(int(row[0]))
+        if not found:
+            return None
+        return max(found) if which == "max" else min(found)
 
     def newest_reading_t(self, site: str) -> int | None:
         """The event time of the site's newest stored reading (None: no reading yet)."""
-        row = self._execute("SELECT max(t) FROM readings WHERE site = ?", (site,)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
+        return self._series_edge(site, "max")
+
+    def _sensor_rows(
+        self, site: str, sensor: str, start: int | None = None, end: int | None = None
+    ) -> list[SensorReading]:
+        """A sensor's readings with ``start <= t <= end`` in time order: one range of the
+        samples' (series, t) key."""
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return []
+        rows = self._execute(
+            "SELECT t, value, seq, flags FROM samples WHERE series = ? AND t >= ? AND t <= ? "
+            "ORDER BY t",
+            (series, -(2**62) if start is None else start, 2**62 if end is None else end),
+        )
+        return [_reading((sensor, *row)) for row in rows]
 
     def readings(self, site: str, sensor: str) -> list[SensorReading]:
-        rows = self._execute(
-            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
-            "ORDER BY t",
-            (site, sensor),
-        )
-        return [_reading(row) for row in rows]
+        return self._sensor_rows(site, sensor)
 
     def readings_between_of(
         self, site: str, sensor: str, start: int, end: int
     ) -> list[SensorReading]:
         """A sensor's readings with ``start <= t <= end`` in time order: :meth:`readings`
         over a bounded span (ingest/rain_lead_in.py), one range on the (site, sensor, t) key."""
-        rows = self._execute(
-            "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? AND sensor = ? "
-            "AND t >= ? AND t <= ? ORDER BY t",
-            (site, sensor, start, end),
-        )
-        return [_reading(row) for row in rows]
+        return self._sensor_rows(site, sensor, start, end)
 
     def sensor_points(
         self, site: str, sensor: str, start: int, end: int
@@ -913,85 +1216,113 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         key: :meth:`readings` returns the whole history, too much for a window
         of a long-running site.
         """
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return []
         rows = self._execute(
-            "SELECT t, value, flags FROM readings WHERE site = ? AND sensor = ? "
-            "AND t >= ? AND t <= ? ORDER BY t",
-            (site, sensor, start, end),
+            "SELECT t, value, flags FROM samples WHERE series = ? AND t >= ? AND t <= ? ORDER BY t",
+            (series, start, end),
         )
-        return [(int(t), float(value), str(flags)) for t, value, flags in rows]
+        return [(int(t), float(value), flags or "") for t, value, flags in rows]
 
     def latest_reading(self, site: str, sensor: str) -> tuple[int, float] | None:
         """(t, value) of the sensor's newest reading (None: none yet); one index seek."""
+        series = self._name_id("series", site, sensor)
+        if series is None:
+            return None
         row = self._execute(
-            "SELECT t, value FROM readings WHERE site = ? AND sensor = ? ORDER BY t DESC LIMIT 1",
-            (site, sensor),
+            "SELECT t, value FROM samples WHERE series = ? ORDER BY t DESC LIMIT 1", (series,)
         ).fetchone()
         return None if row is None else (int(row[0]), float(row[1]))
+
+    # The first window of time a site-wide read asks for; each next one is doubled while
+    # it brings fewer than half a chunk, halved while it brings more than two.
+    _FIRST_WINDOW_MS = 3_600_000
+
+    def _window_rows(
+        self, site: str, start: int, stop: int, chunk: int, *, stations: bool
+    ) -> Iterator[list[Any]]:
+        """Rows ``(station or "", sensor, t, value, seq, flags or "")`` with
+        ``start <= t < stop`` in (time, sensor) order, a window of time at a time (each
+        window complete: every row before its end has come).
+
+        The samples are clustered by series, so the site's readings in time order are a
+        merge of its few series: each query asks for one window of time (a range of each
+        series' key, sorted by the database), and is over when it has answered, so a long
+        read holds no read transaction open against the live writer's WAL. The window's
+        width follows ``chunk``, the rows the caller takes at a time.
+        """
+        first = self._series_edge(site, "min", start)
+        newest = self._series_edge(site, "max")
+        if first is None or newest is None:
+            return
+        lo, stop = max(start, first), min(stop, newest + 1)
+        width = self._FIRST_WINDOW_MS
+        station_sql = "st.station" if stations else "''"
+        join = " JOIN stations st ON st.id = s.station" if stations else ""
+        while lo < stop:
+            hi = min(stop, lo + width)
+            rows = self._execute(
+                f"SELECT {station_sql}, r.sensor, s.t, s.value, s.seq, coalesce(s.flags, '') "
+                f"FROM samples s JOIN series r ON r.id = s.series{join} "
+                "WHERE r.site = ? AND s.t >= ? AND s.t < ? ORDER BY s.t, r.sensor",
+                (site, lo, hi),
+            ).fetchall()
+            if rows:
+                yield rows
+            if len(rows) < chunk // 2:
+                width *= 2
+            elif len(rows) > 2 * chunk:
+                width = max(1, width // 2)
+            lo = hi
+
+    def _site_rows(
+        self, site: str, start: int, stop: int, chunk: int, *, stations: bool
+    ) -> Iterator[list[Any]]:
+        """:meth:`_window_rows` in chunks of exactly ``chunk`` rows (the last one shorter)."""
+        buffer: list[Any] = []
+        for rows in self._window_rows(site, start, stop, chunk, stations=stations):
+            buffer += rows
+            while len(buffer) >= chunk:
+                yield buffer[:chunk]
+                del buffer[:chunk]
+        if buffer:
+            yield buffer
 
     def readings_after(
         self, site: str, after: int | None, chunk: int = 20_000
     ) -> Iterator[list[SensorReading]]:
         """Every reading with event time after ``after``, in (time, sensor) order, in chunks."""
-        last_t = -(2**62) if after is None else after
-        last_sensor = "\uffff"
-        while True:
-            rows = self._execute(
-                "SELECT sensor, t, value, seq, flags FROM readings WHERE site = ? "
-                "AND (t > ? OR (t = ? AND sensor > ?)) ORDER BY t, sensor LIMIT ?",
-                (site, last_t, last_t, last_sensor, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            out = [_reading(row) for row in rows]
-            yield out
-            last_t, last_sensor = out[-1].t, out[-1].sensor
+        start = -(2**62) if after is None else after + 1
+        for rows in self._site_rows(site, start, 2**62, chunk, stations=False):
+            yield [_reading(row[1:]) for row in rows]
 
     def reading_columns_after(
         self, site: str, after: int | None, chunk: int = 100_000
     ) -> Iterator[ReadingColumns | list[SensorReading]]:
         """``readings_after`` as columns (issue 24): a rebuild builds no object per reading.
 
-        Each query takes about ``chunk`` rows by time alone (an index range, no sort
-        in the database); the readings of the chunk's last instant are left for the
-        next query, so no instant is split, and the chunk is put in (time, sensor)
-        order on arrays. A chunk without flags comes as :class:`ReadingColumns`
-        (columns carry no sequence numbers: the engine judges without them); one
-        with a flagged reading, which the engine takes row by row, as readings.
+        The site's readings come by windows of time (:meth:`_window_rows`); a chunk is
+        about ``chunk`` of them: the readings of its last instant are left for the next
+        chunk, so no instant is split (a chunk of one instant holds all of it), and the
+        chunk is put in (time, sensor) order on arrays. A chunk without flags comes as
+        :class:`ReadingColumns` (columns carry no sequence numbers: the engine judges
+        without them); one with a flagged reading, which the engine takes row by row,
+        as readings.
         """
-        import numpy as np
-
-        last_t = -(2**62) if after is None else after
-        while True:
-            rows = self._execute(
-                "SELECT sensor, t, value, flags FROM readings WHERE site = ? AND t > ? "
-                "ORDER BY t LIMIT ?",
-                (site, last_t, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            if len(rows) == chunk:
-                edge, cut = rows[-1][1], len(rows) - 1
-                while cut > 0 and rows[cut - 1][1] == edge:
-                    cut -= 1
-                if cut:
-                    del rows[cut:]
-                else:  # a whole chunk at one instant: take all of that instant
-                    rows = self._execute(
-                        "SELECT sensor, t, value, flags FROM readings WHERE site = ? AND t = ?",
-                        (site, edge),
-                    ).fetchall()
-            last_t = int(rows[-1][1])
-            sensors, times, values, flags = zip(*rows, strict=True)
-            if any(flags):
-                yield sorted((_reading((*row[:3], None, row[3])) for row in rows), key=_time_sensor)
-                continue
-            index = {name: i for i, name in enumerate(dict.fromkeys(sensors))}
-            yield ReadingColumns(
-                tuple(index),
-                np.fromiter(map(index.__getitem__, sensors), np.int32, len(sensors)),
-                np.array(times, dtype=np.int64),
-                np.array(values, dtype=np.float64),
-            ).sorted_by_time()
+        start = -(2**62) if after is None else after + 1
+        buffer: list[Any] = []
+        for rows in self._window_rows(site, start, 2**62, chunk, stations=False):
+            buffer += rows
+            while len(buffer) >= chunk:
+                edge = buffer[chunk - 1][2]  # the window's end is later: its instant is whole
+                cut = bisect_left(buffer, edge, key=_row_time)
+                if not cut:  # a whole chunk at one instant: take all of that instant
+                    cut = bisect_right(buffer, edge, key=_row_time)
+                yield _chunk_columns(buffer[:cut])
+                del buffer[:cut]
+        if buffer:
+            yield _chunk_columns(buffer)
 
     def readings_between(
         self, site: str, start: int | None, end: int | None, chunk: int = 20_000
@@ -1008,21 +1339,10 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         self, site: str, start: int | None, end: int | None, chunk: int = 50_000
     ) -> Iterator[list[tuple[str, str, int, float, int | None, str]]]:
         """:meth:`readings_between` as plain rows ``(station, sensor, t, value, seq, flags)``
-        (flags as stored: sorted, comma-separated), for readers that take columns (the
-        export, the import's resume): no object per reading."""
-        last_t = -(2**62) if start is None else start
-        stop = 2**62 if end is None else end
-        last_sensor = ""  # no sensor id sorts before it: the first query takes t == start
-        while True:
-            rows = self._execute(
-                "SELECT station, sensor, t, value, seq, flags FROM readings WHERE site = ? "
-                "AND t >= ? AND t < ? AND (t > ? OR sensor > ?) ORDER BY t, sensor LIMIT ?",
-                (site, last_t, stop, last_t, last_sensor, chunk),
-            ).fetchall()
-            if not rows:
-                return
-            yield rows
-            last_t, last_sensor = rows[-1][2], rows[-1][1]
+        (flags as stored: sorted, comma-separated; '' for none), for readers that take
+        columns (the export, the import's resume): no object per reading."""
+        lo = -(2**62) if start is None else start
+        yield from self._site_rows(site, lo, 2**62 if end is None else end, chunk, stations=True)
 
     def sites(self) -> list[str]:
         """Every site id the store holds anything of (readings, records, alerts, duties).
@@ -1031,7 +1351,7 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         seek: a store of millions of readings answers in a few index lookups.
         """
         found: set[str] = set()
-        for table in ("readings", "inspections", "site_log", "statuses", "alerts", "duties"):
+        for table in ("series", "inspections", "site_log", "statuses", "alerts", "duties"):
             rows = self._execute(
                 f"WITH RECURSIVE s(site) AS (SELECT min(site) FROM {table} UNION ALL "
                 f"SELECT (SELECT min(site) FROM {table} WHERE site > s.site) FROM s "
@@ -1121,9 +1441,10 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
     def marks(self) -> Marks:
         """The newest reading, inspection, status and site-log ids: how far a snapshot has
         read the store."""
-        r, i, s, g = (
+        r = int(self._execute("SELECT coalesce(max(last_id), 0) FROM arrivals").fetchone()[0])
+        i, s, g = (
             int(self._execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])
-            for table in ("readings", "inspections", "statuses", "site_log")
+            for table in ("inspections", "statuses", "site_log")
         )
         return r, i, s, g
 
@@ -1136,10 +1457,7 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         site_log_mark: int = 0,
     ) -> int | None:
         """The earliest event time among what was stored after the given marks."""
-        r = self._execute(
-            "SELECT min(t) FROM readings WHERE site = ? AND id > ? AND " + _TRUSTED_TIME_SQL,
-            (site, reading_mark),
-        ).fetchone()[0]
+        r = self._earliest_reading_after(site, reading_mark)
         i = self._execute(
             "SELECT min(t) FROM inspections WHERE site = ? AND id > ?", (site, inspection_mark)
         ).fetchone()[0]
@@ -1151,6 +1469,34 @@ class SqlStore(FieldRecords, HourSummaries, ABC):
         ).fetchone()[0]
         found = [int(v) for v in (r, i, s, g) if v is not None]
         return min(found) if found else None
+
+    def _earliest_reading_after(self, site: str, mark: int) -> int | None:
+        """The earliest trustworthy time among the site's readings with an id after ``mark``.
+
+        A span wholly after the mark answers with its ``trusted_t``; the span the mark
+        falls inside (at most one per run of the writer) is read: its ids after the mark,
+        within its times, on each series' key.
+        """
+        best: int | None = None
+        spans = self._execute(
+            "SELECT first_id, last_id, hi_t, trusted_t FROM arrivals "
+            "WHERE site = ? AND last_id > ? ORDER BY trusted_t",
+            (site, mark),
+        ).fetchall()
+        for first, last, hi, trusted in spans:
+            if int(trusted) == _NO_TRUSTED_T or (best is not None and int(trusted) >= best):
+                continue
+            if int(first) > mark:
+                best = int(trusted)
+                continue
+            row = self._execute(
+                "SELECT min(t) FROM samples WHERE series IN (SELECT id FROM series WHERE site = ?) "
+                "AND t >= ? AND t <= ? AND id > ? AND id <= ? AND " + _TRUSTED_SAMPLE_SQL,
+                (site, trusted, hi, mark, last),
+            ).fetchone()
+            if row is not None and row[0] is not None and (best is None or int(row[0]) < best):
+                best = int(row[0])
+        return best
 
     def station_clocks(self, site: str) -> list[tuple[str, int, int]]:
         """(station, latest trustworthy event time, latest arrival among its trustworthy
@@ -1260,6 +1606,28 @@ def _reading(row: Sequence[object]) -> SensorReading:
 
 def _time_sensor(r: SensorReading) -> tuple[int, str]:
     return r.t, r.sensor
+
+
+def _row_time(row: Sequence[Any]) -> int:
+    return int(row[2])
+
+
+def _chunk_columns(rows: Sequence[Sequence[Any]]) -> ReadingColumns | list[SensorReading]:
+    """Rows ``(_, sensor, t, value, _seq, flags)`` in time order as :class:`ReadingColumns`
+    in (time, sensor) order, or, when one is flagged, as readings (without seq, as the
+    columns carry none) in that order."""
+    import numpy as np
+
+    _stations, sensors, times, values, _seqs, flags = zip(*rows, strict=True)
+    if any(flags):
+        return sorted((_reading((*row[1:4], None, row[5])) for row in rows), key=_time_sensor)
+    index = {name: i for i, name in enumerate(dict.fromkeys(sensors))}
+    return ReadingColumns(
+        tuple(index),
+        np.fromiter(map(index.__getitem__, sensors), np.int32, len(sensors)),
+        np.array(times, dtype=np.int64),
+        np.array(values, dtype=np.float64),
+    ).sorted_by_time()
 
 
 def _flags_text(r: SensorReading) -> str:

@@ -7,8 +7,9 @@ log, the alert episodes and duties as they stand, and the engine's snapshots. Th
 service commits a reading here *before* it acknowledges the MQTT message, so
 a reading the broker handed over is either stored or will be delivered again.
 
-Arrival order is kept too (``readings.id``, ``inspections.id``,
-``statuses.id``, ``site_log.id`` grow with every insert): a snapshot records how far it had
+Arrival order is kept too (a reading's id, ``inspections.id``,
+``statuses.id``, ``site_log.id`` grow with every insert; the readings' ids are
+counted in arrival spans, ingest/store/queries.py): a snapshot records how far it had
 read each (its *marks*), so a restart restores the snapshot and replays, in
 event-time order, everything dated after what it had processed; and anything
 stored after a snapshot but dated before what it had processed is found
@@ -41,16 +42,19 @@ import fcntl
 import os
 import socket
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Literal
 
 from ingest.store.queries import (
     ADDED_COLUMNS,
+    READINGS_VIEW,
     SCHEMA,
     SCHEMA_VERSION,
     SNAPSHOT_SPACING_MS,
     SNAPSHOTS_KEPT,
+    V7_READINGS,
     Marks,
     SnapshotRow,
     SqlStore,
@@ -147,7 +151,11 @@ class SqliteStore(SqlStore):
         on an upgrade only adds (3: the statuses table, ``snapshots.status_mark``;
         4: the site_log table, ``snapshots.site_log_mark``, the inspections'
         record columns; 5: station_clocks, filled once from the readings; 6: seq_watch; 7: the field desk's tables and inspections.findings), so the file is upgraded in place and its rows, ids and
-        snapshots stay as they were.
+        snapshots stay as they were. 8 adds reading_hours, filled once from the readings
+        (ingest/store/summaries.py). 9 converts the readings table into the compact tables
+        (ingest/store/queries.py ``SqlStore._compact_readings``), keeping every reading and
+        its id, in the same transaction as the steps before it; it runs before 8's fill,
+        which then reads the compact tables.
         """
         (version,) = self.db.execute("PRAGMA user_version").fetchone()
         if version == SCHEMA_VERSION:
@@ -160,7 +168,7 @@ class SqliteStore(SqlStore):
                 for table in ("readings", "inspections", "snapshots"):
                     self.db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
                 self.db.execute("DROP INDEX IF EXISTS readings_seq")
-                self.db.executescript(SCHEMA)
+                self.db.executescript(V7_READINGS + SCHEMA)
                 self.db.execute(
                     "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
                     "SELECT site, station, sensor, t, seq, value, flags, received_at "
@@ -189,6 +197,14 @@ class SqliteStore(SqlStore):
                 cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
                 if column not in cols:
                     self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            kind = self.db.execute(
+                "SELECT type FROM sqlite_master WHERE name = 'readings'"
+            ).fetchone()
+            if kind is not None and kind[0] == "table":
+                # 9 (before 8's fill, which then reads the compact tables: the v7
+                # table's text rows are read once, by the conversion)
+                self._compact_readings()
+            self.db.execute(READINGS_VIEW)
             if version < 5:
                 self._fill_station_clocks()
             if version < 8:
@@ -225,22 +241,33 @@ class SqliteStore(SqlStore):
 
     # --- transactions and queries ----------------------------------------------
 
-    def transaction(self) -> sqlite3.Connection:
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
         """``with store.transaction():`` groups writes into one commit (the group commit)."""
-        return self.db
+        try:
+            with self.db:
+                yield self.db
+        except BaseException:
+            self._forget_names()  # ids given inside it are gone with it
+            raise
 
     def _execute(self, sql: str, args: Sequence[object] = ()) -> sqlite3.Cursor:
         return self.db.execute(sql, args)
 
-    def _write_reading_rows(self, rows: Sequence[tuple[object, ...]]) -> None:
-        """A bulk import's new readings: one ``executemany`` (its loop is in C)."""
+    def _write_samples(self, rows: Sequence[tuple[object, ...]]) -> tuple[int, int]:
+        """A bulk import's new readings: one ``executemany`` (its loop is in C), the ids
+        numbered after the newest stored one as the multi-row insert numbers them
+        (``SqlStore._SAMPLE_ID_SQL``; the one writer holds the store)."""
+        assert self._SAMPLE_ID_SQL is not None
+        newest = int(self.db.execute(self._SAMPLE_ID_SQL).fetchone()[0])
         self.db.executemany(
-            "INSERT INTO readings (site, station, sensor, t, seq, value, flags, received_at) "
+            "INSERT INTO samples (series, station, t, seq, value, flags, received_at, id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            [(*row, newest + n) for n, row in enumerate(rows, start=1)],
         )
+        return newest + 1, newest + len(rows)
 
-    def _own_commit(self) -> sqlite3.Connection:
-        """The connection as a context manager: it commits on exit (and, nested inside
-        :meth:`transaction`, commits what the outer block wrote so far: sqlite3's rule)."""
-        return self.db
+    def _own_commit(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A commit on exit (and, nested inside :meth:`transaction`, of what the outer block
+        wrote so far: sqlite3's rule)."""
+        return self.transaction()

@@ -148,7 +148,7 @@ def an_older_store(sqlite_path: Path, script: str) -> Iterator[SqliteStore]:
     db.close()
     store = SqliteStore(sqlite_path)
     try:
-        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
         assert store.reading_count(SITE_ID) == 8
         yield store
     finally:
