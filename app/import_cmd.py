@@ -3,8 +3,8 @@
 Kept apart from app/cli.py, which lists it in ``COMMANDS``; the import itself is
 ingest/recordings/bulk_import.py (the service's own commit and engine, a chunk at
 a time). Here: the options, the clock (the arrival time stored with every
-reading), the progress on stderr — a bar on a terminal, a plain line every ten
-per cent otherwise (a log keeps lines, not carriage returns) — and what a person
+reading), the progress on stderr (app/serving.py ``Progress``, the bar ``serve``'s
+rebuild shows, with a plain line every ten per cent off a terminal) and what a person
 reads at the end or after Ctrl-C: how far it got, and that running it again
 continues.
 """
@@ -18,28 +18,6 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
-
-
-class ImportProgress:
-    """Readings imported of the recording's, on stderr."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.tty = sys.stderr.isatty()
-        self.shown = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        pct = 100 if total <= 0 else min(100, done * 100 // total)
-        step = pct if self.tty else pct // 10 * 10
-        if step == self.shown:
-            return
-        self.shown = step
-        if self.tty:
-            bar = "#" * (pct // 4)
-            end = "\n" if pct == 100 else ""
-            print(f"\rimporting {self.name} [{bar:<25}] {pct:3d}%", end=end, file=sys.stderr)
-        else:
-            print(f"importing {self.name}: {done:,} of {total:,} readings", file=sys.stderr)
 
 
 HELP = "load a recording into the store as the live service would have (resumable)"
@@ -94,6 +72,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from app.serving import Progress
     from ingest.recordings.bulk_import import Imported, import_recording
     from ingest.service import IngestService
     from ingest.store.from_url import open_store
@@ -110,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
             now = int(time.time() * 1000)  # the arrival time of every imported reading
             service = IngestService(site, store, say=lambda line: print(line, file=sys.stderr))
             rejected_before = store.rejection_count()
-            progress = ImportProgress(path.name)
+            progress = Progress(f"importing {path.name}", "readings")
             import_recording(path, service, now, progress=progress, done=done, chunk=args.chunk)
         except KeyboardInterrupt:
             held = store.reading_count(site.site.id)  # a chunk is committed whole or not at all

@@ -85,23 +85,30 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class _Progress:
-    """A one-line progress bar on a terminal for a rebuild from the store; quiet otherwise."""
+class Progress:
+    """Progress on stderr: a one-line bar on a terminal; off one, a plain line every ten
+    per cent when ``unit`` names what is counted (a log keeps lines, not carriage
+    returns), else nothing. ``serve``'s rebuild from the store and ``siltwatch import``."""
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "rebuilding from the store", unit: str | None = None) -> None:
+        self.label = label
+        self.unit = unit
         self.tty = sys.stderr.isatty()
-        self.last = -1
+        self.shown = -1
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.tty or total <= 0:
+        if not self.tty and self.unit is None:
             return
-        pct = min(100, done * 100 // total)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            print(f"\rrebuilding from the store [{bar:<25}] {pct:3d}%", end="", file=sys.stderr)
-            if pct == 100:
-                print(file=sys.stderr)
+        pct = 100 if total <= 0 else min(100, done * 100 // total)
+        step = pct if self.tty else pct // 10 * 10
+        if step == self.shown:
+            return
+        self.shown = step
+        if self.tty:
+            end = "\n" if pct == 100 else ""
+            print(f"\r{self.label} [{'#' * (pct // 4):<25}] {pct:3d}%", end=end, file=sys.stderr)
+        else:
+            print(f"{self.label}: {done:,} of {total:,} {self.unit}", file=sys.stderr)
 
 
 def read_secret(path: str | None, what: str) -> str | None:
@@ -341,7 +348,7 @@ def site_service(
         max_clock_skew_s=args.max_clock_skew_s,
         mirror=mirror,
         now_ms=now_ms(),
-        progress=_Progress(),
+        progress=Progress(),
         say=voice.note,
         lock=lock,
         completeness=GapPolicy(),  # fetch back what a broker loses (docs/live-service.md)
